@@ -1,0 +1,161 @@
+#include "linter/cli.hpp"
+
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <iterator>
+#include <sstream>
+
+#include "linter/discovery.hpp"
+#include "linter/lint.hpp"
+#include "linter/output.hpp"
+
+namespace ddplint {
+
+namespace {
+
+bool use_color() {
+  const char* no_color = std::getenv("NO_COLOR");
+  if (no_color && *no_color) return false;
+  return ::isatty(STDOUT_FILENO) == 1;
+}
+
+std::string plural(std::size_t n, const char* word) {
+  return std::to_string(n) + " " + word + (n == 1 ? "" : "s");
+}
+
+void list_rules(std::span<const Rule> rules) {
+  std::size_t name_w = 4;
+  for (const Rule& r : rules) name_w = std::max(name_w, r.info.name.size());
+  std::printf("%-7s  %-*s  %-8s  %s\n", "code", static_cast<int>(name_w), "name", "severity", "summary");
+  for (const Rule& r : rules) {
+    std::printf("%-7.*s  %-*.*s  %-8.*s  %.*s\n", static_cast<int>(r.info.code.size()), r.info.code.data(),
+                static_cast<int>(name_w), static_cast<int>(r.info.name.size()), r.info.name.data(),
+                static_cast<int>(to_string(r.info.severity).size()), to_string(r.info.severity).data(),
+                static_cast<int>(r.info.summary.size()), r.info.summary.data());
+  }
+}
+
+}  // namespace
+
+int run_cli(int argc, char** argv, std::span<const Rule> rules) {
+  CLI::App app{"ddplint: finds what makes PyTorch DistributedDataParallel training slow or wrong.", "ddplint"};
+  app.set_version_flag("--version", std::string("ddplint ") + DDPLINT_VERSION);
+  std::vector<std::string> paths;
+  std::vector<std::string> select_args, ignore_args;
+  std::string format = "text";
+  std::string explain;
+  std::string stdin_filename;
+  bool list = false, exit_zero = false, quiet = false;
+  app.add_option("paths", paths, "Files or folders to lint (folders: every *.py inside); - reads standard input")
+      ->type_name("PATH");
+  app.add_option("--select", select_args, "Rules to enable: codes or prefixes, comma-separated (DDP4,DDP101); default ALL")
+      ->type_name("CODES");
+  app.add_option("--ignore", ignore_args, "Rules to disable: codes or prefixes, comma-separated")->type_name("CODES");
+  app.add_option("--format", format, "Output format")->check(CLI::IsMember({"text", "json"}))->capture_default_str();
+  app.add_option("--explain", explain, "Print the documentation of a rule and exit")->type_name("CODE");
+  app.add_flag("--list-rules", list, "Print a table of every rule and exit");
+  app.add_option("--stdin-filename", stdin_filename, "Name shown for source read from standard input (-)")
+      ->type_name("PATH");
+  app.add_flag("--exit-zero", exit_zero, "Exit with 0 even when findings are reported");
+  app.add_flag("-q,--quiet", quiet, "Print findings only: no summary line");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int code = app.exit(e);
+    return code == 0 ? kExitClean : kExitError;
+  }
+
+  if (list) {
+    list_rules(rules);
+    return kExitClean;
+  }
+  if (!explain.empty()) {
+    auto it = std::find_if(rules.begin(), rules.end(), [&](const Rule& r) { return r.info.code == explain; });
+    if (it == rules.end()) {
+      std::fprintf(stderr, "ddplint: unknown rule code '%s' (see --list-rules)\n", explain.c_str());
+      return kExitError;
+    }
+    std::printf("# %.*s (%.*s)\n\n", static_cast<int>(it->info.name.size()), it->info.name.data(),
+                static_cast<int>(it->info.code.size()), it->info.code.data());
+    std::fwrite(it->info.docs.data(), 1, it->info.docs.size(), stdout);
+    if (!it->info.docs.empty() && it->info.docs.back() != '\n') std::fputc('\n', stdout);
+    return kExitClean;
+  }
+
+  std::vector<std::string> select, ignore;
+  for (const auto& s : select_args)
+    for (auto& c : split_codes(s)) select.push_back(std::move(c));
+  for (const auto& s : ignore_args)
+    for (auto& c : split_codes(s)) ignore.push_back(std::move(c));
+  RuleSelection selection(select, ignore);
+  if (auto err = selection.validate(rules)) {
+    std::fprintf(stderr, "ddplint: %s\n", err->c_str());
+    return kExitError;
+  }
+
+  if (paths.empty()) paths.push_back(".");
+  bool had_error = false;
+  bool color = format == "text" && use_color();
+  std::size_t findings = 0, files = 0;
+  nlohmann::ordered_json json_out = nlohmann::ordered_json::array();
+
+  auto lint_one = [&](SourceFile source) {
+    LintResult result = lint(source, rules, selection);
+    if (!result.error.empty()) {
+      std::fprintf(stderr, "ddplint: %s: %s\n", source.path().c_str(), result.error.c_str());
+      had_error = true;
+      return;
+    }
+    ++files;
+    findings += result.diagnostics.size();
+    if (format == "json") {
+      for (const auto& d : result.diagnostics) json_out.push_back(to_json(source, d));
+    } else {
+      std::string text = format_text(source, result.diagnostics, color);
+      std::fwrite(text.data(), 1, text.size(), stdout);
+    }
+  };
+
+  std::vector<std::string> file_args;
+  for (const auto& p : paths) {
+    if (p != "-") {
+      file_args.push_back(p);
+      continue;
+    }
+    std::string data{std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>()};
+    lint_one(SourceFile(stdin_filename.empty() ? "-" : stdin_filename, std::move(data)));
+  }
+  for (const DiscoveredPath& entry : discover(file_args)) {
+    if (!entry.error.empty()) {
+      std::fprintf(stderr, "ddplint: %s: %s\n", entry.path.c_str(), entry.error.c_str());
+      had_error = true;
+      continue;
+    }
+    std::string err;
+    auto bytes = read_file(entry.path, err);
+    if (!bytes) {
+      std::fprintf(stderr, "ddplint: %s: %s\n", entry.path.c_str(), err.c_str());
+      had_error = true;
+      continue;
+    }
+    lint_one(SourceFile(entry.path, std::move(*bytes)));
+  }
+
+  if (format == "json") {
+    std::string s = json_out.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+    std::printf("%s\n", s.c_str());
+  } else if (!quiet) {
+    std::printf("Found %s in %s.\n", plural(findings, "finding").c_str(), plural(files, "file").c_str());
+  }
+  std::fflush(stdout);
+  if (had_error) return kExitError;
+  if (findings > 0 && !exit_zero) return kExitFindings;
+  return kExitClean;
+}
+
+}  // namespace ddplint

@@ -1,0 +1,76 @@
+// Rules, their metadata, and the findings they report.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ddplint {
+
+class SemanticModel;
+
+/// Severity of a rule, as shown in output (`error`, `warning`, `info`).
+enum class Severity : std::uint8_t { Error, Warning, Info };
+std::string_view to_string(Severity s);
+
+/// One text replacement: bytes [start, end) of the file become `replacement`.
+struct Edit {
+  std::uint32_t start = 0;
+  std::uint32_t end = 0;
+  std::string replacement;
+};
+
+/// A fix: edits applied together. `safe` fixes keep the program's meaning.
+struct Fix {
+  enum class Applicability : std::uint8_t { Safe, Unsafe };
+  Applicability applicability = Applicability::Safe;
+  std::string description;
+  std::vector<Edit> edits;
+};
+
+/// Static metadata of a rule: the catalog's code, name and severity, a
+/// one-line summary, the Markdown documentation and a reference link.
+struct RuleInfo {
+  std::string_view code;      ///< stable code, e.g. "DDP101"
+  std::string_view name;      ///< kebab-case name, e.g. "dataloader-without-workers"
+  Severity severity = Severity::Warning;
+  std::string_view summary;   ///< one line for --list-rules
+  std::string_view url;       ///< PyTorch documentation page the rule is about
+  std::string_view docs;      ///< Markdown (What it does / Why is this bad / Example / Use instead / References)
+  bool fixable = false;       ///< the rule offers fixes for some findings
+};
+
+/// A finding: the rule, the byte range in the file, and the message.
+struct Diagnostic {
+  const RuleInfo* rule = nullptr;
+  std::uint32_t start = 0;  ///< byte offset of the first byte
+  std::uint32_t end = 0;    ///< byte offset one past the last byte
+  std::string message;
+  std::optional<Fix> fix;
+};
+
+/// Where a rule's check reports findings. Holds the rule being run.
+class RuleContext {
+ public:
+  RuleContext(const RuleInfo& rule, std::vector<Diagnostic>& out) : rule_(rule), out_(out) {}
+  /// Reports a finding over bytes [start, end).
+  void report(std::uint32_t start, std::uint32_t end, std::string message, std::optional<Fix> fix = std::nullopt) {
+    out_.push_back(Diagnostic{&rule_, start, end, std::move(message), std::move(fix)});
+  }
+  const RuleInfo& rule() const { return rule_; }
+
+ private:
+  const RuleInfo& rule_;
+  std::vector<Diagnostic>& out_;
+};
+
+/// A rule: metadata plus its check, which asks the semantic model questions
+/// and reports findings. Checks are pure functions of the model.
+struct Rule {
+  RuleInfo info;
+  void (*check)(const SemanticModel& model, RuleContext& ctx) = nullptr;
+};
+
+}  // namespace ddplint

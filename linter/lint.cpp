@@ -1,0 +1,42 @@
+#include "linter/lint.hpp"
+
+#include <algorithm>
+
+#include "linter/semantic_model.hpp"
+#include "linter/suppressions.hpp"
+#include "linter/syntax.hpp"
+
+namespace ddplint {
+
+LintResult lint(const SourceFile& source, std::span<const Rule> rules, const RuleSelection& selection) {
+  LintResult result;
+  std::string detail;
+  if (source.check_decodable(&detail) != DecodeError::None) {
+    result.error = detail;
+    return result;
+  }
+  SyntaxTree tree = parse_python(source);
+  if (!tree) {
+    result.error = "tree-sitter could not parse the file";
+    return result;
+  }
+  SemanticModel model(source, tree);
+  std::vector<Diagnostic> found;
+  for (const Rule& rule : rules) {
+    if (!selection.enabled(rule.info.code)) continue;
+    RuleContext ctx(rule.info, found);
+    rule.check(model, ctx);
+  }
+  Suppressions noqa = Suppressions::collect(model);
+  const LineIndex& lines = source.lines();
+  for (Diagnostic& d : found) {
+    if (!noqa.suppresses(d, lines.line_of(d.start))) result.diagnostics.push_back(std::move(d));
+  }
+  std::stable_sort(result.diagnostics.begin(), result.diagnostics.end(), [](const Diagnostic& a, const Diagnostic& b) {
+    if (a.start != b.start) return a.start < b.start;
+    return a.rule->code < b.rule->code;
+  });
+  return result;
+}
+
+}  // namespace ddplint

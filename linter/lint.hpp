@@ -1,0 +1,28 @@
+// The one entry point shared by the CLI and the language server.
+#pragma once
+
+#include <span>
+#include <string>
+#include <vector>
+
+#include "linter/diagnostic.hpp"
+#include "linter/selection.hpp"
+#include "linter/source.hpp"
+
+namespace ddplint {
+
+/// Result of linting one source.
+struct LintResult {
+  /// Findings sorted by start offset, then code; suppressed ones removed.
+  std::vector<Diagnostic> diagnostics;
+  /// Non-empty when the file could not be linted (binary, not UTF-8, too
+  /// large): a one-line reason; `diagnostics` is then empty.
+  std::string error;
+};
+
+/// Lints one in-memory source: checks it can be decoded, parses it once,
+/// builds the semantic model once, runs each enabled rule, drops findings
+/// silenced by `# noqa`, and sorts. Never throws for any input bytes.
+LintResult lint(const SourceFile& source, std::span<const Rule> rules, const RuleSelection& selection);
+
+}  // namespace ddplint

@@ -1,0 +1,1320 @@
+#include "linter/semantic_model.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <functional>
+
+namespace ddplint {
+
+namespace {
+
+constexpr int kMaxDepth = 24;  // bound on recursion through bindings and nesting
+
+bool is_null(TSNode n) { return ts_node_is_null(n); }
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+bool contains(std::string_view hay, std::string_view needle) { return hay.find(needle) != std::string_view::npos; }
+
+// Public spellings of names that PyTorch re-exports from private modules.
+struct Rewrite {
+  std::string_view from, to;
+};
+constexpr std::array kRewrites = {
+    Rewrite{"torch.nn.parallel.distributed.", "torch.nn.parallel."},
+    Rewrite{"torch.nn.parallel.data_parallel.", "torch.nn.parallel."},
+    Rewrite{"torch.nn.DistributedDataParallel", "torch.nn.parallel.DistributedDataParallel"},
+    Rewrite{"torch.nn.DataParallel", "torch.nn.parallel.DataParallel"},
+    Rewrite{"torch.utils.data.dataloader.", "torch.utils.data."},
+    Rewrite{"torch.utils.data.distributed.", "torch.utils.data."},
+    Rewrite{"torch.utils.data.dataset.", "torch.utils.data."},
+    Rewrite{"torch.utils.data.sampler.", "torch.utils.data."},
+    Rewrite{"torch.distributed.distributed_c10d.", "torch.distributed."},
+    Rewrite{"torch.distributed.fsdp.fully_sharded_data_parallel.", "torch.distributed.fsdp."},
+    Rewrite{"torch.cuda.amp.autocast_mode.", "torch.cuda.amp."},
+    Rewrite{"torch.cuda.amp.grad_scaler.", "torch.cuda.amp."},
+    Rewrite{"torch.amp.autocast_mode.", "torch.amp."},
+    Rewrite{"torch.amp.grad_scaler.", "torch.amp."},
+};
+
+// Collectives of torch.distributed that take part in a process group.
+bool is_args_like_name(std::string_view name) {
+  static constexpr std::array<std::string_view, 8> names = {"args", "opt", "opts", "flags", "FLAGS",
+                                                            "hparams", "options", "cmd_args"};
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+bool is_world_size_name(std::string_view raw) {
+  std::string name = lower(raw);
+  static constexpr std::array<std::string_view, 17> names = {
+      "world_size", "ngpus_per_node", "num_gpus", "n_gpu", "n_gpus", "ngpus", "ngpu",
+      "ddp_world_size", "nproc_per_node", "gpu_count", "num_replicas", "nprocs",
+      "num_processes", "num_devices", "n_devices", "ndevices", "num_gpus_per_node"};
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+bool is_rank_name(std::string_view raw) {
+  std::string name = lower(raw);
+  if (name == "rank") return true;
+  auto ends = [&](std::string_view suf) {
+    return name.size() >= suf.size() && name.compare(name.size() - suf.size(), suf.size(), suf) == 0;
+  };
+  return ends("_rank") || name.rfind("rank_", 0) == 0 || name == "localrank" || name == "gpu_id" ||
+         name == "device_id" || name == "local_gpu";
+}
+
+bool is_main_process_name(std::string_view raw) {
+  std::string name = lower(raw);
+  static constexpr std::array<std::string_view, 16> names = {
+      "master_process", "is_master", "is_main_process", "main_process", "is_main", "is_rank0",
+      "rank0", "is_rank_zero", "rank_zero", "is_primary", "is_global_zero", "is_local_main_process",
+      "is_main_rank", "master", "is_master_process", "is_leader"};
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+}  // namespace
+
+std::string normalize_canonical(std::string name) {
+  for (const auto& r : kRewrites) {
+    if (name.compare(0, r.from.size(), r.from) == 0) {
+      return std::string(r.to) + name.substr(r.from.size());
+    }
+  }
+  return name;
+}
+
+// ---------------------------------------------------------------------------
+// The one walk over the tree.
+class ModelBuilder {
+ public:
+  ModelBuilder(SemanticModel& m, const SyntaxTree& tree) : m_(m), k_(kinds()), tree_(tree) {}
+
+  void run() {
+    TSNode root = tree_.root();
+    bool has_error = ts_node_has_error(root);
+    m_.regions_.push_back(Region{Region::Kind::Module, -1, 0, root, {}, false, 0, -1});
+    m_.region_ranges_.push_back(root);
+    region_stack_.push_back({0, 0});
+
+    TSTreeCursor cursor = ts_tree_cursor_new(root);
+    std::uint32_t depth = 0;
+    for (;;) {
+      TSNode node = ts_tree_cursor_current_node(&cursor);
+      if (has_error && !m_.first_error_ && (ts_node_is_error(node) || ts_node_is_missing(node))) {
+        m_.first_error_ = node;
+      }
+      enter(node, ts_tree_cursor_current_field_id(&cursor), depth);
+      if (ts_tree_cursor_goto_first_child(&cursor)) {
+        ++depth;
+        continue;
+      }
+      for (;;) {
+        leave(depth);
+        if (ts_tree_cursor_goto_next_sibling(&cursor)) break;
+        if (!ts_tree_cursor_goto_parent(&cursor)) {
+          depth = UINT32_MAX;
+          break;
+        }
+        --depth;
+      }
+      if (depth == UINT32_MAX) break;
+    }
+    ts_tree_cursor_delete(&cursor);
+    finish(root);
+  }
+
+ private:
+  struct Open {
+    int region;
+    std::uint32_t depth;
+  };
+
+  int current_region() const { return region_stack_.back().region; }
+  int current_scope() const { return m_.regions_[current_region()].scope; }
+
+  int push_region(Region r, TSNode range, std::uint32_t depth) {
+    r.parent = current_region();
+    int index = static_cast<int>(m_.regions_.size());
+    if (r.kind == Region::Kind::Function || r.kind == Region::Kind::Class) {
+      r.scope = index;
+    } else {
+      r.scope = current_scope();
+    }
+    m_.regions_.push_back(r);
+    m_.region_ranges_.push_back(range);
+    region_stack_.push_back({index, depth});
+    return index;
+  }
+
+  void leave(std::uint32_t depth) {
+    while (region_stack_.size() > 1 && region_stack_.back().depth == depth) region_stack_.pop_back();
+  }
+
+  void bind(Binding::Kind kind, TSNode target, TSNode value, int scope) {
+    TSSymbol s = ts_node_symbol(target);
+    if (s == k_.identifier || s == k_.attribute) {
+      std::string path = m_.path_of(target);
+      if (path.empty()) return;
+      int index = static_cast<int>(m_.bindings_.size());
+      m_.bindings_.push_back(Binding{kind, target, value, scope});
+      m_.bindings_by_path_[path].push_back(index);
+      return;
+    }
+    if (s == k_.pattern_list || s == k_.tuple_pattern || s == k_.tuple || s == k_.list ||
+        s == k_.parenthesized_expression) {
+      std::uint32_t n = ts_node_named_child_count(target);
+      for (std::uint32_t i = 0; i < n; ++i) bind(kind, ts_node_named_child(target, i), TSNode{}, scope);
+    }
+  }
+
+  void bind_assignment(TSNode assignment) {
+    TSNode left = field(assignment, k_.f_left);
+    TSNode right = field(assignment, k_.f_right);
+    if (is_null(left)) return;
+    // a = b = value: the innermost right side is the value for every target
+    std::vector<TSNode> targets{left};
+    while (!is_null(right) && ts_node_symbol(right) == k_.assignment) {
+      targets.push_back(field(right, k_.f_left));
+      right = field(right, k_.f_right);
+    }
+    for (TSNode target : targets) {
+      TSSymbol ts = ts_node_symbol(target);
+      bool target_is_seq = ts == k_.pattern_list || ts == k_.tuple_pattern || ts == k_.tuple || ts == k_.list;
+      if (target_is_seq && !is_null(right) &&
+          (ts_node_symbol(right) == k_.expression_list || ts_node_symbol(right) == k_.tuple) &&
+          ts_node_named_child_count(right) == ts_node_named_child_count(target)) {
+        for (std::uint32_t i = 0; i < ts_node_named_child_count(target); ++i) {
+          bind(Binding::Kind::Assign, ts_node_named_child(target, i), ts_node_named_child(right, i),
+               current_scope());
+        }
+      } else {
+        bind(Binding::Kind::Assign, target, target_is_seq ? TSNode{} : right, current_scope());
+      }
+    }
+  }
+
+  void bind_parameters(TSNode params, int scope) {
+    std::uint32_t n = ts_node_named_child_count(params);
+    for (std::uint32_t i = 0; i < n; ++i) {
+      TSNode p = ts_node_named_child(params, i);
+      TSSymbol s = ts_node_symbol(p);
+      TSNode name{};
+      if (s == k_.identifier) {
+        name = p;
+      } else if (s == k_.default_parameter || s == k_.typed_default_parameter) {
+        name = field(p, k_.f_name);
+      } else if (ts_node_named_child_count(p) > 0) {
+        name = ts_node_named_child(p, 0);  // typed_parameter, *args, **kwargs
+        if (ts_node_symbol(name) != k_.identifier && ts_node_named_child_count(name) > 0)
+          name = ts_node_named_child(name, 0);
+      }
+      if (!is_null(name) && ts_node_symbol(name) == k_.identifier) {
+        bind(Binding::Kind::Parameter, name, TSNode{}, scope);
+      }
+    }
+  }
+
+  void record_import(TSNode stmt) {
+    std::string_view text = m_.source_.text();
+    bool from = ts_node_symbol(stmt) == k_.import_from_statement;
+    std::string module;
+    if (from) {
+      TSNode mod = field(stmt, k_.f_module_name);
+      if (is_null(mod) || ts_node_symbol(mod) != k_.dotted_name) return;  // relative import
+      module = std::string(node_text(mod, text));
+    }
+    std::uint32_t n = ts_node_named_child_count(stmt);
+    for (std::uint32_t i = 0; i < n; ++i) {
+      TSNode child = ts_node_named_child(stmt, i);
+      if (from && ts_node_eq(child, field(stmt, k_.f_module_name))) continue;
+      TSSymbol s = ts_node_symbol(child);
+      std::string target, local;
+      if (s == k_.dotted_name) {
+        target = std::string(node_text(child, text));
+        if (from) {
+          local = target;
+          target = module + "." + target;
+        } else {
+          local = target.substr(0, target.find('.'));  // `import a.b` binds `a`
+          target = local;
+        }
+      } else if (s == k_.aliased_import) {
+        TSNode name = field(child, k_.f_name);
+        TSNode alias = field(child, k_.f_alias);
+        if (is_null(name) || is_null(alias)) continue;
+        target = std::string(node_text(name, text));
+        if (from) target = module + "." + target;
+        local = std::string(node_text(alias, text));
+      } else {
+        continue;
+      }
+      // strip whitespace inside dotted names (`torch . nn` is legal)
+      std::erase_if(target, [](char c) { return std::isspace(static_cast<unsigned char>(c)); });
+      m_.aliases_[local] = target;
+    }
+  }
+
+  void enter(TSNode node, TSFieldId field_id, std::uint32_t depth) {
+    TSSymbol s = ts_node_symbol(node);
+    if (!ts_node_is_named(node)) return;
+    const int region = current_region();
+
+    if (s == k_.call) {
+      CallSite c;
+      c.node = node;
+      c.callee = field(node, k_.f_function);
+      c.region = region;
+      if (!is_null(c.callee)) {
+        TSSymbol cs = ts_node_symbol(c.callee);
+        if (cs == k_.attribute) {
+          c.receiver = field(c.callee, k_.f_object);
+          c.method = node_text(field(c.callee, k_.f_attribute), m_.source_.text());
+        } else if (cs == k_.identifier) {
+          c.method = node_text(c.callee, m_.source_.text());
+        }
+      }
+      m_.calls_.push_back(std::move(c));
+      return;
+    }
+    if (s == k_.string) {
+      note_string(node);
+      return;
+    }
+    if (s == k_.comment) {
+      m_.comments_.push_back(node);
+      return;
+    }
+    if (s == k_.subscript) {
+      subscripts_.push_back(node);
+      return;
+    }
+    if (s == k_.assignment) {
+      // chained assignments nest: only the outermost one binds
+      if (ts_node_symbol(ts_node_parent(node)) != k_.assignment) bind_assignment(node);
+      return;
+    }
+    if (s == k_.augmented_assignment) {
+      bind(Binding::Kind::Augmented, field(node, k_.f_left), node, current_scope());
+      return;
+    }
+    if (s == k_.named_expression) {
+      bind(Binding::Kind::Assign, field(node, k_.f_name), field(node, k_.f_value), current_scope());
+      return;
+    }
+    if (s == k_.import_statement || s == k_.import_from_statement) {
+      record_import(node);
+      return;
+    }
+    if (s == k_.function_definition) {
+      TSNode name = field(node, k_.f_name);
+      int fn = static_cast<int>(m_.functions_.size());
+      bind(Binding::Kind::Definition, name, node, current_scope());
+      FunctionInfo info;
+      info.name = node_text(name, m_.source_.text());
+      info.node = node;
+      info.no_grad = decorated_no_grad(node);
+      Region r;
+      r.kind = Region::Kind::Function;
+      r.node = node;
+      r.function = fn;
+      info.region = push_region(r, node, depth);
+      m_.functions_.push_back(info);
+      m_.functions_by_name_[info.name].push_back(fn);
+      TSNode params = field(node, k_.f_parameters);
+      if (!is_null(params)) bind_parameters(params, info.region);
+      return;
+    }
+    if (s == k_.class_definition) {
+      bind(Binding::Kind::Definition, field(node, k_.f_name), node, current_scope());
+      Region r;
+      r.kind = Region::Kind::Class;
+      r.node = node;
+      push_region(r, node, depth);
+      return;
+    }
+    if (s == k_.for_statement) {
+      bind(Binding::Kind::LoopTarget, field(node, k_.f_left), TSNode{}, current_scope());
+      return;
+    }
+    if (s == k_.block) {
+      TSNode parent = ts_node_parent(node);
+      TSSymbol ps = ts_node_symbol(parent);
+      Region r;
+      r.node = parent;
+      if ((ps == k_.for_statement || ps == k_.while_statement) && field_id == k_.f_body) {
+        r.kind = Region::Kind::Loop;
+      } else if ((ps == k_.if_statement || ps == k_.elif_clause) && field_id == k_.f_consequence) {
+        r.kind = Region::Kind::Branch;
+        r.condition = field(parent, k_.f_condition);
+      } else if (ps == k_.else_clause && field_id == k_.f_body) {
+        TSNode owner = ts_node_parent(parent);
+        TSSymbol os = ts_node_symbol(owner);
+        if (os != k_.if_statement) return;  // for/while/try else: not a branch of interest
+        r.kind = Region::Kind::Branch;
+        r.negated = true;
+        TSNode prev = ts_node_prev_named_sibling(parent);
+        r.condition = (!is_null(prev) && ts_node_symbol(prev) == k_.elif_clause) ? field(prev, k_.f_condition)
+                                                                                 : field(owner, k_.f_condition);
+      } else if (ps == k_.with_statement && field_id == k_.f_body) {
+        r.kind = Region::Kind::With;
+      } else {
+        return;
+      }
+      push_region(r, node, depth);
+      return;
+    }
+  }
+
+  bool decorated_no_grad(TSNode fn) {
+    TSNode parent = ts_node_parent(fn);
+    if (ts_node_symbol(parent) != k_.decorated_definition) return false;
+    std::uint32_t n = ts_node_named_child_count(parent);
+    for (std::uint32_t i = 0; i < n; ++i) {
+      TSNode d = ts_node_named_child(parent, i);
+      if (ts_node_symbol(d) != k_.decorator) continue;
+      std::string_view t = node_text(d, m_.source_.text());
+      if (contains(t, "no_grad") || contains(t, "inference_mode")) return true;
+    }
+    return false;
+  }
+
+  void note_string(TSNode node) {
+    std::uint32_t n = ts_node_named_child_count(node);
+    for (std::uint32_t i = 0; i < n; ++i) {
+      TSNode c = ts_node_named_child(node, i);
+      if (ts_node_symbol(c) != k_.string_content) continue;
+      std::string_view t = node_text(c, m_.source_.text());
+      if (t == "cuda" || t.rfind("cuda:", 0) == 0 || t == "nccl") m_.cuda_ = true;
+      break;
+    }
+  }
+
+  void finish(TSNode root) {
+    std::string_view text = m_.source_.text();
+    // canonical names of calls, indexes
+    for (std::size_t i = 0; i < m_.calls_.size(); ++i) {
+      CallSite& c = m_.calls_[i];
+      if (!is_null(c.callee)) c.canonical = m_.canonical_name(c.callee);
+      if (!c.canonical.empty()) m_.calls_by_canonical_[c.canonical].push_back(static_cast<int>(i));
+      if (!c.method.empty()) m_.calls_by_name_[c.method].push_back(static_cast<int>(i));
+    }
+    // argparse destinations
+    for (const CallSite* c : m_.calls_named("add_argument")) {
+      std::string dest;
+      TSNode args = field(c->node, k_.f_arguments);
+      std::uint32_t n = is_null(args) ? 0 : ts_node_named_child_count(args);
+      for (std::uint32_t i = 0; i < n; ++i) {
+        TSNode a = ts_node_named_child(args, i);
+        if (ts_node_symbol(a) != k_.string) break;
+        Value v = m_.value_of(a);
+        if (v.kind != Value::Kind::Str) break;
+        if (v.s.rfind("--", 0) == 0) {
+          dest = v.s.substr(2);
+          break;
+        }
+        if (dest.empty() && !v.s.empty() && v.s[0] != '-') dest = v.s;
+        if (dest.empty() && v.s.size() > 1 && v.s[0] == '-') dest = v.s.substr(1);
+      }
+      TSNode dest_arg = m_.argument(*c, "dest");
+      if (!is_null(dest_arg)) {
+        Value v = m_.value_of(dest_arg);
+        if (v.kind == Value::Kind::Str) dest = v.s;
+      }
+      std::replace(dest.begin(), dest.end(), '-', '_');
+      if (!dest.empty() && !m_.argparse_.contains(dest)) {
+        m_.argparse_[dest] = static_cast<int>(c - m_.calls_.data());
+      }
+    }
+    // environment reads
+    auto note_env = [&](const std::string& var) {
+      if (var == "LOCAL_RANK" || var == "RANK" || var == "WORLD_SIZE") m_.distributed_ = true;
+    };
+    for (TSNode sub : subscripts_) {
+      std::string var = m_.env_var_read(sub);
+      if (!var.empty()) note_env(var);
+    }
+    for (const CallSite& c : m_.calls_) {
+      if (c.canonical == "os.environ.get" || c.canonical == "os.getenv") note_env(m_.env_var_read(c.node));
+      if (c.canonical == "torch.distributed.init_process_group") {
+        m_.distributed_ = true;
+        TSNode backend = m_.argument(c, "backend", 0);
+        Value v = m_.value_of(backend);
+        if (v.kind == Value::Kind::Str) {
+          if (v.s == "gloo") m_.gloo_ = true;
+          if (contains(v.s, "nccl")) m_.cuda_ = true;
+        }
+      }
+      if (c.canonical == "torch.nn.parallel.DistributedDataParallel" ||
+          c.canonical == "torch.distributed.fsdp.FullyShardedDataParallel" ||
+          c.canonical == "torch.distributed.fsdp.fully_shard") {
+        m_.distributed_ = true;
+        m_.wraps_ddp_ = true;
+      }
+      if (c.method == "cuda" && !is_null(c.receiver)) m_.cuda_ = true;
+      if (c.canonical.rfind("torch.cuda.", 0) == 0 && c.canonical != "torch.cuda.is_available" &&
+          c.canonical != "torch.cuda.device_count") {
+        m_.cuda_ = true;
+      }
+    }
+    if (m_.argparse_.contains("local_rank")) m_.distributed_ = true;
+
+    // header block: comments before the first statement that is not the docstring
+    m_.header_end_ = static_cast<std::uint32_t>(text.size());
+    std::uint32_t n = ts_node_named_child_count(root);
+    bool docstring_allowed = true;
+    for (std::uint32_t i = 0; i < n; ++i) {
+      TSNode child = ts_node_named_child(root, i);
+      TSSymbol s = ts_node_symbol(child);
+      if (s == k_.comment) continue;
+      if (docstring_allowed && s == k_.expression_statement && ts_node_named_child_count(child) == 1 &&
+          ts_node_symbol(ts_node_named_child(child, 0)) == k_.string) {
+        docstring_allowed = false;
+        continue;
+      }
+      m_.header_end_ = ts_node_start_byte(child);
+      break;
+    }
+    m_.analyse_loops();
+  }
+
+  SemanticModel& m_;
+  const Kinds& k_;
+  const SyntaxTree& tree_;
+  std::vector<Open> region_stack_;
+  std::vector<TSNode> subscripts_;
+};
+
+// ---------------------------------------------------------------------------
+
+SemanticModel::SemanticModel(const SourceFile& source, const SyntaxTree& tree) : source_(source) {
+  ModelBuilder(*this, tree).run();
+}
+
+std::string SemanticModel::path_of(TSNode expr) const {
+  const Kinds& k = kinds();
+  std::vector<std::string_view> parts;
+  TSNode cur = expr;
+  for (int guard = 0; guard < 64; ++guard) {
+    if (is_null(cur)) return {};
+    TSSymbol s = ts_node_symbol(cur);
+    if (s == k.identifier) {
+      parts.push_back(text(cur));
+      std::string out;
+      for (auto it = parts.rbegin(); it != parts.rend(); ++it) {
+        if (!out.empty()) out += '.';
+        out += *it;
+      }
+      return out;
+    }
+    if (s != k.attribute) return {};
+    parts.push_back(text(field(cur, k.f_attribute)));
+    cur = field(cur, k.f_object);
+  }
+  return {};
+}
+
+std::string_view SemanticModel::last_name(TSNode expr) const {
+  const Kinds& k = kinds();
+  if (is_null(expr)) return {};
+  TSSymbol s = ts_node_symbol(expr);
+  if (s == k.identifier) return text(expr);
+  if (s == k.attribute) return text(field(expr, k.f_attribute));
+  if (s == k.call) return last_name(field(expr, k.f_function));
+  return {};
+}
+
+std::string SemanticModel::canonical_name(TSNode expr) const {
+  std::string path = path_of(expr);
+  if (path.empty()) return {};
+  std::size_t dot = path.find('.');
+  std::string root = path.substr(0, dot);
+  auto it = aliases_.find(root);
+  if (it == aliases_.end()) return {};
+  std::string full = it->second + (dot == std::string::npos ? "" : path.substr(dot));
+  return normalize_canonical(std::move(full));
+}
+
+std::vector<const CallSite*> SemanticModel::calls_to(std::string_view canonical) const {
+  std::vector<const CallSite*> out;
+  auto it = calls_by_canonical_.find(std::string(canonical));
+  if (it != calls_by_canonical_.end())
+    for (int i : it->second) out.push_back(&calls_[i]);
+  return out;
+}
+
+std::vector<const CallSite*> SemanticModel::calls_named(std::string_view name) const {
+  std::vector<const CallSite*> out;
+  auto it = calls_by_name_.find(name);
+  if (it != calls_by_name_.end())
+    for (int i : it->second) out.push_back(&calls_[i]);
+  return out;
+}
+
+const CallSite* SemanticModel::call_at(TSNode call) const {
+  std::uint32_t start = ts_node_start_byte(call);
+  auto it = std::lower_bound(calls_.begin(), calls_.end(), start,
+                             [](const CallSite& c, std::uint32_t b) { return ts_node_start_byte(c.node) < b; });
+  for (; it != calls_.end() && ts_node_start_byte(it->node) == start; ++it) {
+    if (ts_node_eq(it->node, call)) return &*it;
+  }
+  return nullptr;
+}
+
+TSNode SemanticModel::argument(const CallSite& call, std::string_view keyword, int position) const {
+  const Kinds& k = kinds();
+  TSNode args = field(call.node, k.f_arguments);
+  if (is_null(args) || ts_node_symbol(args) != k.argument_list) return {};
+  std::uint32_t n = ts_node_named_child_count(args);
+  int pos = 0;
+  TSNode positional{};
+  for (std::uint32_t i = 0; i < n; ++i) {
+    TSNode a = ts_node_named_child(args, i);
+    TSSymbol s = ts_node_symbol(a);
+    if (s == k.comment) continue;
+    if (s == k.keyword_argument) {
+      if (!keyword.empty() && text(field(a, k.f_name)) == keyword) return field(a, k.f_value);
+      continue;
+    }
+    if (s == k.list_splat || s == k.dictionary_splat) {
+      continue;
+    }
+    if (pos == position) positional = a;
+    ++pos;
+  }
+  return positional;
+}
+
+bool SemanticModel::has_unpacked_arguments(const CallSite& call) const {
+  const Kinds& k = kinds();
+  TSNode args = field(call.node, k.f_arguments);
+  if (is_null(args)) return false;
+  std::uint32_t n = ts_node_named_child_count(args);
+  for (std::uint32_t i = 0; i < n; ++i) {
+    TSSymbol s = ts_node_symbol(ts_node_named_child(args, i));
+    if (s == k.list_splat || s == k.dictionary_splat) return true;
+  }
+  return false;
+}
+
+int SemanticModel::positional_count(const CallSite& call) const {
+  const Kinds& k = kinds();
+  TSNode args = field(call.node, k.f_arguments);
+  if (is_null(args) || ts_node_symbol(args) != k.argument_list) return 0;
+  int count = 0;
+  std::uint32_t n = ts_node_named_child_count(args);
+  for (std::uint32_t i = 0; i < n; ++i) {
+    TSSymbol s = ts_node_symbol(ts_node_named_child(args, i));
+    if (s != k.keyword_argument && s != k.list_splat && s != k.dictionary_splat && s != k.comment) ++count;
+  }
+  return count;
+}
+
+int SemanticModel::region_of(TSNode node) const {
+  std::uint32_t b = ts_node_start_byte(node);
+  std::uint32_t e = ts_node_end_byte(node);
+  // regions are recorded in pre-order: the deepest region containing the node
+  // is the last one, in order, that starts at or before it and contains it.
+  auto it = std::upper_bound(region_ranges_.begin(), region_ranges_.end(), b,
+                             [](std::uint32_t off, TSNode r) { return off < ts_node_start_byte(r); });
+  for (auto i = static_cast<int>(it - region_ranges_.begin()) - 1; i > 0; --i) {
+    const TSNode& r = region_ranges_[i];
+    if (ts_node_start_byte(r) <= b && e <= ts_node_end_byte(r)) return i;
+  }
+  return 0;
+}
+
+std::vector<const Binding*> SemanticModel::bindings_of(std::string_view path, int region) const {
+  std::vector<const Binding*> out;
+  auto it = bindings_by_path_.find(std::string(path));
+  if (it == bindings_by_path_.end()) return out;
+  if (path.find('.') != std::string_view::npos) {
+    for (int i : it->second) out.push_back(&bindings_[i]);
+    return out;
+  }
+  // innermost enclosing function scope that binds the name; class bodies are
+  // not visible from methods (Python's rule), but are from the class body itself.
+  int scope = regions_[region].scope;
+  bool first = true;
+  while (scope >= 0) {
+    const Region& r = regions_[scope];
+    if (first || r.kind != Region::Kind::Class) {
+      for (int i : it->second)
+        if (bindings_[i].scope == scope) out.push_back(&bindings_[i]);
+      if (!out.empty()) return out;
+    }
+    first = false;
+    if (r.parent < 0) break;
+    scope = regions_[r.parent].scope;
+  }
+  return out;
+}
+
+TSNode SemanticModel::single_assignment(TSNode expr) const {
+  std::string path = path_of(expr);
+  if (path.empty()) return {};
+  auto bs = bindings_of(path, region_of(expr));
+  if (bs.size() != 1 || bs[0]->kind != Binding::Kind::Assign) return {};
+  if (ts_node_eq(bs[0]->target, expr)) return {};
+  return bs[0]->value;
+}
+
+Value SemanticModel::value_of(TSNode expr) const { return value_rec(expr, 0); }
+
+TSNode SemanticModel::argparse_default(std::string_view dest, bool* found) const {
+  auto it = argparse_.find(std::string(dest));
+  *found = it != argparse_.end();
+  if (!*found) return {};
+  return argument(calls_[it->second], "default");
+}
+
+Value SemanticModel::value_rec(TSNode expr, int depth) const {
+  if (is_null(expr) || depth > kMaxDepth) return Value::unknown();
+  const Kinds& k = kinds();
+  TSSymbol s = ts_node_symbol(expr);
+  if (s == k.integer) {
+    std::string t(text(expr));
+    std::erase(t, '_');
+    if (t.empty() || t.back() == 'j' || t.back() == 'J' || t.back() == 'l' || t.back() == 'L') return Value::unknown();
+    int base = 10;
+    std::size_t skip = 0;
+    if (t.size() > 2 && t[0] == '0') {
+      char p = static_cast<char>(std::tolower(static_cast<unsigned char>(t[1])));
+      if (p == 'x') base = 16, skip = 2;
+      else if (p == 'o') base = 8, skip = 2;
+      else if (p == 'b') base = 2, skip = 2;
+    }
+    errno = 0;
+    char* end = nullptr;
+    long long v = std::strtoll(t.c_str() + skip, &end, base);
+    if (errno != 0 || *end != '\0') return Value::unknown();
+    return Value::integer(v);
+  }
+  if (s == k.float_) {
+    std::string t(text(expr));
+    std::erase(t, '_');
+    if (!t.empty() && (t.back() == 'j' || t.back() == 'J')) return Value::unknown();
+    char* end = nullptr;
+    double v = std::strtod(t.c_str(), &end);
+    if (*end != '\0') return Value::unknown();
+    return Value::floating(v);
+  }
+  if (s == k.true_) return Value::boolean(true);
+  if (s == k.false_) return Value::boolean(false);
+  if (s == k.none) return Value::none();
+  if (s == k.string) {
+    std::string out;
+    std::uint32_t n = ts_node_named_child_count(expr);
+    for (std::uint32_t i = 0; i < n; ++i) {
+      TSNode c = ts_node_named_child(expr, i);
+      TSSymbol cs = ts_node_symbol(c);
+      if (cs == k.interpolation) return Value::unknown();
+      if (cs == k.string_content) out += text(c);
+    }
+    return Value::string(std::move(out));
+  }
+  if (s == k.concatenated_string) {
+    std::string out;
+    std::uint32_t n = ts_node_named_child_count(expr);
+    for (std::uint32_t i = 0; i < n; ++i) {
+      Value v = value_rec(ts_node_named_child(expr, i), depth + 1);
+      if (v.kind != Value::Kind::Str) return Value::unknown();
+      out += v.s;
+    }
+    return Value::string(std::move(out));
+  }
+  if (s == k.parenthesized_expression) {
+    if (ts_node_named_child_count(expr) != 1) return Value::unknown();
+    return value_rec(ts_node_named_child(expr, 0), depth + 1);
+  }
+  if (s == k.unary_operator) {
+    Value v = value_rec(field(expr, k.f_argument), depth + 1);
+    std::string_view op = text(field(expr, k.f_operator));
+    if (!v.is_number()) return Value::unknown();
+    if (op == "-") return v.kind == Value::Kind::Float ? Value::floating(-v.f) : Value::integer(-v.i);
+    if (op == "+") return v.kind == Value::Kind::Bool ? Value::integer(v.i) : v;
+    return Value::unknown();
+  }
+  if (s == k.not_operator) {
+    Value v = value_rec(ts_node_named_child(expr, 0), depth + 1);
+    if (!v.known()) return v;
+    return Value::boolean(!v.truthy());
+  }
+  if (s == k.binary_operator) {
+    Value l = value_rec(field(expr, k.f_left), depth + 1);
+    Value r = value_rec(field(expr, k.f_right), depth + 1);
+    std::string_view op = text(field(expr, k.f_operator));
+    if (l.kind == Value::Kind::Str && r.kind == Value::Kind::Str && op == "+") return Value::string(l.s + r.s);
+    if (!l.is_number() || !r.is_number()) return Value::unknown();
+    bool ints = l.kind != Value::Kind::Float && r.kind != Value::Kind::Float;
+    if (ints) {
+      std::int64_t a = l.i, b = r.i;
+      if (op == "+") return Value::integer(a + b);
+      if (op == "-") return Value::integer(a - b);
+      if (op == "*") return Value::integer(a * b);
+      if (op == "//" && b != 0) return Value::integer(a / b - ((a % b != 0) && ((a < 0) != (b < 0))));
+      if (op == "%" && b != 0) return Value::integer(((a % b) + b) % b);
+      if (op == "/" && b != 0) return Value::floating(static_cast<double>(a) / static_cast<double>(b));
+      return Value::unknown();
+    }
+    double a = l.as_double(), b = r.as_double();
+    if (op == "+") return Value::floating(a + b);
+    if (op == "-") return Value::floating(a - b);
+    if (op == "*") return Value::floating(a * b);
+    if (op == "/" && b != 0) return Value::floating(a / b);
+    if (op == "//" && b != 0) return Value::floating(std::floor(a / b));
+    return Value::unknown();
+  }
+  if (s == k.conditional_expression) {
+    // `a if cond else b`: children are a, cond, b
+    if (ts_node_named_child_count(expr) != 3) return Value::unknown();
+    Value c = value_rec(ts_node_named_child(expr, 1), depth + 1);
+    Value a = value_rec(ts_node_named_child(expr, 0), depth + 1);
+    Value b = value_rec(ts_node_named_child(expr, 2), depth + 1);
+    if (c.known()) return c.truthy() ? a : b;
+    if (a.known() && b.known() && a.kind == b.kind && a.i == b.i && a.f == b.f && a.s == b.s) return a;
+    return Value::unknown();
+  }
+  if (s == k.call) {
+    TSNode callee = field(expr, k.f_function);
+    if (is_null(callee) || ts_node_symbol(callee) != k.identifier) return Value::unknown();
+    std::string_view fn = text(callee);
+    if (!bindings_of(fn, region_of(expr)).empty()) return Value::unknown();  // shadowed builtin
+    const CallSite* call = call_at(expr);
+    if (!call || has_unpacked_arguments(*call)) return Value::unknown();
+    int n = positional_count(*call);
+    if ((fn == "int" || fn == "float" || fn == "str" || fn == "bool") && n == 1) {
+      Value v = value_rec(argument(*call, "", 0), depth + 1);
+      if (!v.known()) return v;
+      if (fn == "int" && v.is_number()) return Value::integer(v.kind == Value::Kind::Float ? static_cast<std::int64_t>(v.f) : v.i);
+      if (fn == "int" && v.kind == Value::Kind::Str) {
+        char* end = nullptr;
+        long long x = std::strtoll(v.s.c_str(), &end, 10);
+        return (!v.s.empty() && *end == '\0') ? Value::integer(x) : Value::unknown();
+      }
+      if (fn == "float" && v.is_number()) return Value::floating(v.as_double());
+      if (fn == "bool") return Value::boolean(v.truthy());
+      if (fn == "str" && v.kind == Value::Kind::Str) return v;
+      return Value::unknown();
+    }
+    if ((fn == "min" || fn == "max") && n >= 2) {
+      Value best;
+      for (int i = 0; i < n; ++i) {
+        Value v = value_rec(argument(*call, "", i), depth + 1);
+        if (!v.is_number()) return Value::unknown();
+        if (!best.known() || (fn == "min" ? v.as_double() < best.as_double() : v.as_double() > best.as_double()))
+          best = v;
+      }
+      return best;
+    }
+    return Value::unknown();
+  }
+  if (s == k.identifier || s == k.attribute) {
+    std::string path = path_of(expr);
+    if (path.empty()) return Value::unknown();
+    auto bs = bindings_of(path, region_of(expr));
+    if (!bs.empty()) {
+      if (bs.size() != 1 || bs[0]->kind != Binding::Kind::Assign || is_null(bs[0]->value)) return Value::unknown();
+      if (ts_node_eq(bs[0]->target, expr)) return Value::unknown();
+      return value_rec(bs[0]->value, depth + 1);
+    }
+    if (s == k.attribute) {
+      TSNode object = field(expr, k.f_object);
+      if (ts_node_symbol(object) == k.identifier && is_args_like_name(text(object))) {
+        bool found = false;
+        TSNode def = argparse_default(text(field(expr, k.f_attribute)), &found);
+        if (!found) return Value::unknown();
+        if (!is_null(def)) return value_rec(def, depth + 1);
+        const CallSite& add = calls_[argparse_.at(std::string(text(field(expr, k.f_attribute))))];
+        Value action = value_rec(argument(add, "action"), depth + 1);
+        if (action.kind == Value::Kind::Str && action.s == "store_true") return Value::boolean(false);
+        if (action.kind == Value::Kind::Str && action.s == "store_false") return Value::boolean(true);
+        if (!is_null(argument(add, "action"))) return Value::unknown();
+        return Value::none();
+      }
+    }
+    return Value::unknown();
+  }
+  return Value::unknown();
+}
+
+std::string SemanticModel::env_var_read(TSNode expr) const {
+  const Kinds& k = kinds();
+  for (int guard = 0; guard < 4 && !is_null(expr); ++guard) {
+    TSSymbol s = ts_node_symbol(expr);
+    if (s == k.subscript) {
+      if (canonical_name(field(expr, k.f_value)) != "os.environ") return {};
+      Value v = value_of(field(expr, k.f_subscript));
+      return v.kind == Value::Kind::Str ? v.s : std::string();
+    }
+    if (s != k.call) return {};
+    const CallSite* c = call_at(expr);
+    if (!c) return {};
+    if (c->canonical == "os.environ.get" || c->canonical == "os.getenv") {
+      Value v = value_of(argument(*c, "key", 0));
+      return v.kind == Value::Kind::Str ? v.s : std::string();
+    }
+    if (c->method == "int" || c->method == "str") {
+      expr = argument(*c, "", 0);
+      continue;
+    }
+    return {};
+  }
+  return {};
+}
+
+bool SemanticModel::is_rank_value(TSNode expr) const { return rank_rec(expr, 0); }
+
+bool SemanticModel::rank_rec(TSNode expr, int depth) const {
+  if (is_null(expr) || depth > kMaxDepth) return false;
+  const Kinds& k = kinds();
+  TSSymbol s = ts_node_symbol(expr);
+  if (s == k.parenthesized_expression && ts_node_named_child_count(expr) == 1)
+    return rank_rec(ts_node_named_child(expr, 0), depth + 1);
+  std::string env = env_var_read(expr);
+  if (!env.empty()) return env == "RANK" || env == "LOCAL_RANK" || env == "SLURM_PROCID" || env == "SLURM_LOCALID";
+  if (s == k.call) {
+    const CallSite* c = call_at(expr);
+    if (!c) return false;
+    if (c->method == "get_rank" || c->method == "get_local_rank" || c->method == "get_node_local_rank") return true;
+    if (c->method == "int" && positional_count(*c) == 1) return rank_rec(argument(*c, "", 0), depth + 1);
+    return false;
+  }
+  if (s == k.identifier || s == k.attribute) {
+    if (is_rank_name(last_name(expr))) return true;
+    TSNode v = single_assignment(expr);
+    return !is_null(v) && rank_rec(v, depth + 1);
+  }
+  return false;
+}
+
+bool SemanticModel::is_world_size_value(TSNode expr) const { return world_rec(expr, 0); }
+
+bool SemanticModel::world_rec(TSNode expr, int depth) const {
+  if (is_null(expr) || depth > kMaxDepth) return false;
+  const Kinds& k = kinds();
+  TSSymbol s = ts_node_symbol(expr);
+  if (s == k.parenthesized_expression && ts_node_named_child_count(expr) == 1)
+    return world_rec(ts_node_named_child(expr, 0), depth + 1);
+  std::string env = env_var_read(expr);
+  if (!env.empty()) return env == "WORLD_SIZE" || env == "SLURM_NTASKS" || env == "LOCAL_WORLD_SIZE";
+  if (s == k.call) {
+    const CallSite* c = call_at(expr);
+    if (!c) return false;
+    if (c->method == "get_world_size" || c->canonical == "torch.cuda.device_count" ||
+        c->method == "device_count" || c->method == "get_local_world_size")
+      return true;
+    if ((c->method == "int" || c->method == "len") && positional_count(*c) == 1)
+      return world_rec(argument(*c, "", 0), depth + 1);
+    return false;
+  }
+  if (s == k.identifier || s == k.attribute) {
+    if (is_world_size_name(last_name(expr))) return true;
+    std::string path = path_of(expr);
+    for (const Binding* b : bindings_of(path, region_of(expr))) {
+      if (b->kind == Binding::Kind::Assign && !ts_node_eq(b->target, expr) && world_rec(b->value, depth + 1))
+        return true;
+    }
+  }
+  return false;
+}
+
+bool SemanticModel::divides_by_world_size(TSNode expr, TSNode* division) const {
+  return divides_rec(expr, 0, division);
+}
+
+bool SemanticModel::divides_rec(TSNode expr, int depth, TSNode* division) const {
+  if (is_null(expr) || depth > kMaxDepth) return false;
+  const Kinds& k = kinds();
+  TSSymbol s = ts_node_symbol(expr);
+  if (s == k.parenthesized_expression && ts_node_named_child_count(expr) == 1)
+    return divides_rec(ts_node_named_child(expr, 0), depth + 1, division);
+  if (s == k.binary_operator || s == k.augmented_assignment) {
+    std::string_view op = text(field(expr, k.f_operator));
+    if ((op == "/" || op == "//" || op == "/=" || op == "//=") && world_rec(field(expr, k.f_right), 0)) {
+      if (division) *division = expr;
+      return true;
+    }
+    if (s == k.augmented_assignment) return false;
+    return divides_rec(field(expr, k.f_left), depth + 1, division);
+  }
+  if (s == k.call) {
+    const CallSite* c = call_at(expr);
+    if (!c) return false;
+    static constexpr std::array<std::string_view, 6> wrappers = {"int", "max", "min", "round", "ceil", "floor"};
+    if (std::find(wrappers.begin(), wrappers.end(), c->method) == wrappers.end()) return false;
+    for (int i = 0, n = positional_count(*c); i < n; ++i)
+      if (divides_rec(argument(*c, "", i), depth + 1, division)) return true;
+    return false;
+  }
+  if (s == k.identifier || s == k.attribute) {
+    std::string path = path_of(expr);
+    for (const Binding* b : bindings_of(path, region_of(expr))) {
+      if (ts_node_eq(b->target, expr)) continue;
+      if ((b->kind == Binding::Kind::Assign || b->kind == Binding::Kind::Augmented) &&
+          divides_rec(b->value, depth + 1, division))
+        return true;
+    }
+  }
+  return false;
+}
+
+bool SemanticModel::may_be_indexed_device(TSNode expr) const { return indexed_device_rec(expr, 0); }
+
+bool SemanticModel::indexed_device_rec(TSNode expr, int depth) const {
+  if (is_null(expr) || depth > kMaxDepth) return true;
+  const Kinds& k = kinds();
+  TSSymbol s = ts_node_symbol(expr);
+  if (s == k.parenthesized_expression && ts_node_named_child_count(expr) == 1)
+    return indexed_device_rec(ts_node_named_child(expr, 0), depth + 1);
+  if (s == k.integer) return true;
+  if (s == k.string) {
+    std::uint32_t n = ts_node_named_child_count(expr);
+    for (std::uint32_t i = 0; i < n; ++i) {
+      TSNode c = ts_node_named_child(expr, i);
+      if (ts_node_symbol(c) != k.string_content) continue;
+      std::string_view t = text(c);
+      return t.rfind("cuda:", 0) == 0;  // "cuda:1", f"cuda:{rank}"; "cuda"/"cpu" are not indexed
+    }
+    return false;
+  }
+  if (is_rank_value(expr)) return true;
+  if (s == k.conditional_expression && ts_node_named_child_count(expr) == 3) {
+    return indexed_device_rec(ts_node_named_child(expr, 0), depth + 1) ||
+           indexed_device_rec(ts_node_named_child(expr, 2), depth + 1);
+  }
+  if (s == k.call) {
+    const CallSite* c = call_at(expr);
+    if (!c) return true;
+    if (c->canonical == "torch.device") {
+      if (positional_count(*c) >= 2 || !is_null(argument(*c, "index"))) return true;
+      return indexed_device_rec(argument(*c, "type", 0), depth + 1);
+    }
+    return true;  // some helper returns the device: unknown
+  }
+  if (s == k.identifier || s == k.attribute) {
+    if (!canonical_name(expr).empty()) return false;  // a module constant such as torch.float16
+    std::string path = path_of(expr);
+    auto bs = bindings_of(path, region_of(expr));
+    if (bs.empty()) {
+      Value v = value_of(expr);  // argparse default
+      if (v.kind == Value::Kind::Str) return v.s.rfind("cuda:", 0) == 0;
+      return true;
+    }
+    for (const Binding* b : bs) {
+      if (ts_node_eq(b->target, expr)) continue;
+      if (b->kind != Binding::Kind::Assign || is_null(b->value)) return true;
+      if (indexed_device_rec(b->value, depth + 1)) return true;
+    }
+    return false;
+  }
+  return true;
+}
+
+// --- guards -------------------------------------------------------------------
+
+namespace {
+constexpr GuardMask kNeutral = 0x80;  // single-process check inside an `or`
+}
+
+GuardMask SemanticModel::classify_condition(TSNode cond, bool negated) const {
+  const Kinds& k = kinds();
+  std::function<GuardMask(TSNode, bool, int)> rec = [&](TSNode c, bool neg, int depth) -> GuardMask {
+    if (is_null(c) || depth > kMaxDepth) return 0;
+    TSSymbol s = ts_node_symbol(c);
+    if (s == k.parenthesized_expression && ts_node_named_child_count(c) == 1)
+      return rec(ts_node_named_child(c, 0), neg, depth + 1);
+    if (s == k.not_operator) {
+      TSNode arg = ts_node_named_child(c, 0);
+      std::string name = lower(last_name(arg));
+      if (!neg && (contains(name, "distributed") || contains(name, "ddp") || name == "is_dist")) return kNeutral;
+      return rec(arg, !neg, depth + 1);
+    }
+    if (s == k.boolean_operator) {
+      std::string_view op = text(field(c, k.f_operator));
+      GuardMask a = rec(field(c, k.f_left), neg, depth + 1);
+      GuardMask b = rec(field(c, k.f_right), neg, depth + 1);
+      bool conj = (op == "and") != neg;  // De Morgan for the negated branch
+      if (conj) return static_cast<GuardMask>((a | b) & ~kNeutral);
+      if (a & kNeutral) return static_cast<GuardMask>(b & ~kNeutral);
+      if (b & kNeutral) return static_cast<GuardMask>(a & ~kNeutral);
+      return static_cast<GuardMask>(a & b);
+    }
+    if (s == k.comparison_operator) {
+      // operands are the named children; operators are the anonymous ones
+      std::vector<TSNode> operands;
+      std::vector<std::string_view> ops;
+      std::uint32_t n = ts_node_child_count(c);
+      for (std::uint32_t i = 0; i < n; ++i) {
+        TSNode ch = ts_node_child(c, i);
+        if (ts_node_is_named(ch)) operands.push_back(ch);
+        else ops.push_back(text(ch));
+      }
+      if (operands.size() != 2 || ops.empty()) return 0;
+      std::string op;
+      for (auto o : ops) op += (op.empty() ? "" : " ") + std::string(o);
+      bool eq = op == "==" || op == "in" || op == "is";
+      bool ne = op == "!=" || op == "not in" || op == "is not";
+      bool positive = (eq && !neg) || (ne && neg);
+      // periodic: a modulo on either side
+      auto has_mod = [&](TSNode x) {
+        for (int guard = 0; guard < 8 && !is_null(x); ++guard) {
+          TSSymbol xs = ts_node_symbol(x);
+          if (xs == k.parenthesized_expression && ts_node_named_child_count(x) == 1) {
+            x = ts_node_named_child(x, 0);
+            continue;
+          }
+          if (xs != k.binary_operator) return false;
+          if (text(field(x, k.f_operator)) == "%") {
+            return ts_node_symbol(field(x, k.f_left)) != k.string;  // not "%d" % x
+          }
+          x = field(x, k.f_left);
+        }
+        return false;
+      };
+      if (has_mod(operands[0]) || has_mod(operands[1])) return positive ? kGuardPeriodic : 0;
+      GuardMask g = 0;
+      bool r0 = is_rank_value(operands[0]), r1 = is_rank_value(operands[1]);
+      if (r0 || r1) {
+        g |= kGuardRankDependent;
+        TSNode other = r0 ? operands[1] : operands[0];
+        Value v = value_of(other);
+        if (v.kind == Value::Kind::Int && v.i == 0 && positive) g |= kGuardMainProcess;
+        if (v.kind == Value::Kind::Int && v.i == -1 && positive) return kNeutral;
+        TSSymbol os = ts_node_symbol(other);
+        if ((os == k.tuple || os == k.list || os == k.set_comprehension || ts_node_named_child_count(other) > 0) &&
+            (op == "in") && !neg) {
+          bool all_le_zero = ts_node_named_child_count(other) > 0;
+          for (std::uint32_t i = 0; i < ts_node_named_child_count(other); ++i) {
+            Value e = value_of(ts_node_named_child(other, i));
+            if (e.kind != Value::Kind::Int || e.i > 0) all_le_zero = false;
+          }
+          if (all_le_zero) g |= kGuardMainProcess;
+        }
+        return g;
+      }
+      if (is_world_size_value(operands[0]) || is_world_size_value(operands[1])) {
+        TSNode other = is_world_size_value(operands[0]) ? operands[1] : operands[0];
+        Value v = value_of(other);
+        if (v.kind == Value::Kind::Int && v.i == 1 && ((op == "==" && !neg) || (op == "<=" && !neg))) return kNeutral;
+      }
+      // final iteration: `i == len(loader) - 1`, `step == max_steps`, `i + 1 == n`
+      if ((op == "==" || op == ">=" || op == ">") && !neg) {
+        for (TSNode x : operands) {
+          std::string t = lower(text(x));
+          if (contains(t, "len(") || contains(t, "- 1") || contains(t, "-1") || contains(t, "last") ||
+              contains(t, "final") || contains(t, "max_") || contains(t, "total") || contains(t, "num_steps") ||
+              contains(t, "num_iter") || contains(t, "max_iter"))
+            return kGuardFinalStep;
+        }
+      }
+      return 0;
+    }
+    if (s == k.binary_operator && text(field(c, k.f_operator)) == "%") {
+      return neg ? kGuardPeriodic : 0;  // `if step % n:` runs on most steps
+    }
+    if (s == k.call) {
+      std::string_view name = last_name(field(c, k.f_function));
+      if (is_main_process_name(name)) return neg ? kGuardRankDependent : (kGuardMainProcess | kGuardRankDependent);
+      return 0;
+    }
+    if (s == k.identifier || s == k.attribute) {
+      std::string_view name = last_name(c);
+      if (is_main_process_name(name)) return neg ? kGuardRankDependent : (kGuardMainProcess | kGuardRankDependent);
+      std::string l = lower(name);
+      if (is_rank_value(c)) return neg ? (kGuardMainProcess | kGuardRankDependent) : kGuardRankDependent;
+      if (!neg && (contains(l, "last") || contains(l, "final"))) return kGuardFinalStep;
+      return 0;
+    }
+    return 0;
+  };
+  return static_cast<GuardMask>(rec(cond, negated, 0) & ~kNeutral);
+}
+
+GuardMask SemanticModel::enclosing_guards(TSNode node) const {
+  GuardMask g = 0;
+  for (int r = region_of(node); r > 0; r = regions_[r].parent) {
+    const Region& reg = regions_[r];
+    if (reg.kind == Region::Kind::Function || reg.kind == Region::Kind::Class) break;
+    if (reg.kind == Region::Kind::Branch) g |= reg.guard;
+  }
+  return g;
+}
+
+// --- training loops ----------------------------------------------------------------
+
+bool SemanticModel::training_call(const CallSite& c) const {
+  if (c.method == "backward") return true;
+  if (c.method != "step" || is_null(c.receiver)) return false;
+  std::string name = lower(last_name(c.receiver));
+  if (contains(name, "sched")) return false;
+  if (contains(name, "optim") || name == "opt" || name.rfind("opt_", 0) == 0 || contains(name, "scaler"))
+    return true;
+  TSNode v = single_assignment(c.receiver);
+  if (!is_null(v) && ts_node_symbol(v) == kinds().call) {
+    const CallSite* ctor = call_at(v);
+    if (ctor && ((ctor->canonical.rfind("torch.optim.", 0) == 0 && !contains(ctor->canonical, "lr_scheduler")) ||
+                 contains(ctor->canonical, "GradScaler")))
+      return true;
+  }
+  return false;
+}
+
+std::vector<int> SemanticModel::resolve_local_function(const CallSite& c) const {
+  std::vector<int> out;
+  if (is_null(c.callee) || c.method.empty()) return out;
+  auto it = functions_by_name_.find(c.method);
+  if (it == functions_by_name_.end()) return out;
+  const Kinds& k = kinds();
+  bool plain = ts_node_symbol(c.callee) == k.identifier;
+  bool on_self = false;
+  if (!plain && ts_node_symbol(c.receiver) == k.identifier) {
+    std::string_view r = text(c.receiver);
+    on_self = r == "self" || r == "cls";
+  }
+  if (!plain && !on_self) return out;
+  for (int f : it->second) {
+    const Region& fr = regions_[functions_[f].region];
+    bool is_method = fr.parent >= 0 && regions_[fr.parent].kind == Region::Kind::Class;
+    if (is_method == on_self) out.push_back(f);
+  }
+  return out;
+}
+
+namespace {
+// Innermost Loop region of `region` within its function, or -1.
+int innermost_loop(std::span<const Region> regions, int region) {
+  for (int r = region; r >= 0; r = regions[r].parent) {
+    Region::Kind kind = regions[r].kind;
+    if (kind == Region::Kind::Loop) return r;
+    if (kind == Region::Kind::Function || kind == Region::Kind::Class || kind == Region::Kind::Module) return -1;
+  }
+  return -1;
+}
+int function_of(std::span<const Region> regions, int region) {
+  int scope = regions[region].scope;
+  return regions[scope].kind == Region::Kind::Function ? regions[scope].function : -1;
+}
+}  // namespace
+
+void SemanticModel::analyse_loops() {
+  step_loop_.assign(regions_.size(), 0);
+  training_loop_.assign(regions_.size(), 0);
+  for (Region& r : regions_) {
+    if (r.kind == Region::Kind::Branch) r.guard = classify_condition(r.condition, r.negated);
+  }
+  std::vector<std::uint8_t> trains_direct(functions_.size(), 0), trains_any(functions_.size(), 0);
+  callers_.assign(functions_.size(), {});
+  std::vector<std::pair<int, std::vector<int>>> local_calls;  // call index -> callee functions
+
+  auto mark = [&](int region, bool direct) {
+    bool changed = false;
+    int loop = innermost_loop(regions_, region);
+    if (direct) {
+      if (loop >= 0) {
+        if (!step_loop_[loop]) step_loop_[loop] = 1, changed = true;
+      } else {
+        int f = function_of(regions_, region);
+        if (f >= 0 && !trains_direct[f]) trains_direct[f] = 1, changed = true;
+      }
+    }
+    for (int r = loop; r >= 0; r = regions_[r].parent) {
+      Region::Kind kind = regions_[r].kind;
+      if (kind == Region::Kind::Function || kind == Region::Kind::Class) break;
+      if (kind == Region::Kind::Loop && !training_loop_[r]) training_loop_[r] = 1, changed = true;
+    }
+    int f = function_of(regions_, region);
+    if (f >= 0 && !trains_any[f]) trains_any[f] = 1, changed = true;
+    return changed;
+  };
+
+  for (std::size_t i = 0; i < calls_.size(); ++i) {
+    const CallSite& c = calls_[i];
+    if (training_call(c)) mark(c.region, true);
+    auto targets = resolve_local_function(c);
+    if (!targets.empty()) {
+      for (int f : targets) callers_[f].push_back(static_cast<int>(i));
+      local_calls.emplace_back(static_cast<int>(i), std::move(targets));
+    }
+  }
+  // propagate through calls of the file's own functions until nothing changes
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (const auto& [ci, targets] : local_calls) {
+      bool direct = false, any = false;
+      for (int f : targets) direct |= trains_direct[f] != 0, any |= trains_any[f] != 0;
+      if (any || direct) changed |= mark(calls_[ci].region, direct);
+    }
+  }
+}
+
+bool SemanticModel::runs_every_step(TSNode node, GuardMask exempt) const {
+  std::vector<int> visiting;
+  return runs_every_step_from(region_of(node), exempt, 0, visiting);
+}
+
+bool SemanticModel::runs_every_step_from(int region, GuardMask exempt, int depth, std::vector<int>& visiting) const {
+  if (depth > kMaxDepth) return false;
+  for (int r = region; r >= 0; r = regions_[r].parent) {
+    const Region& reg = regions_[r];
+    switch (reg.kind) {
+      case Region::Kind::Branch:
+        if (reg.guard & exempt) return false;
+        break;
+      case Region::Kind::Loop:
+        if (step_loop_[r]) return true;
+        if (training_loop_[r]) return false;  // an epoch loop: runs once per epoch
+        break;
+      case Region::Kind::Function: {
+        if (std::find(visiting.begin(), visiting.end(), reg.function) != visiting.end()) return false;
+        visiting.push_back(reg.function);
+        bool any = false;
+        for (int ci : callers_[reg.function]) {
+          if (runs_every_step_from(calls_[ci].region, exempt, depth + 1, visiting)) {
+            any = true;
+            break;
+          }
+        }
+        visiting.pop_back();
+        return any;
+      }
+      case Region::Kind::Class:
+      case Region::Kind::Module:
+        return false;
+      case Region::Kind::With:
+        break;
+    }
+  }
+  return false;
+}
+
+bool SemanticModel::in_training_loop(TSNode node) const {
+  std::vector<int> visiting;
+  std::function<bool(int, int)> rec = [&](int region, int depth) -> bool {
+    if (depth > kMaxDepth) return false;
+    for (int r = region; r >= 0; r = regions_[r].parent) {
+      const Region& reg = regions_[r];
+      if (reg.kind == Region::Kind::Loop && training_loop_[r]) return true;
+      if (reg.kind == Region::Kind::Class || reg.kind == Region::Kind::Module) return false;
+      if (reg.kind == Region::Kind::Function) {
+        if (std::find(visiting.begin(), visiting.end(), reg.function) != visiting.end()) return false;
+        visiting.push_back(reg.function);
+        bool any = false;
+        for (int ci : callers_[reg.function]) any = any || rec(calls_[ci].region, depth + 1);
+        visiting.pop_back();
+        return any;
+      }
+    }
+    return false;
+  };
+  return rec(region_of(node), 0);
+}
+
+}  // namespace ddplint

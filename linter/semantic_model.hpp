@@ -1,0 +1,219 @@
+// SemanticModel: everything the rules know about one Python file, built by one
+// walk over its tree-sitter tree. Rules ask it questions; they do not walk the
+// raw syntax for these facts again.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "linter/source.hpp"
+#include "linter/syntax.hpp"
+#include "linter/value.hpp"
+
+namespace ddplint {
+
+/// Kinds of enclosing `if` conditions that make code run rarely or on few ranks.
+enum GuardKind : std::uint8_t {
+  kGuardNone = 0,
+  kGuardPeriodic = 1 << 0,       ///< `step % every == 0` (also accumulation boundaries)
+  kGuardFinalStep = 1 << 1,      ///< `i == len(loader) - 1`, `if last_step:`
+  kGuardMainProcess = 1 << 2,    ///< `rank == 0`, `is_main_process()`, `local_rank in (-1, 0)`
+  kGuardRankDependent = 1 << 3,  ///< any condition on a rank value
+};
+using GuardMask = std::uint8_t;
+
+/// A lexical region: the module, a function body, a loop body, one branch of
+/// an `if`, or a `with` body. Regions nest; index 0 is the module.
+struct Region {
+  enum class Kind : std::uint8_t { Module, Function, Class, Loop, Branch, With };
+  Kind kind = Kind::Module;
+  int parent = -1;        ///< enclosing region, -1 for the module
+  int scope = 0;          ///< region index of the enclosing function (or 0: module)
+  TSNode node{};          ///< the def/class/for/while/if/with statement (module: root)
+  TSNode condition{};     ///< Branch: the condition tested (null for a plain `else`)
+  bool negated = false;   ///< Branch: true for `else`, which runs when `condition` is false
+  GuardMask guard = 0;    ///< Branch: classified condition (computed after the walk)
+  int function = -1;      ///< Function: index into functions()
+};
+
+/// One call expression.
+struct CallSite {
+  TSNode node{};          ///< the `call` node
+  TSNode callee{};        ///< its `function` child
+  TSNode receiver{};      ///< for `x.m(...)`: `x`; null otherwise
+  std::string canonical;  ///< resolved dotted name (`torch.utils.data.DataLoader`) or empty
+  std::string_view method;  ///< last name of the callee: `m` in `x.m(...)`, `f` in `f(...)`
+  int region = 0;         ///< innermost region holding the call
+};
+
+/// One binding of a name or attribute path (`x`, `args.batch_size`, `self.model`).
+struct Binding {
+  enum class Kind : std::uint8_t { Assign, Augmented, Parameter, LoopTarget, WithTarget, Import, Definition };
+  Kind kind = Kind::Assign;
+  TSNode target{};        ///< the bound name or attribute
+  TSNode value{};         ///< the bound expression (null when not a single expression)
+  int scope = 0;          ///< region index of the function holding it (0: module)
+};
+
+/// A function defined in the file.
+struct FunctionInfo {
+  std::string_view name;
+  TSNode node{};          ///< the function_definition
+  int region = 0;         ///< its Function region
+  bool no_grad = false;   ///< decorated with `@torch.no_grad()` / `@torch.inference_mode()`
+};
+
+/// What the semantic model knows about one file. Build with the constructor;
+/// all queries are const and do not touch the tree's structure again except to
+/// read children of nodes the model recorded. Not copyable (holds caches).
+class SemanticModel {
+ public:
+  /// Builds the model in one walk over `tree`. `source` and `tree` must outlive it.
+  SemanticModel(const SourceFile& source, const SyntaxTree& tree);
+  SemanticModel(const SemanticModel&) = delete;
+  SemanticModel& operator=(const SemanticModel&) = delete;
+
+  const SourceFile& source() const { return source_; }
+  std::string_view text(TSNode node) const { return node_text(node, source_.text()); }
+
+  // --- syntax -------------------------------------------------------------
+  /// The first ERROR or MISSING node in document order, if the file has any.
+  std::optional<TSNode> first_syntax_error() const { return first_error_; }
+  /// All `# ...` comment nodes in document order.
+  std::span<const TSNode> comments() const { return comments_; }
+  /// Byte offset where the first statement that is not a module docstring starts
+  /// (end of the file if none): comments before it form the file's header block.
+  std::uint32_t header_end() const { return header_end_; }
+
+  // --- names ----------------------------------------------------------------
+  /// Canonical dotted name of a name or attribute chain, resolved through the
+  /// file's imports and aliases and normalised to the public spelling
+  /// (`torch.nn.parallel.distributed.DistributedDataParallel` →
+  /// `torch.nn.parallel.DistributedDataParallel`). Empty when the root name is
+  /// not imported.
+  std::string canonical_name(TSNode expr) const;
+  /// Dotted path of a plain name or attribute chain (`args.batch_size`), or empty.
+  std::string path_of(TSNode expr) const;
+  /// Last identifier of a name or attribute chain (`batch_size` in `args.batch_size`).
+  std::string_view last_name(TSNode expr) const;
+
+  // --- calls ----------------------------------------------------------------
+  std::span<const CallSite> calls() const { return calls_; }
+  /// Calls whose callee resolves to `canonical` (exact match).
+  std::vector<const CallSite*> calls_to(std::string_view canonical) const;
+  /// Calls `x.name(...)` or `name(...)` by last name, whatever the receiver.
+  std::vector<const CallSite*> calls_named(std::string_view name) const;
+  /// The call site record for a `call` node, or nullptr.
+  const CallSite* call_at(TSNode call) const;
+  /// Argument `keyword=` if present, else positional argument `position` (0-based;
+  /// -1 to skip positions). Null node when absent.
+  TSNode argument(const CallSite& call, std::string_view keyword, int position = -1) const;
+  /// True if the call passes `*args` or `**kwargs` (its arguments are then not all known).
+  bool has_unpacked_arguments(const CallSite& call) const;
+  /// Number of plain positional arguments.
+  int positional_count(const CallSite& call) const;
+
+  // --- bindings and values ----------------------------------------------------
+  /// Bindings of `path` visible from `region`: those in the innermost function
+  /// scope that binds it, else the module's. Attribute paths (`args.x`) are
+  /// file-wide. Empty when unbound.
+  std::vector<const Binding*> bindings_of(std::string_view path, int region) const;
+  /// The single expression bound to the name/attribute `expr`, if it is bound
+  /// exactly once by a plain assignment; null node otherwise.
+  TSNode single_assignment(TSNode expr) const;
+  /// Resolved constant value of an expression: literals, names bound once,
+  /// `args.X` with an argparse default in the file, simple arithmetic, `int()`/
+  /// `float()`/`str()` of known values. Environment reads are Unknown.
+  Value value_of(TSNode expr) const;
+  /// Region holding `node` (innermost region whose range contains it).
+  int region_of(TSNode node) const;
+
+  // --- loops and guards ---------------------------------------------------------
+  std::span<const Region> regions() const { return regions_; }
+  std::span<const FunctionInfo> functions() const { return functions_; }
+  /// True when the node runs on every step of a training loop: its innermost
+  /// enclosing training loop is a step loop (it calls backward()/optimizer.step()
+  /// itself, not only through an inner loop), possibly through functions of this
+  /// file called from such a loop, and no enclosing `if` between it and that
+  /// loop is a guard of a kind in `exempt`.
+  bool runs_every_step(TSNode node, GuardMask exempt) const;
+  /// True when the node is inside any training loop (step or epoch level).
+  bool in_training_loop(TSNode node) const;
+  /// Classifies an `if` condition (see GuardKind). `negated` for the else branch.
+  GuardMask classify_condition(TSNode condition, bool negated) const;
+  /// Guards of every enclosing branch of `node` within its function, ORed.
+  GuardMask enclosing_guards(TSNode node) const;
+
+  // --- value kinds -----------------------------------------------------------
+  /// A rank value: `rank`, `local_rank`, `args.rank`, `dist.get_rank()`,
+  /// `os.environ["RANK"]`, or a name bound to one of these.
+  bool is_rank_value(TSNode expr) const;
+  /// A world-size value: `dist.get_world_size()`, `torch.cuda.device_count()`,
+  /// `os.environ["WORLD_SIZE"]`, names such as `world_size` / `ngpus_per_node`,
+  /// or names bound to one of these.
+  bool is_world_size_value(TSNode expr) const;
+  /// Name of the environment variable read by `os.environ["X"]`,
+  /// `os.environ.get("X", …)` or `os.getenv("X", …)` (through int()/str()), or empty.
+  std::string env_var_read(TSNode expr) const;
+  /// True if the expression (through names bound in the file) divides by a
+  /// world-size value; `division` receives the `/` or `//` node found.
+  bool divides_by_world_size(TSNode expr, TSNode* division = nullptr) const;
+  /// True if the device expression names one specific GPU (`local_rank`,
+  /// `"cuda:1"`, `torch.device("cuda", i)`, `f"cuda:{rank}"`), or is unknown
+  /// (a parameter, an attribute set elsewhere): the model cannot rule out that it does.
+  bool may_be_indexed_device(TSNode expr) const;
+
+  // --- file facts ----------------------------------------------------------------
+  /// Calls init_process_group, wraps a model in DDP/FSDP, or reads LOCAL_RANK/RANK/WORLD_SIZE.
+  bool is_distributed() const { return distributed_; }
+  /// Moves work to CUDA: `"cuda"` device strings, `.cuda()`, `torch.cuda.*` calls, NCCL.
+  bool uses_cuda() const { return cuda_; }
+  /// Wraps a model in DistributedDataParallel or FullyShardedDataParallel.
+  bool wraps_ddp() const { return wraps_ddp_; }
+  /// True if the process group backend is explicitly gloo-only.
+  bool gloo_backend() const { return gloo_; }
+
+ private:
+  friend class ModelBuilder;
+  bool training_call(const CallSite& call) const;
+  std::vector<int> resolve_local_function(const CallSite& call) const;
+  void analyse_loops();
+  bool runs_every_step_from(int region, GuardMask exempt, int depth, std::vector<int>& visiting) const;
+  Value value_rec(TSNode expr, int depth) const;
+  bool rank_rec(TSNode expr, int depth) const;
+  bool world_rec(TSNode expr, int depth) const;
+  bool divides_rec(TSNode expr, int depth, TSNode* division) const;
+  bool indexed_device_rec(TSNode expr, int depth) const;
+  TSNode argparse_default(std::string_view dest, bool* found) const;
+
+  const SourceFile& source_;
+  std::vector<Region> regions_;
+  std::vector<TSNode> region_ranges_;  // body node of each region, for region_of
+  std::vector<CallSite> calls_;
+  std::unordered_map<std::string, std::vector<int>> calls_by_canonical_;
+  std::unordered_map<std::string_view, std::vector<int>> calls_by_name_;
+  std::vector<Binding> bindings_;
+  std::unordered_map<std::string, std::vector<int>> bindings_by_path_;
+  std::unordered_map<std::string, std::string> aliases_;  // local name -> dotted module path
+  std::vector<FunctionInfo> functions_;
+  std::unordered_map<std::string_view, std::vector<int>> functions_by_name_;
+  std::vector<TSNode> comments_;
+  std::optional<TSNode> first_error_;
+  std::uint32_t header_end_ = 0;
+  // argparse: dest -> the `add_argument` call
+  std::unordered_map<std::string, int> argparse_;
+  // loop analysis, indexed by region
+  std::vector<std::uint8_t> step_loop_, training_loop_;
+  std::vector<std::vector<int>> callers_;     // function index -> call indices
+  bool distributed_ = false, cuda_ = false, wraps_ddp_ = false, gloo_ = false;
+};
+
+/// Normalises a dotted name to its public spelling (see canonical_name).
+std::string normalize_canonical(std::string name);
+
+}  // namespace ddplint

@@ -1,0 +1,149 @@
+#include "linter/source.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+namespace ddplint {
+
+namespace {
+bool is_continuation(unsigned char c) { return (c & 0xC0) == 0x80; }
+
+// Length of the UTF-8 sequence starting with lead byte `c`, or 0 if invalid lead.
+int utf8_length(unsigned char c) {
+  if (c < 0x80) return 1;
+  if (c >= 0xC2 && c <= 0xDF) return 2;
+  if (c >= 0xE0 && c <= 0xEF) return 3;
+  if (c >= 0xF0 && c <= 0xF4) return 4;
+  return 0;
+}
+}  // namespace
+
+LineIndex::LineIndex(std::string_view text) : text_(text) {
+  starts_.reserve(text.size() / 32 + 1);
+  starts_.push_back(0);
+  for (std::uint32_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (c == '\n') {
+      starts_.push_back(i + 1);
+    } else if (c == '\r') {
+      if (i + 1 < text.size() && text[i + 1] == '\n') ++i;
+      starts_.push_back(i + 1);
+    }
+  }
+}
+
+std::uint32_t LineIndex::line_of(std::uint32_t offset) const {
+  auto it = std::upper_bound(starts_.begin(), starts_.end(), offset);
+  return static_cast<std::uint32_t>(it - starts_.begin()) - 1;
+}
+
+std::uint32_t LineIndex::line_end(std::uint32_t line) const {
+  std::uint32_t end = line + 1 < starts_.size() ? starts_[line + 1]
+                                                 : static_cast<std::uint32_t>(text_.size());
+  while (end > starts_[line] && (text_[end - 1] == '\n' || text_[end - 1] == '\r')) --end;
+  return end;
+}
+
+Position LineIndex::position(std::uint32_t offset) const {
+  offset = std::min<std::uint32_t>(offset, static_cast<std::uint32_t>(text_.size()));
+  std::uint32_t line = line_of(offset);
+  std::uint32_t column = 1;
+  for (std::uint32_t i = starts_[line]; i < offset; ++i) {
+    if (!is_continuation(static_cast<unsigned char>(text_[i]))) ++column;
+  }
+  return {line + 1, column};
+}
+
+std::uint32_t LineIndex::utf16_column(std::uint32_t offset) const {
+  offset = std::min<std::uint32_t>(offset, static_cast<std::uint32_t>(text_.size()));
+  std::uint32_t line = line_of(offset);
+  std::uint32_t units = 0;
+  for (std::uint32_t i = starts_[line]; i < offset; ++i) {
+    auto c = static_cast<unsigned char>(text_[i]);
+    if (is_continuation(c)) continue;
+    units += (c >= 0xF0) ? 2 : 1;  // astral-plane code points are surrogate pairs
+  }
+  return units;
+}
+
+SourceFile::SourceFile(std::string path, std::string bytes)
+    : path_(std::move(path)), bytes_(std::move(bytes)) {
+  if (bytes_.size() >= 3 && static_cast<unsigned char>(bytes_[0]) == 0xEF &&
+      static_cast<unsigned char>(bytes_[1]) == 0xBB && static_cast<unsigned char>(bytes_[2]) == 0xBF) {
+    bom_ = 3;
+  }
+  index_.emplace(std::string_view(bytes_));
+}
+
+DecodeError SourceFile::check_decodable(std::string* detail) const {
+  if (bytes_.size() > kMaxSourceBytes) {
+    if (detail) *detail = "file is larger than " + std::to_string(kMaxSourceBytes >> 20) + " MiB";
+    return DecodeError::TooLarge;
+  }
+  if (const void* nul = std::memchr(bytes_.data(), '\0', bytes_.size())) {
+    if (detail) {
+      auto off = static_cast<std::uint32_t>(static_cast<const char*>(nul) - bytes_.data());
+      *detail = "binary file (NUL byte at line " + std::to_string(index_->position(off).row) + ")";
+    }
+    return DecodeError::Binary;
+  }
+  const auto* p = reinterpret_cast<const unsigned char*>(bytes_.data());
+  std::size_t n = bytes_.size();
+  for (std::size_t i = 0; i < n;) {
+    unsigned char c = p[i];
+    if (c < 0x80) { ++i; continue; }
+    int len = utf8_length(c);
+    bool ok = len > 0 && i + len <= n;
+    for (int k = 1; ok && k < len; ++k) ok = is_continuation(p[i + k]);
+    if (ok && len == 3) {  // reject overlong forms and UTF-16 surrogates
+      if (c == 0xE0 && p[i + 1] < 0xA0) ok = false;
+      if (c == 0xED && p[i + 1] >= 0xA0) ok = false;
+    }
+    if (ok && len == 4) {
+      if (c == 0xF0 && p[i + 1] < 0x90) ok = false;
+      if (c == 0xF4 && p[i + 1] >= 0x90) ok = false;
+    }
+    if (!ok) {
+      if (detail) {
+        char hex[8];
+        std::snprintf(hex, sizeof hex, "0x%02x", c);
+        *detail = std::string("not valid UTF-8 (byte ") + hex + " at line " +
+                  std::to_string(index_->position(static_cast<std::uint32_t>(i)).row) + ")";
+      }
+      return DecodeError::InvalidUtf8;
+    }
+    i += len;
+  }
+  return DecodeError::None;
+}
+
+std::optional<std::string> read_file(const std::string& path, std::string& error) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) {
+    error = std::strerror(errno);
+    return std::nullopt;
+  }
+  std::string data;
+  char buf[65536];
+  for (;;) {
+    std::size_t got = std::fread(buf, 1, sizeof buf, f);
+    data.append(buf, got);
+    if (got < sizeof buf) {
+      if (std::ferror(f)) {
+        error = std::strerror(errno ? errno : EIO);
+        std::fclose(f);
+        return std::nullopt;
+      }
+      break;
+    }
+    if (data.size() > kMaxSourceBytes) break;  // stop reading; reported as too large
+  }
+  std::fclose(f);
+  return data;
+}
+
+}  // namespace ddplint

@@ -1,0 +1,88 @@
+// SourceFile and LineIndex: the bytes of one Python file and the mapping from
+// byte offsets to the positions users and editors see.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ddplint {
+
+/// A 1-based position as shown to users: `row` is the line number, `column`
+/// counts Unicode code points from the start of the line (a tab is one).
+struct Position {
+  std::uint32_t row = 1;
+  std::uint32_t column = 1;
+  friend bool operator==(const Position&, const Position&) = default;
+  friend auto operator<=>(const Position&, const Position&) = default;
+};
+
+/// Maps byte offsets of one buffer to rows and columns. Built in one pass over
+/// the bytes; lookups are O(log lines). Line ends are `\n`, `\r\n` or a lone
+/// `\r` (as Python accepts them).
+class LineIndex {
+ public:
+  explicit LineIndex(std::string_view text);
+
+  /// 1-based row and code-point column of byte `offset` (clamped to the text).
+  Position position(std::uint32_t offset) const;
+  /// 0-based line number holding byte `offset`.
+  std::uint32_t line_of(std::uint32_t offset) const;
+  /// Byte offset where 0-based `line` starts.
+  std::uint32_t line_start(std::uint32_t line) const { return starts_[line]; }
+  /// Byte offset of the end of 0-based `line`, excluding its line terminator.
+  std::uint32_t line_end(std::uint32_t line) const;
+  /// Number of lines (a final line without terminator counts).
+  std::uint32_t line_count() const { return static_cast<std::uint32_t>(starts_.size()); }
+  /// Column of `offset` in UTF-16 code units from its line start (LSP's default encoding).
+  std::uint32_t utf16_column(std::uint32_t offset) const;
+
+ private:
+  std::string_view text_;
+  std::vector<std::uint32_t> starts_;
+};
+
+/// Why a file's bytes cannot be linted as Python source.
+enum class DecodeError { None, Binary, InvalidUtf8, TooLarge };
+
+/// One Python source file: its bytes, the path as given by the user, and its
+/// line index. The bytes are owned; `text()` views stay valid for the object's
+/// lifetime (the object is not copyable, only movable).
+class SourceFile {
+ public:
+  /// Builds a source from bytes already in memory (a file, stdin or an editor
+  /// buffer). `path` is the name shown in findings.
+  SourceFile(std::string path, std::string bytes);
+  SourceFile(SourceFile&&) noexcept = default;
+  SourceFile& operator=(SourceFile&&) noexcept = default;
+  SourceFile(const SourceFile&) = delete;
+  SourceFile& operator=(const SourceFile&) = delete;
+
+  const std::string& path() const { return path_; }
+  std::string_view text() const { return bytes_; }
+  const LineIndex& lines() const { return *index_; }
+  /// Bytes of a leading UTF-8 byte-order mark (0 or 3); parsing starts after it.
+  std::uint32_t bom_length() const { return bom_; }
+
+  /// Checks that the bytes can be parsed: no NUL byte (binary) and valid UTF-8.
+  /// On failure `detail` (if given) receives a human-readable location such as
+  /// "invalid UTF-8 byte 0xff at line 3".
+  DecodeError check_decodable(std::string* detail = nullptr) const;
+
+ private:
+  std::string path_;
+  std::string bytes_;
+  std::uint32_t bom_ = 0;
+  std::optional<LineIndex> index_;
+};
+
+/// Largest file ddplint parses, in bytes (tree-sitter offsets are 32-bit; files
+/// beyond this are reported, not linted). 256 MiB.
+inline constexpr std::size_t kMaxSourceBytes = 256u * 1024u * 1024u;
+
+/// Reads a whole file. Returns std::nullopt and sets `error` (strerror text) on failure.
+std::optional<std::string> read_file(const std::string& path, std::string& error);
+
+}  // namespace ddplint

@@ -1,0 +1,70 @@
+// Thin C++ layer over tree-sitter: parsing a SourceFile into a syntax tree and
+// the node-kind and field ids the semantic model compares against.
+#pragma once
+
+#include <tree_sitter/api.h>
+
+#include <memory>
+#include <string_view>
+
+#include "linter/source.hpp"
+
+extern "C" const TSLanguage* tree_sitter_python(void);
+
+namespace ddplint {
+
+/// Owns a tree-sitter tree. Nodes taken from it are valid while it lives.
+class SyntaxTree {
+ public:
+  SyntaxTree() = default;
+  explicit SyntaxTree(TSTree* tree) : tree_(tree, &ts_tree_delete) {}
+  TSNode root() const { return ts_tree_root_node(tree_.get()); }
+  explicit operator bool() const { return tree_ != nullptr; }
+
+ private:
+  std::unique_ptr<TSTree, void (*)(TSTree*)> tree_{nullptr, &ts_tree_delete};
+};
+
+/// Parses `source` with tree-sitter-python. A leading BOM is excluded from
+/// parsing (offsets stay relative to the whole buffer). Never fails on bad
+/// syntax: errors appear as ERROR/MISSING nodes. Returns an empty tree only if
+/// tree-sitter itself fails (out of memory).
+SyntaxTree parse_python(const SourceFile& source);
+
+/// Node kinds (grammar symbols) and field ids of tree-sitter-python, looked up
+/// once. Comparing ids avoids string compares in the hot walk.
+struct Kinds {
+  TSSymbol module, identifier, attribute, call, argument_list, keyword_argument, list_splat,
+      dictionary_splat, import_statement, import_from_statement, aliased_import, dotted_name,
+      wildcard_import, assignment, augmented_assignment, expression_statement, for_statement,
+      while_statement, if_statement, elif_clause, else_clause, with_statement, with_clause,
+      with_item, function_definition, decorated_definition, decorator, class_definition, lambda,
+      block, comparison_operator, boolean_operator, not_operator, binary_operator, unary_operator,
+      parenthesized_expression, integer, float_, string, string_content, interpolation,
+      concatenated_string, true_, false_, none, conditional_expression, comment, subscript, tuple,
+      list, pattern_list, tuple_pattern, list_comprehension, generator_expression,
+      dictionary_comprehension, set_comprehension, typed_parameter, default_parameter,
+      typed_default_parameter, parameters, return_statement, named_expression, try_statement,
+      expression_list;
+  TSFieldId f_name, f_alias, f_module_name, f_function, f_arguments, f_object, f_attribute,
+      f_left, f_right, f_value, f_body, f_condition, f_consequence, f_alternative, f_operator,
+      f_parameters, f_definition, f_subscript, f_operators, f_argument;
+};
+
+/// The ids for tree-sitter-python (computed on first use; thread-safe).
+const Kinds& kinds();
+
+/// Text of `node` within `text`.
+inline std::string_view node_text(TSNode node, std::string_view text) {
+  uint32_t b = ts_node_start_byte(node), e = ts_node_end_byte(node);
+  if (e > text.size() || b > e) return {};
+  return text.substr(b, e - b);
+}
+
+/// Child by field id, or a null node.
+inline TSNode field(TSNode node, TSFieldId id) { return ts_node_child_by_field_id(node, id); }
+
+/// Same node (tree-sitter has no operator==).
+inline bool same_node(TSNode a, TSNode b) { return ts_node_eq(a, b); }
+
+}  // namespace ddplint

@@ -1,0 +1,36 @@
+// DDP101 dataloader-without-workers: DataLoader loads batches in the training process.
+#include "linter/semantic_model.hpp"
+#include "rules/common.hpp"
+
+namespace ddplint::rules {
+
+namespace {
+void check(const SemanticModel& model, RuleContext& ctx) {
+  for (const CallSite* call : model.calls_to(kDataLoader)) {
+    // DataLoader(dataset, batch_size, shuffle, sampler, batch_sampler, num_workers, ...)
+    TSNode workers = model.argument(*call, "num_workers", 5);
+    if (ts_node_is_null(workers)) {
+      if (model.has_unpacked_arguments(*call)) continue;  // may come from **kwargs: unknown
+      ctx.report(ts_node_start_byte(call->callee), ts_node_end_byte(call->callee),
+                 "DataLoader without num_workers loads every batch in the training process: the GPU "
+                 "waits while the next batch is read and augmented");
+      continue;
+    }
+    Value v = model.value_of(workers);
+    if ((v.kind == Value::Kind::Int || v.kind == Value::Kind::Bool) && v.i == 0) {
+      TSNode at = argument_node(workers);
+      ctx.report(ts_node_start_byte(at), ts_node_end_byte(at),
+                 "DataLoader with num_workers=0 loads every batch in the training process: the GPU "
+                 "waits while the next batch is read and augmented");
+    }
+  }
+}
+}  // namespace
+
+extern const Rule kDataloaderWithoutWorkers{
+    {"DDP101", "dataloader-without-workers", Severity::Warning,
+     "DataLoader with no num_workers or num_workers=0: the GPU waits for data",
+     "https://pytorch.org/docs/stable/data.html#single-and-multi-process-data-loading", {}, false},
+    &check};
+
+}  // namespace ddplint::rules

@@ -1,0 +1,37 @@
+// DDP102 dataloader-without-pin-memory: batches copied to the GPU from pageable memory.
+#include "linter/semantic_model.hpp"
+#include "rules/common.hpp"
+
+namespace ddplint::rules {
+
+namespace {
+void check(const SemanticModel& model, RuleContext& ctx) {
+  if (!model.uses_cuda()) return;  // pinning only matters for host-to-GPU copies
+  for (const CallSite* call : model.calls_to(kDataLoader)) {
+    // DataLoader(dataset, batch_size, shuffle, sampler, batch_sampler, num_workers, collate_fn, pin_memory, ...)
+    TSNode pin = model.argument(*call, "pin_memory", 7);
+    if (ts_node_is_null(pin)) {
+      if (model.has_unpacked_arguments(*call)) continue;
+      ctx.report(ts_node_start_byte(call->callee), ts_node_end_byte(call->callee),
+                 "DataLoader without pin_memory=True in a CUDA script: every batch is copied to the GPU "
+                 "from pageable memory, which is slower and cannot overlap with compute");
+      continue;
+    }
+    Value v = model.value_of(pin);
+    if (v.known() && !v.truthy()) {
+      TSNode at = argument_node(pin);
+      ctx.report(ts_node_start_byte(at), ts_node_end_byte(at),
+                 "DataLoader with pin_memory=False in a CUDA script: every batch is copied to the GPU "
+                 "from pageable memory, which is slower and cannot overlap with compute");
+    }
+  }
+}
+}  // namespace
+
+extern const Rule kDataloaderWithoutPinMemory{
+    {"DDP102", "dataloader-without-pin-memory", Severity::Warning,
+     "DataLoader without pin_memory=True in a script that trains on CUDA",
+     "https://pytorch.org/docs/stable/data.html#memory-pinning", {}, false},
+    &check};
+
+}  // namespace ddplint::rules

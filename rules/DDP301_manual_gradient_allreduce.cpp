@@ -1,0 +1,39 @@
+// DDP301 manual-gradient-allreduce: gradients of a DDP model reduced again by hand.
+#include "linter/semantic_model.hpp"
+#include "rules/common.hpp"
+
+namespace ddplint::rules {
+
+/// True for all_reduce/reduce/broadcast calls on gradients in a script that wraps
+/// a model in DDP or FSDP (shared with DDP302, which skips these).
+bool is_manual_gradient_reduce(const SemanticModel& model, const CallSite& call) {
+  if (!model.wraps_ddp()) return false;
+  std::string_view c = call.canonical;
+  if (c != "torch.distributed.all_reduce" && c != "torch.distributed.reduce" &&
+      c != "torch.distributed.broadcast" && c != "torch.distributed.all_reduce_coalesced")
+    return false;
+  TSNode tensor = model.argument(call, c == "torch.distributed.all_reduce_coalesced" ? "tensors" : "tensor", 0);
+  return !ts_node_is_null(tensor) && mentions_gradient(model, tensor);
+}
+
+namespace {
+void check(const SemanticModel& model, RuleContext& ctx) {
+  if (!model.wraps_ddp()) return;
+  for (const CallSite& call : model.calls()) {
+    if (!is_manual_gradient_reduce(model, call)) continue;
+    auto [start, end] = first_line_range(model, call.node);
+    ctx.report(start, end,
+               std::string("`") + std::string(call.method) +
+                   "` on gradients of a DistributedDataParallel model: DDP already all-reduces gradients "
+                   "during backward(), so they are synchronised twice (and averaged values get summed again)");
+  }
+}
+}  // namespace
+
+extern const Rule kManualGradientAllreduce{
+    {"DDP301", "manual-gradient-allreduce", Severity::Error,
+     "all_reduce/reduce/broadcast on .grad of a model that DDP already synchronises",
+     "https://pytorch.org/docs/stable/notes/ddp.html", {}, false},
+    &check};
+
+}  // namespace ddplint::rules

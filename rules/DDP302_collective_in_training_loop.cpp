@@ -1,0 +1,32 @@
+// DDP302 collective-in-training-loop: a collective on every training step.
+#include "linter/semantic_model.hpp"
+#include "rules/common.hpp"
+
+namespace ddplint::rules {
+
+bool is_manual_gradient_reduce(const SemanticModel& model, const CallSite& call);
+
+namespace {
+void check(const SemanticModel& model, RuleContext& ctx) {
+  for (const CallSite& call : model.calls()) {
+    if (!is_collective(call.canonical)) continue;
+    // rank-dependent branches are a different fault (the other ranks never join)
+    if (!model.runs_every_step(call.node, kRareGuards | kGuardRankDependent)) continue;
+    if (is_manual_gradient_reduce(model, call)) continue;  // reported as DDP301
+    auto [start, end] = first_line_range(model, call.node);
+    std::string name(call.canonical.substr(std::string_view("torch.distributed.").size()));
+    ctx.report(start, end,
+               "`" + name + "` on every training step: each call waits for the slowest rank and adds a "
+               "round of communication outside DDP's overlapped gradient buckets; do it every N steps or "
+               "after the loop");
+  }
+}
+}  // namespace
+
+extern const Rule kCollectiveInTrainingLoop{
+    {"DDP302", "collective-in-training-loop", Severity::Warning,
+     "A collective (all_reduce, barrier, all_gather, ...) executed on every training step",
+     "https://pytorch.org/docs/stable/distributed.html#collective-functions", {}, false},
+    &check};
+
+}  // namespace ddplint::rules

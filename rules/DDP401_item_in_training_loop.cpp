@@ -1,0 +1,27 @@
+// DDP401 item-in-training-loop: .item() on every step (host-device sync).
+#include "linter/semantic_model.hpp"
+#include "rules/common.hpp"
+
+namespace ddplint::rules {
+
+namespace {
+void check(const SemanticModel& model, RuleContext& ctx) {
+  if (!model.uses_cuda()) return;
+  for (const CallSite* call : model.calls_named("item")) {
+    if (ts_node_is_null(call->receiver) || model.positional_count(*call) != 0) continue;
+    if (!model.runs_every_step(call->node, kRareGuards)) continue;
+    auto [start, end] = first_line_range(model, call->node);
+    ctx.report(start, end,
+               "`.item()` on every training step: a host-device sync that waits for all queued GPU work, "
+               "so the CPU cannot queue the next step ahead; accumulate on the GPU and read it every N steps");
+  }
+}
+}  // namespace
+
+extern const Rule kItemInTrainingLoop{
+    {"DDP401", "item-in-training-loop", Severity::Warning,
+     "`.item()` on every step of a CUDA training loop: a host-device sync",
+     "https://pytorch.org/docs/stable/notes/cuda.html#asynchronous-execution", {}, false},
+    &check};
+
+}  // namespace ddplint::rules

@@ -1,0 +1,68 @@
+#include "rules/common.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+
+namespace ddplint::rules {
+
+bool is_collective(std::string_view canonical) {
+  constexpr std::string_view prefix = "torch.distributed.";
+  if (canonical.substr(0, prefix.size()) != prefix) return false;
+  std::string_view name = canonical.substr(prefix.size());
+  static constexpr std::array<std::string_view, 20> names = {
+      "all_reduce", "all_gather", "broadcast", "reduce", "gather", "scatter", "barrier",
+      "all_gather_object", "broadcast_object_list", "gather_object", "scatter_object_list",
+      "all_gather_into_tensor", "reduce_scatter_tensor", "reduce_scatter", "all_to_all",
+      "all_to_all_single", "all_reduce_coalesced", "all_gather_coalesced", "monitored_barrier",
+      "_all_gather_base"};
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+bool mentions_gradient(const SemanticModel& model, TSNode expr) {
+  const Kinds& k = kinds();
+  std::vector<std::pair<TSNode, int>> stack{{expr, 0}};
+  while (!stack.empty()) {
+    auto [node, depth] = stack.back();
+    stack.pop_back();
+    if (ts_node_is_null(node) || depth > 8) continue;
+    TSSymbol s = ts_node_symbol(node);
+    if (s == k.attribute && model.text(field(node, k.f_attribute)) == "grad") return true;
+    if (s == k.identifier) {
+      std::string name(model.text(node));
+      std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
+      auto ends = [&](std::string_view suf) {
+        return name.size() >= suf.size() && name.compare(name.size() - suf.size(), suf.size(), suf) == 0;
+      };
+      bool grad_name = name == "grad" || name == "grads" || name == "gradient" || name == "gradients" ||
+                       ends("_grad") || ends("_grads") || ends("_gradients");
+      if (grad_name && name.find("norm") == std::string::npos) return true;
+      TSNode v = model.single_assignment(node);
+      if (!ts_node_is_null(v)) stack.emplace_back(v, depth + 1);
+      continue;
+    }
+    std::uint32_t n = ts_node_named_child_count(node);
+    for (std::uint32_t i = 0; i < n && i < 64; ++i) stack.emplace_back(ts_node_named_child(node, i), depth + 1);
+  }
+  return false;
+}
+
+std::pair<std::uint32_t, std::uint32_t> first_line_range(const SemanticModel& model, TSNode node) {
+  std::uint32_t start = ts_node_start_byte(node);
+  std::uint32_t end = ts_node_end_byte(node);
+  const LineIndex& lines = model.source().lines();
+  std::uint32_t line_end = lines.line_end(lines.line_of(start));
+  return {start, std::max(start, std::min(end, line_end))};
+}
+
+TSNode argument_node(TSNode value) {
+  TSNode parent = ts_node_parent(value);
+  if (!ts_node_is_null(parent) && ts_node_symbol(parent) == kinds().keyword_argument) return parent;
+  return value;
+}
+
+std::uint32_t line_of(const SemanticModel& model, TSNode node) {
+  return model.source().lines().line_of(ts_node_start_byte(node)) + 1;
+}
+
+}  // namespace ddplint::rules

@@ -1,0 +1,36 @@
+// Small named predicates shared by several rules.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "linter/diagnostic.hpp"
+#include "linter/semantic_model.hpp"
+
+namespace ddplint::rules {
+
+inline constexpr std::string_view kDataLoader = "torch.utils.data.DataLoader";
+inline constexpr std::string_view kDDP = "torch.nn.parallel.DistributedDataParallel";
+inline constexpr std::string_view kDataParallel = "torch.nn.parallel.DataParallel";
+
+/// Guards under which a per-step cost is not per step: logging intervals,
+/// the final iteration, and the main process only.
+inline constexpr GuardMask kRareGuards = kGuardPeriodic | kGuardFinalStep | kGuardMainProcess;
+
+/// True if `name` (without the `torch.distributed.` prefix) is a collective.
+bool is_collective(std::string_view canonical);
+
+/// True if the expression is a gradient: reads `.grad`, or is a name such as
+/// `grad`/`grads` or bound to such an expression in the file.
+bool mentions_gradient(const SemanticModel& model, TSNode expr);
+
+/// Range of `node` cut at the end of its first line (for findings over long nodes).
+std::pair<std::uint32_t, std::uint32_t> first_line_range(const SemanticModel& model, TSNode node);
+
+/// For a keyword argument's value, the whole `name=value` node; otherwise the node itself.
+TSNode argument_node(TSNode value);
+
+/// 1-based line of a node, for messages that point elsewhere.
+std::uint32_t line_of(const SemanticModel& model, TSNode node);
+
+}  // namespace ddplint::rules

@@ -1,0 +1,54 @@
+#include "rules/registry.hpp"
+
+#include <algorithm>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace ddplint::rules {
+
+extern const std::pair<std::string_view, std::string_view> kRuleDocs[];
+extern const std::size_t kRuleDocCount;
+
+extern const Rule kSyntaxError;
+extern const Rule kDataloaderWithoutWorkers;
+extern const Rule kDataloaderWithoutPinMemory;
+extern const Rule kDdpWithoutDeviceIds;
+extern const Rule kManualGradientAllreduce;
+extern const Rule kCollectiveInTrainingLoop;
+extern const Rule kItemInTrainingLoop;
+extern const Rule kBatchSizeNotScaled;
+
+namespace {
+std::vector<Rule> build() {
+  std::vector<Rule> rules = {
+      kSyntaxError,
+      kDataloaderWithoutWorkers,
+      kDataloaderWithoutPinMemory,
+      kDdpWithoutDeviceIds,
+      kManualGradientAllreduce,
+      kCollectiveInTrainingLoop,
+      kItemInTrainingLoop,
+      kBatchSizeNotScaled,
+  };
+  for (Rule& r : rules) {
+    for (std::size_t i = 0; i < kRuleDocCount; ++i)
+      if (kRuleDocs[i].first == r.info.code) r.info.docs = kRuleDocs[i].second;
+  }
+  std::sort(rules.begin(), rules.end(), [](const Rule& a, const Rule& b) { return a.info.code < b.info.code; });
+  return rules;
+}
+}  // namespace
+
+std::span<const Rule> all() {
+  static const std::vector<Rule> rules = build();
+  return rules;
+}
+
+const Rule* find(std::string_view code) {
+  for (const Rule& r : all())
+    if (r.info.code == code) return &r;
+  return nullptr;
+}
+
+}  // namespace ddplint::rules
