@@ -54,8 +54,11 @@ int run_cli(int argc, char** argv, std::span<const Rule> rules) {
   app.add_option("paths", paths, "Files or folders to lint (folders: every *.py inside); - reads standard input")
       ->type_name("PATH");
   app.add_option("--select", select_args, "Rules to enable: codes or prefixes, comma-separated (DDP4,DDP101); default ALL")
-      ->type_name("CODES");
-  app.add_option("--ignore", ignore_args, "Rules to disable: codes or prefixes, comma-separated")->type_name("CODES");
+      ->type_name("CODES")
+      ->allow_extra_args(false);
+  app.add_option("--ignore", ignore_args, "Rules to disable: codes or prefixes, comma-separated")
+      ->type_name("CODES")
+      ->allow_extra_args(false);
   app.add_option("--format", format, "Output format")->check(CLI::IsMember({"text", "json"}))->capture_default_str();
   app.add_option("--explain", explain, "Print the documentation of a rule and exit")->type_name("CODE");
   app.add_flag("--list-rules", list, "Print a table of every rule and exit");

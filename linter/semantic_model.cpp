@@ -263,8 +263,14 @@ class ModelBuilder {
   }
 
   void enter(TSNode node, TSFieldId field_id, std::uint32_t depth) {
+    // the path from the root: parents without ts_node_parent (which walks down from the root)
+    if (path_.size() <= depth) path_.resize(depth + 1), branch_condition_.resize(depth + 1);
+    path_[depth] = node;
     TSSymbol s = ts_node_symbol(node);
     if (!ts_node_is_named(node)) return;
+    TSNode parent = depth > 0 ? path_[depth - 1] : TSNode{};
+    if (s == k_.if_statement) branch_condition_[depth] = field(node, k_.f_condition);
+    if (s == k_.elif_clause && depth > 0) branch_condition_[depth - 1] = field(node, k_.f_condition);
     const int region = current_region();
 
     if (s == k_.call) {
@@ -298,7 +304,7 @@ class ModelBuilder {
     }
     if (s == k_.assignment) {
       // chained assignments nest: only the outermost one binds
-      if (ts_node_symbol(ts_node_parent(node)) != k_.assignment) bind_assignment(node);
+      if (ts_node_symbol(parent) != k_.assignment) bind_assignment(node);
       return;
     }
     if (s == k_.augmented_assignment) {
@@ -320,7 +326,7 @@ class ModelBuilder {
       FunctionInfo info;
       info.name = node_text(name, m_.source_.text());
       info.node = node;
-      info.no_grad = decorated_no_grad(node);
+      info.no_grad = decorated_no_grad(parent);
       Region r;
       r.kind = Region::Kind::Function;
       r.node = node;
@@ -345,7 +351,6 @@ class ModelBuilder {
       return;
     }
     if (s == k_.block) {
-      TSNode parent = ts_node_parent(node);
       TSSymbol ps = ts_node_symbol(parent);
       Region r;
       r.node = parent;
@@ -355,14 +360,10 @@ class ModelBuilder {
         r.kind = Region::Kind::Branch;
         r.condition = field(parent, k_.f_condition);
       } else if (ps == k_.else_clause && field_id == k_.f_body) {
-        TSNode owner = ts_node_parent(parent);
-        TSSymbol os = ts_node_symbol(owner);
-        if (os != k_.if_statement) return;  // for/while/try else: not a branch of interest
+        if (depth < 2 || ts_node_symbol(path_[depth - 2]) != k_.if_statement) return;  // for/while/try else
         r.kind = Region::Kind::Branch;
         r.negated = true;
-        TSNode prev = ts_node_prev_named_sibling(parent);
-        r.condition = (!is_null(prev) && ts_node_symbol(prev) == k_.elif_clause) ? field(prev, k_.f_condition)
-                                                                                 : field(owner, k_.f_condition);
+        r.condition = branch_condition_[depth - 2];  // the if's, or the last elif's, condition
       } else if (ps == k_.with_statement && field_id == k_.f_body) {
         r.kind = Region::Kind::With;
       } else {
@@ -373,9 +374,8 @@ class ModelBuilder {
     }
   }
 
-  bool decorated_no_grad(TSNode fn) {
-    TSNode parent = ts_node_parent(fn);
-    if (ts_node_symbol(parent) != k_.decorated_definition) return false;
+  bool decorated_no_grad(TSNode parent) {
+    if (is_null(parent) || ts_node_symbol(parent) != k_.decorated_definition) return false;
     std::uint32_t n = ts_node_named_child_count(parent);
     for (std::uint32_t i = 0; i < n; ++i) {
       TSNode d = ts_node_named_child(parent, i);
@@ -490,6 +490,8 @@ class ModelBuilder {
   const SyntaxTree& tree_;
   std::vector<Open> region_stack_;
   std::vector<TSNode> subscripts_;
+  std::vector<TSNode> path_;               // node at each depth of the current walk position
+  std::vector<TSNode> branch_condition_;   // per depth: condition of the latest if/elif clause
 };
 
 // ---------------------------------------------------------------------------
@@ -895,9 +897,24 @@ bool SemanticModel::rank_rec(TSNode expr, int depth) const {
   return false;
 }
 
+template <typename F>
+bool SemanticModel::memoized(std::uint8_t query, TSNode node, F&& compute) const {
+  MemoKey key{ts_node_start_byte(node), ts_node_end_byte(node), ts_node_symbol(node), query};
+  auto [it, inserted] = memo_.try_emplace(key, 2);
+  if (!inserted) return it->second == 1;  // known, or a cycle in progress (false)
+  bool result = compute();
+  memo_[key] = result ? 1 : 0;
+  return result;
+}
+
 bool SemanticModel::is_world_size_value(TSNode expr) const { return world_rec(expr, 0); }
 
 bool SemanticModel::world_rec(TSNode expr, int depth) const {
+  if (is_null(expr)) return false;
+  return memoized(1, expr, [&] { return world_rec_uncached(expr, depth); });
+}
+
+bool SemanticModel::world_rec_uncached(TSNode expr, int depth) const {
   if (is_null(expr) || depth > kMaxDepth) return false;
   const Kinds& k = kinds();
   TSSymbol s = ts_node_symbol(expr);
@@ -931,6 +948,15 @@ bool SemanticModel::divides_by_world_size(TSNode expr, TSNode* division) const {
 }
 
 bool SemanticModel::divides_rec(TSNode expr, int depth, TSNode* division) const {
+  if (is_null(expr)) return false;
+  bool result = memoized(2, expr, [&] { return divides_rec_uncached(expr, depth, nullptr); });
+  // The division node: one more uncached step at this level; it recurses through
+  // the memoized answers, so it stays linear.
+  if (result && division) divides_rec_uncached(expr, depth, division);
+  return result;
+}
+
+bool SemanticModel::divides_rec_uncached(TSNode expr, int depth, TSNode* division) const {
   if (is_null(expr) || depth > kMaxDepth) return false;
   const Kinds& k = kinds();
   TSSymbol s = ts_node_symbol(expr);
@@ -938,7 +964,23 @@ bool SemanticModel::divides_rec(TSNode expr, int depth, TSNode* division) const 
     return divides_rec(ts_node_named_child(expr, 0), depth + 1, division);
   if (s == k.binary_operator || s == k.augmented_assignment) {
     std::string_view op = text(field(expr, k.f_operator));
-    if ((op == "/" || op == "//" || op == "/=" || op == "//=") && world_rec(field(expr, k.f_right), 0)) {
+    // the divisor is the world size, or a product with it as a factor: `total // (world_size * accum)`
+    auto world_factor = [&](TSNode d) {
+      for (int guard = 0; guard < 8 && !is_null(d); ++guard) {
+        if (world_rec(d, 0)) return true;
+        TSSymbol ds = ts_node_symbol(d);
+        if (ds == k.parenthesized_expression && ts_node_named_child_count(d) == 1) {
+          d = ts_node_named_child(d, 0);
+        } else if (ds == k.binary_operator && text(field(d, k.f_operator)) == "*") {
+          if (world_rec(field(d, k.f_right), 0)) return true;
+          d = field(d, k.f_left);
+        } else {
+          return false;
+        }
+      }
+      return false;
+    };
+    if ((op == "/" || op == "//" || op == "/=" || op == "//=") && world_factor(field(expr, k.f_right))) {
       if (division) *division = expr;
       return true;
     }
@@ -969,6 +1011,11 @@ bool SemanticModel::divides_rec(TSNode expr, int depth, TSNode* division) const 
 bool SemanticModel::may_be_indexed_device(TSNode expr) const { return indexed_device_rec(expr, 0); }
 
 bool SemanticModel::indexed_device_rec(TSNode expr, int depth) const {
+  if (is_null(expr)) return true;
+  return memoized(3, expr, [&] { return indexed_device_rec_uncached(expr, depth); });
+}
+
+bool SemanticModel::indexed_device_rec_uncached(TSNode expr, int depth) const {
   if (is_null(expr) || depth > kMaxDepth) return true;
   const Kinds& k = kinds();
   TSSymbol s = ts_node_symbol(expr);

@@ -187,9 +187,31 @@ class SemanticModel {
   Value value_rec(TSNode expr, int depth) const;
   bool rank_rec(TSNode expr, int depth) const;
   bool world_rec(TSNode expr, int depth) const;
+  bool world_rec_uncached(TSNode expr, int depth) const;
   bool divides_rec(TSNode expr, int depth, TSNode* division) const;
+  bool divides_rec_uncached(TSNode expr, int depth, TSNode* division) const;
   bool indexed_device_rec(TSNode expr, int depth) const;
+  bool indexed_device_rec_uncached(TSNode expr, int depth) const;
   TSNode argparse_default(std::string_view dest, bool* found) const;
+
+  // Memo of the recursive value-kind queries (world size, division, device), so
+  // that following every binding of every name stays linear: key = query kind
+  // and node identity; value 0 = false, 1 = true, 2 = being computed (a cycle).
+  struct MemoKey {
+    std::uint32_t start, end;
+    std::uint16_t symbol;
+    std::uint8_t query;
+    bool operator==(const MemoKey&) const = default;
+  };
+  struct MemoHash {
+    std::size_t operator()(const MemoKey& k) const {
+      return (static_cast<std::size_t>(k.start) * 0x9E3779B97F4A7C15ull) ^ (static_cast<std::size_t>(k.end) << 20) ^
+             (static_cast<std::size_t>(k.symbol) << 4) ^ k.query;
+    }
+  };
+  template <typename F>
+  bool memoized(std::uint8_t query, TSNode node, F&& compute) const;
+  mutable std::unordered_map<MemoKey, std::uint8_t, MemoHash> memo_;
 
   const SourceFile& source_;
   std::vector<Region> regions_;

@@ -23,6 +23,7 @@ int utf8_length(unsigned char c) {
 }  // namespace
 
 LineIndex::LineIndex(std::string_view text) : text_(text) {
+  if (text.substr(0, 3) == "\xEF\xBB\xBF") bom_ = 3;
   starts_.reserve(text.size() / 32 + 1);
   starts_.push_back(0);
   for (std::uint32_t i = 0; i < text.size(); ++i) {
@@ -52,7 +53,7 @@ Position LineIndex::position(std::uint32_t offset) const {
   offset = std::min<std::uint32_t>(offset, static_cast<std::uint32_t>(text_.size()));
   std::uint32_t line = line_of(offset);
   std::uint32_t column = 1;
-  for (std::uint32_t i = starts_[line]; i < offset; ++i) {
+  for (std::uint32_t i = line == 0 ? std::min(bom_, offset) : starts_[line]; i < offset; ++i) {
     if (!is_continuation(static_cast<unsigned char>(text_[i]))) ++column;
   }
   return {line + 1, column};
@@ -62,7 +63,7 @@ std::uint32_t LineIndex::utf16_column(std::uint32_t offset) const {
   offset = std::min<std::uint32_t>(offset, static_cast<std::uint32_t>(text_.size()));
   std::uint32_t line = line_of(offset);
   std::uint32_t units = 0;
-  for (std::uint32_t i = starts_[line]; i < offset; ++i) {
+  for (std::uint32_t i = line == 0 ? std::min(bom_, offset) : starts_[line]; i < offset; ++i) {
     auto c = static_cast<unsigned char>(text_[i]);
     if (is_continuation(c)) continue;
     units += (c >= 0xF0) ? 2 : 1;  // astral-plane code points are surrogate pairs

@@ -42,6 +42,7 @@ class LineIndex {
  private:
   std::string_view text_;
   std::vector<std::uint32_t> starts_;
+  std::uint32_t bom_ = 0;  // a leading UTF-8 BOM is not a column
 };
 
 /// Why a file's bytes cannot be linted as Python source.

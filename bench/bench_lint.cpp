@@ -1,0 +1,77 @@
+// ddplint_bench: lints every *.py under the given folders with all rules, and
+// parses the same files with tree-sitter alone, in alternating rounds, and
+// prints the median wall time, MB/s and the ratio lint / parse.
+// Files are read into memory first: I/O is not timed. One thread.
+//
+// Usage: ddplint_bench [--rounds N] FOLDER...
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "linter/discovery.hpp"
+#include "linter/lint.hpp"
+#include "linter/syntax.hpp"
+#include "rules/registry.hpp"
+
+using namespace ddplint;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  int rounds = 5;
+  std::vector<std::string> roots;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--rounds") == 0 && i + 1 < argc) rounds = std::max(1, std::atoi(argv[++i]));
+    else roots.emplace_back(argv[i]);
+  }
+  if (roots.empty()) {
+    std::fprintf(stderr, "usage: ddplint_bench [--rounds N] FOLDER...\n");
+    return 2;
+  }
+  std::vector<SourceFile> files;
+  std::size_t bytes = 0;
+  for (const auto& entry : discover(roots)) {
+    if (!entry.error.empty()) continue;
+    std::string err;
+    auto data = read_file(entry.path, err);
+    if (!data) continue;
+    SourceFile f(entry.path, std::move(*data));
+    if (f.check_decodable() != DecodeError::None) continue;  // the linter would not parse these either
+    bytes += f.text().size();
+    files.push_back(std::move(f));
+  }
+  double mb = static_cast<double>(bytes) / (1024.0 * 1024.0);
+  std::printf("corpus: %zu files, %.1f MB\n", files.size(), mb);
+  std::vector<double> parse_s, lint_s;
+  std::size_t findings = 0, nodes = 0;
+  RuleSelection all;
+  for (int r = 0; r < rounds; ++r) {
+    auto t0 = Clock::now();
+    for (const SourceFile& f : files) {
+      SyntaxTree tree = parse_python(f);
+      nodes += ts_node_child_count(tree.root()) > 0;
+    }
+    auto t1 = Clock::now();
+    findings = 0;
+    for (const SourceFile& f : files) findings += lint(f, rules::all(), all).diagnostics.size();
+    auto t2 = Clock::now();
+    parse_s.push_back(std::chrono::duration<double>(t1 - t0).count());
+    lint_s.push_back(std::chrono::duration<double>(t2 - t1).count());
+    std::printf("round %d: parse %.2f s, lint %.2f s\n", r + 1, parse_s.back(), lint_s.back());
+  }
+  double p = median(parse_s), l = median(lint_s);
+  std::printf("tree-sitter parse only: %.2f s  %.1f MB/s (median of %d)\n", p, mb / p, rounds);
+  std::printf("ddplint, all %zu rules: %.2f s  %.1f MB/s (median of %d), %zu findings\n", rules::all().size(), l,
+              mb / l, rounds, findings);
+  std::printf("ratio lint / parse: %.2fx\n", l / p);
+  return 0;
+}

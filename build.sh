@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# ddplint's one entry point for building and testing.
+#   ./build.sh run    install what is missing, build, lint the examples/ scripts
+#   ./build.sh test   install what is missing, build, run the whole test suite
+#   ./build.sh setup  only install what is missing (idempotent)
+#   ./build.sh build  setup + build (release preset, build/release)
+set -euo pipefail
+cd "$(dirname "$0")"
+
+# Debian packages the build needs, and the command each provides (- for libraries).
+DEBS=(
+  "cmake:cmake"
+  "ninja-build:ninja"
+  "g++:g++"
+  "libcli11-dev:-"
+  "nlohmann-json3-dev:-"
+  "libtomlplusplus-dev:-"
+  "doctest-dev:-"
+)
+
+say() { printf 'ddplint setup: %s\n' "$*" >&2; }
+
+missing_debs() {
+  local entry pkg cmd
+  for entry in "${DEBS[@]}"; do
+    pkg=${entry%%:*}
+    cmd=${entry#*:}
+    if [ "$cmd" != "-" ]; then
+      command -v "$cmd" >/dev/null 2>&1 && continue
+    elif dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then
+      continue
+    fi
+    printf '%s\n' "$pkg"
+  done
+  # npm installs the pinned tree-sitter C sources; Debian ships it as nodejs + npm
+  command -v npm >/dev/null 2>&1 || printf '%s\n' nodejs npm
+}
+
+setup() {
+  local missing
+  missing=$(missing_debs | sort -u | tr '\n' ' ')
+  if [ -n "${missing// /}" ]; then
+    if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null 2>&1; then
+      say "missing Debian packages: $missing"
+      say "install them (as root: apt-get install -y $missing) and run this again"
+      exit 1
+    fi
+    say "installing Debian packages: $missing"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -q >&2 || { say "apt-get update failed; missing: $missing"; exit 1; }
+    # shellcheck disable=SC2086
+    apt-get install -y -q --no-install-recommends $missing >&2 || { say "could not install: $missing"; exit 1; }
+  fi
+  # tree-sitter 0.25.0 and tree-sitter-python 0.25.0 C sources, pinned in package-lock.json
+  local stamp=node_modules/.ddplint-lock
+  if [ ! -f "$stamp" ] || ! cmp -s package-lock.json "$stamp"; then
+    say "installing the pinned npm packages (tree-sitter C sources) with npm ci --ignore-scripts"
+    npm ci --ignore-scripts --no-audit --no-fund >&2 || { say "npm ci failed: is the npm registry reachable?"; exit 1; }
+    cp package-lock.json "$stamp"
+  fi
+}
+
+build() {
+  setup
+  [ -f build/release/build.ninja ] || cmake --preset release >&2
+  cmake --build --preset release >&2
+}
+
+case "${1:-}" in
+  setup) setup ;;
+  build) build ;;
+  run)
+    build
+    # findings are the point here: exit 0 when the only "failure" is that findings were reported
+    status=0
+    ./build/release/ddplint examples/ || status=$?
+    [ "$status" -le 1 ] || exit "$status"
+    ;;
+  test)
+    build
+    ctest --preset release --output-on-failure
+    ;;
+  *)
+    echo "usage: ./build.sh run|test|setup|build" >&2
+    exit 2
+    ;;
+esac

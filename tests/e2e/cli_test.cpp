@@ -1,0 +1,280 @@
+// End-to-end tests of the ddplint executable: output formats, exit codes,
+// stdin, suppressions, discovery and every kind of bad input.
+#include <doctest/doctest.h>
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Run {
+  int rc = -1;
+  std::string out, err;
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+// A scratch folder removed at the end of the test.
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    std::string tmpl = (fs::temp_directory_path() / "ddplint-e2e-XXXXXX").string();
+    path = ::mkdtemp(tmpl.data());
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+  fs::path write(const std::string& rel, const std::string& content) const {
+    fs::path p = path / rel;
+    fs::create_directories(p.parent_path());
+    std::ofstream(p, std::ios::binary) << content;
+    return p;
+  }
+};
+
+// Runs ddplint with `args` in `cwd`, feeding `input` on stdin; `env` entries are added.
+Run ddplint(const std::vector<std::string>& args, const std::string& input = "", const fs::path& cwd = ".",
+            const std::vector<std::string>& env = {}) {
+  TempDir io;
+  fs::path in = io.write("stdin", input), out = io.path / "stdout", err = io.path / "stderr";
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    int fi = ::open(in.c_str(), O_RDONLY), fo = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600),
+        fe = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    ::dup2(fi, 0);
+    ::dup2(fo, 1);
+    ::dup2(fe, 2);
+    if (::chdir(cwd.c_str()) != 0) ::_exit(127);
+    ::unsetenv("NO_COLOR");
+    for (const auto& e : env) ::putenv(const_cast<char*>(e.c_str()));
+    std::vector<char*> argv{const_cast<char*>(DDPLINT_BIN)};
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    ::execv(DDPLINT_BIN, argv.data());
+    ::_exit(127);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  Run r;
+  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.out = slurp(out);
+  r.err = slurp(err);
+  return r;
+}
+
+const std::string kBadLoader =
+    "import torch\nfrom torch.utils.data import DataLoader\nloader = DataLoader(ds, pin_memory=True)\n";
+
+bool contains(const std::string& s, const std::string& needle) { return s.find(needle) != std::string::npos; }
+
+}  // namespace
+
+TEST_CASE("--version and --help exit 0") {
+  Run v = ddplint({"--version"});
+  CHECK(v.rc == 0);
+  CHECK(contains(v.out, "ddplint 0."));
+  Run h = ddplint({"--help"});
+  CHECK(h.rc == 0);
+  CHECK(contains(h.out, "--select"));
+  CHECK(contains(h.out, "--stdin-filename"));
+}
+
+TEST_CASE("text format, summary and exit codes") {
+  TempDir d;
+  d.write("bad.py", kBadLoader);
+  d.write("good.py", "import torch\nx = 1\n");
+  Run r = ddplint({"bad.py", "good.py"}, "", d.path);
+  CHECK(r.rc == 1);
+  CHECK(r.out == "bad.py:3:10: DDP101 DataLoader without num_workers loads every batch in the training process: "
+                 "the GPU waits while the next batch is read and augmented\nFound 1 finding in 2 files.\n");
+  CHECK(r.err.empty());
+  CHECK(ddplint({"good.py"}, "", d.path).rc == 0);
+  CHECK(ddplint({"good.py"}, "", d.path).out == "Found 0 findings in 1 file.\n");
+  CHECK(ddplint({"--exit-zero", "bad.py"}, "", d.path).rc == 0);
+  Run q = ddplint({"--quiet", "bad.py"}, "", d.path);
+  CHECK(q.rc == 1);
+  CHECK_FALSE(contains(q.out, "Found"));
+  // not a terminal: no colour codes
+  CHECK_FALSE(contains(r.out, "\x1b["));
+}
+
+TEST_CASE("json format has exactly the documented fields") {
+  TempDir d;
+  d.write("bad.py", kBadLoader);
+  Run r = ddplint({"--format", "json", "bad.py"}, "", d.path);
+  CHECK(r.rc == 1);
+  auto j = nlohmann::json::parse(r.out);
+  REQUIRE(j.is_array());
+  REQUIRE(j.size() == 1);
+  auto& f = j[0];
+  std::vector<std::string> keys;
+  for (auto it = f.begin(); it != f.end(); ++it) keys.push_back(it.key());
+  std::sort(keys.begin(), keys.end());
+  CHECK(keys == std::vector<std::string>{"code", "end_location", "filename", "fix", "location", "message", "name",
+                                         "severity", "url"});
+  CHECK(f["code"] == "DDP101");
+  CHECK(f["name"] == "dataloader-without-workers");
+  CHECK(f["severity"] == "warning");
+  CHECK(f["filename"] == "bad.py");
+  CHECK(f["location"] == nlohmann::json{{"row", 3}, {"column", 10}});
+  CHECK(f["end_location"] == nlohmann::json{{"row", 3}, {"column", 20}});
+  CHECK(f["fix"].is_null());
+  CHECK(f["url"].is_string());
+  d.write("good.py", "x = 1\n");
+  Run empty = ddplint({"--format", "json", "good.py"}, "", d.path);
+  CHECK(empty.rc == 0);
+  CHECK(nlohmann::json::parse(empty.out) == nlohmann::json::array());
+}
+
+TEST_CASE("--select, --ignore and unknown codes") {
+  TempDir d;
+  d.write("bad.py", "import torch\nfrom torch.utils.data import DataLoader\nloader = DataLoader(ds)\nx = torch.zeros(1).cuda()\n");
+  Run all = ddplint({"-q", "bad.py"}, "", d.path);
+  CHECK(contains(all.out, "DDP101"));
+  CHECK(contains(all.out, "DDP102"));
+  Run sel = ddplint({"-q", "--select", "DDP102", "bad.py"}, "", d.path);
+  CHECK_FALSE(contains(sel.out, "DDP101"));
+  CHECK(contains(sel.out, "DDP102"));
+  Run ign = ddplint({"-q", "--ignore", "DDP101,DDP102", "bad.py"}, "", d.path);
+  CHECK(ign.rc == 0);
+  Run bad = ddplint({"--select", "DDP999", "bad.py"}, "", d.path);
+  CHECK(bad.rc == 2);
+  CHECK(contains(bad.err, "DDP999"));
+  Run badfmt = ddplint({"--format", "xml", "bad.py"}, "", d.path);
+  CHECK(badfmt.rc == 2);
+}
+
+TEST_CASE("--explain and --list-rules") {
+  Run e = ddplint({"--explain", "DDP401"});
+  CHECK(e.rc == 0);
+  CHECK(contains(e.out, "item-in-training-loop"));
+  CHECK(contains(e.out, "## What it does"));
+  CHECK(contains(e.out, "pytorch.org"));
+  Run u = ddplint({"--explain", "DDP999"});
+  CHECK(u.rc == 2);
+  CHECK(contains(u.err, "DDP999"));
+  Run l = ddplint({"--list-rules"});
+  CHECK(l.rc == 0);
+  for (auto code : {"DDP001", "DDP101", "DDP102", "DDP201", "DDP301", "DDP302", "DDP401", "DDP601"})
+    CHECK(contains(l.out, code));
+}
+
+TEST_CASE("standard input with --stdin-filename") {
+  Run r = ddplint({"--stdin-filename", "train.py", "-"}, kBadLoader);
+  CHECK(r.rc == 1);
+  CHECK(contains(r.out, "train.py:3:10: DDP101"));
+  Run anon = ddplint({"-"}, kBadLoader);
+  CHECK(contains(anon.out, "-:3:10: DDP101"));
+}
+
+TEST_CASE("folders: recursion into *.py, skipped folders, sorted output, paths as reached") {
+  TempDir d;
+  d.write("proj/b.py", kBadLoader);
+  d.write("proj/a/c.py", kBadLoader);
+  d.write("proj/notes.txt", kBadLoader);
+  for (auto skip : {".git", ".venv", "venv", "__pycache__", "build", "node_modules", "site-packages"})
+    d.write(std::string("proj/") + skip + "/x.py", kBadLoader);
+  Run r = ddplint({"-q", "proj"}, "", d.path);
+  CHECK(r.rc == 1);
+  CHECK(r.out == "proj/a/c.py:3:10: DDP101 DataLoader without num_workers loads every batch in the training "
+                 "process: the GPU waits while the next batch is read and augmented\n"
+                 "proj/b.py:3:10: DDP101 DataLoader without num_workers loads every batch in the training "
+                 "process: the GPU waits while the next batch is read and augmented\n");
+  // a symlink loop does not hang discovery
+  fs::create_directory_symlink("..", d.path / "proj" / "loop");
+  CHECK(ddplint({"-q", "proj"}, "", d.path).rc == 1);
+}
+
+TEST_CASE("missing and unreadable paths: exit 2 naming the path; other files still linted") {
+  TempDir d;
+  d.write("bad.py", kBadLoader);
+  Run r = ddplint({"-q", "nope.py", "bad.py"}, "", d.path);
+  CHECK(r.rc == 2);
+  CHECK(contains(r.err, "nope.py"));
+  CHECK(contains(r.out, "bad.py:3:10: DDP101"));
+  fs::create_symlink("missing-target.py", d.path / "dangling.py");
+  Run dl = ddplint({"-q", "."}, "", d.path);
+  CHECK(dl.rc == 2);
+  CHECK(contains(dl.err, "dangling.py"));
+  CHECK(contains(dl.out, "bad.py:3:10: DDP101"));
+}
+
+TEST_CASE("syntax errors: DDP001 at the first error, other rules still run") {
+  TempDir d;
+  d.write("broken.py", "import torch\nfrom torch.utils.data import DataLoader\ndef f(:\n    pass\nloader = DataLoader(ds, pin_memory=True)\n");
+  Run r = ddplint({"-q", "broken.py"}, "", d.path);
+  CHECK(r.rc == 1);
+  CHECK(contains(r.out, "broken.py:3:"));
+  CHECK(contains(r.out, "DDP001"));
+  CHECK(contains(r.out, "broken.py:5:10: DDP101"));
+}
+
+TEST_CASE("non-UTF-8 and binary files: a clear error naming the file, the others still linted") {
+  TempDir d;
+  d.write("latin1.py", "x = 'caf\xe9'\n");
+  d.write("blob.py", std::string("\x7f" "ELF\0\0\0", 7));
+  d.write("bad.py", kBadLoader);
+  Run r = ddplint({"-q", "latin1.py", "blob.py", "bad.py"}, "", d.path);
+  CHECK(r.rc == 2);
+  CHECK(contains(r.err, "latin1.py: not valid UTF-8 (byte 0xe9 at line 1)"));
+  CHECK(contains(r.err, "blob.py: binary file"));
+  CHECK(contains(r.out, "bad.py:3:10: DDP101"));
+}
+
+TEST_CASE("empty, comment-only, CRLF, BOM, tabs and wide characters") {
+  TempDir d;
+  d.write("empty.py", "");
+  d.write("comments.py", "# just a comment\n# another\n");
+  CHECK(ddplint({"empty.py", "comments.py"}, "", d.path).rc == 0);
+  d.write("crlf.py", "import torch\r\nfrom torch.utils.data import DataLoader\r\n\r\nloader = DataLoader(ds, pin_memory=True)\r\n");
+  CHECK(contains(ddplint({"-q", "crlf.py"}, "", d.path).out, "crlf.py:4:10: DDP101"));
+  d.write("bom.py", "\xEF\xBB\xBF" "from torch.utils.data import DataLoader; loader = DataLoader(ds, pin_memory=True)\n");
+  CHECK(contains(ddplint({"-q", "bom.py"}, "", d.path).out, "bom.py:1:51: DDP101"));
+  d.write("wide.py", "from torch.utils.data import DataLoader\nif True:\n\tx = '日本😀'; loader = DataLoader(ds, pin_memory=True)\n");
+  // tab(1) x(2) ' '(3) =(4) ' '(5) '(6) 日(7) 本(8) 😀(9) '(10) ;(11) ' '(12) loader(13..18) ' '(19) =(20) ' '(21) D(22)
+  CHECK(contains(ddplint({"-q", "wide.py"}, "", d.path).out, "wide.py:3:22: DDP101"));
+}
+
+TEST_CASE("huge and deeply nested files: no crash, no hang") {
+  TempDir d;
+  std::string big;
+  while (big.size() < 10u * 1024 * 1024) big += "def f(x):\n    return [i * 2 for i in range(x) if i % 3]\n";
+  big += kBadLoader;
+  d.write("big.py", big);
+  auto t0 = std::chrono::steady_clock::now();
+  Run r = ddplint({"-q", "big.py"}, "", d.path);
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  CHECK(r.rc == 1);
+  CHECK(contains(r.out, "DDP101"));
+  MESSAGE("10 MB file linted in " << secs << " s");
+  std::string deep = "x = " + std::string(5000, '[') + std::string(5000, ']') + "\n" + kBadLoader;
+  d.write("deep.py", deep);
+  Run dr = ddplint({"-q", "deep.py"}, "", d.path);
+  CHECK(dr.rc == 1);
+  CHECK(contains(dr.out, "DDP101"));
+  std::string deep_parens = "y = " + std::string(5000, '(') + "1" + std::string(5000, ')') + "\n";
+  d.write("parens.py", deep_parens);
+  CHECK(ddplint({"-q", "parens.py"}, "", d.path).rc == 0);
+  std::string deep_calls;
+  for (int i = 0; i < 5000; ++i) deep_calls += "f(";
+  deep_calls += std::string(5000, ')') + "\n";
+  d.write("calls.py", deep_calls);
+  CHECK(ddplint({"-q", "calls.py"}, "", d.path).rc == 0);
+}

@@ -1,0 +1,86 @@
+// Closed-world fixture test. Every Python file under fixtures/ and examples/
+// is linted; each finding must be marked on the line where it starts with
+// `# expect: CODE[, CODE...]`, and each mark must be found. A first-line
+// directive `# fixture-select: CODES` restricts the rules run on that file.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "linter/lint.hpp"
+#include "rules/registry.hpp"
+
+using namespace ddplint;
+namespace fs = std::filesystem;
+
+namespace {
+
+using Finding = std::pair<std::uint32_t, std::string>;  // 1-based row, code
+
+std::vector<std::string> codes_after(std::string_view line, std::string_view marker) {
+  auto at = line.find(marker);
+  if (at == std::string_view::npos) return {};
+  std::string_view rest = line.substr(at + marker.size());
+  auto hash = rest.find('#');  // a further comment (e.g. a noqa) ends the list
+  return split_codes(rest.substr(0, hash));
+}
+
+std::vector<fs::path> python_files(const fs::path& root) {
+  std::vector<fs::path> out;
+  if (!fs::is_directory(root)) return out;
+  for (const auto& e : fs::recursive_directory_iterator(root))
+    if (e.is_regular_file() && e.path().extension() == ".py") out.push_back(e.path());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::string check_file(const fs::path& path) {
+  std::string error;
+  auto bytes = read_file(path.string(), error);
+  if (!bytes) return "cannot read: " + error;
+  std::set<Finding> expected;
+  std::vector<std::string> select;
+  std::istringstream in(*bytes);
+  std::string line;
+  for (std::uint32_t row = 1; std::getline(in, line); ++row) {
+    if (row <= 3 && line.find("# fixture-select:") != std::string::npos) select = codes_after(line, "# fixture-select:");
+    for (auto& code : codes_after(line, "# expect:")) expected.emplace(row, code);
+  }
+  SourceFile source(path.string(), std::move(*bytes));
+  LintResult result = lint(source, rules::all(), RuleSelection(select, {}));
+  if (!result.error.empty()) return "not linted: " + result.error;
+  std::set<Finding> actual;
+  std::map<Finding, std::string> messages;
+  for (const Diagnostic& d : result.diagnostics) {
+    Finding f{source.lines().position(d.start).row, std::string(d.rule->code)};
+    actual.insert(f);
+    messages[f] = d.message;
+  }
+  std::ostringstream diff;
+  for (const auto& f : expected)
+    if (!actual.contains(f)) diff << "  " << path.string() << ":" << f.first << ": missing " << f.second << "\n";
+  for (const auto& f : actual)
+    if (!expected.contains(f))
+      diff << "  " << path.string() << ":" << f.first << ": unexpected " << f.second << " (" << messages[f] << ")\n";
+  return diff.str();
+}
+
+}  // namespace
+
+TEST_CASE("fixtures and examples: exactly the marked findings") {
+  fs::path root(DDPLINT_SOURCE_DIR);
+  auto files = python_files(root / "fixtures");
+  auto examples = python_files(root / "examples");
+  files.insert(files.end(), examples.begin(), examples.end());
+  REQUIRE(files.size() > 0);
+  int failed = 0;
+  for (const auto& f : files) {
+    std::string diff = check_file(f);
+    if (!diff.empty()) ++failed;
+    CHECK_MESSAGE(diff.empty(), "\n" << diff);
+  }
+  MESSAGE(files.size() << " files checked, " << failed << " with differences");
+}

@@ -1,0 +1,84 @@
+// The registry: unique codes and names, docs with every heading, doc examples
+// that fire and "use instead" examples that do not, fixtures for every rule.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <set>
+
+#include "linter/lint.hpp"
+#include "rules/registry.hpp"
+
+using namespace ddplint;
+namespace fs = std::filesystem;
+
+namespace {
+// The first ```python block after `heading` in `doc`.
+std::string code_block_after(std::string_view doc, std::string_view heading) {
+  auto h = doc.find(heading);
+  if (h == std::string_view::npos) return {};
+  auto open = doc.find("```python\n", h);
+  if (open == std::string_view::npos) return {};
+  open += 10;
+  auto close = doc.find("```", open);
+  return std::string(doc.substr(open, close - open));
+}
+
+int count_code(const Rule& rule, const std::string& src) {
+  SourceFile f("doc.py", src);
+  RuleSelection only({std::string(rule.info.code)}, {});
+  auto r = lint(f, rules::all(), only);
+  return static_cast<int>(r.diagnostics.size());
+}
+}  // namespace
+
+TEST_CASE("codes and names are unique, sorted, kebab-case") {
+  std::set<std::string_view> codes, names;
+  std::string_view prev;
+  for (const Rule& r : rules::all()) {
+    CHECK(codes.insert(r.info.code).second);
+    CHECK(names.insert(r.info.name).second);
+    CHECK(prev < r.info.code);
+    prev = r.info.code;
+    CHECK(r.info.code.size() == 6);
+    for (char c : r.info.name) {
+      bool kebab = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-';
+      CHECK(kebab);
+    }
+    bool has_check = r.check != nullptr;
+    CHECK(has_check);
+    CHECK_FALSE(r.info.summary.empty());
+  }
+}
+
+TEST_CASE("every rule has documentation with the headings, and its examples behave") {
+  for (const Rule& r : rules::all()) {
+    CAPTURE(r.info.code);
+    for (auto h : {"## What it does", "## Why is this bad", "## Example", "## Use instead", "## References"})
+      CHECK(r.info.docs.find(h) != std::string_view::npos);
+    bool links_pytorch = r.info.docs.find("pytorch.org") != std::string_view::npos || r.info.code == "DDP001";
+    CHECK(links_pytorch);
+    std::string example = code_block_after(r.info.docs, "## Example");
+    std::string instead = code_block_after(r.info.docs, "## Use instead");
+    REQUIRE_FALSE(example.empty());
+    REQUIRE_FALSE(instead.empty());
+    CHECK(count_code(r, example) >= 1);
+    CHECK(count_code(r, instead) == 0);
+  }
+}
+
+TEST_CASE("every rule has at least 4 flagged and 4 clean fixtures") {
+  for (const Rule& r : rules::all()) {
+    CAPTURE(r.info.code);
+    fs::path dir = fs::path(DDPLINT_SOURCE_DIR) / "fixtures" / std::string(r.info.code);
+    int flagged = 0, clean = 0;
+    if (fs::is_directory(dir)) {
+      for (const auto& e : fs::directory_iterator(dir)) {
+        std::string name = e.path().filename().string();
+        if (name.rfind("flagged_", 0) == 0) ++flagged;
+        if (name.rfind("clean_", 0) == 0) ++clean;
+      }
+    }
+    CHECK(flagged >= 4);
+    CHECK(clean >= 4);
+  }
+}

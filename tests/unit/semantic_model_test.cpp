@@ -1,0 +1,255 @@
+// Unit tests of the semantic model: aliases, bindings and values, loops, guards.
+#include <doctest/doctest.h>
+
+#include <memory>
+
+#include "linter/semantic_model.hpp"
+
+using namespace ddplint;
+
+namespace {
+// Parses a snippet and keeps source, tree and model alive together.
+struct Model {
+  explicit Model(std::string src) : source("t.py", std::move(src)), tree(parse_python(source)), model(source, tree) {}
+  SourceFile source;
+  SyntaxTree tree;
+  SemanticModel model;
+
+  // The first call whose text starts with `prefix`.
+  const CallSite& call(std::string_view prefix) const {
+    for (const CallSite& c : model.calls())
+      if (model.text(c.node).substr(0, prefix.size()) == prefix) return c;
+    FAIL("no call starting with " << prefix);
+    throw 0;
+  }
+  TSNode arg(std::string_view call_prefix, std::string_view kw, int pos = -1) const {
+    return model.argument(call(call_prefix), kw, pos);
+  }
+};
+}  // namespace
+
+TEST_CASE("imports and aliases resolve to canonical names") {
+  Model m(R"(import torch
+import torch.distributed as dist
+import torch.nn.parallel as par
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader as DL
+from torch.utils import data
+from torch.nn.parallel.distributed import DistributedDataParallel
+import os
+a = dist.all_reduce(t)
+b = par.DistributedDataParallel(m)
+c = DDP(m)
+d = DL(ds)
+e = data.DataLoader(ds)
+f = torch.utils.data.DataLoader(ds)
+g = DistributedDataParallel(m)
+h = torch.nn.DataParallel(m)
+i = Unknown(x)
+)");
+  CHECK(m.call("dist.all_reduce").canonical == "torch.distributed.all_reduce");
+  CHECK(m.call("par.").canonical == "torch.nn.parallel.DistributedDataParallel");
+  CHECK(m.call("DDP(").canonical == "torch.nn.parallel.DistributedDataParallel");
+  CHECK(m.call("DL(").canonical == "torch.utils.data.DataLoader");
+  CHECK(m.call("data.").canonical == "torch.utils.data.DataLoader");
+  CHECK(m.call("torch.utils").canonical == "torch.utils.data.DataLoader");
+  CHECK(m.call("DistributedDataParallel(").canonical == "torch.nn.parallel.DistributedDataParallel");
+  CHECK(m.call("torch.nn.DataParallel").canonical == "torch.nn.parallel.DataParallel");
+  CHECK(m.call("Unknown").canonical.empty());
+  CHECK(m.model.calls_to("torch.utils.data.DataLoader").size() == 3);
+}
+
+TEST_CASE("values: literals, names bound once, argparse defaults, arithmetic; unknown stays unknown") {
+  Model m(R"(import os, argparse
+p = argparse.ArgumentParser()
+p.add_argument("--num-workers", type=int, default=4)
+p.add_argument("--lr", default=0.1 * 2)
+p.add_argument("--pin", action="store_true")
+p.add_argument("-b", "--batch-size", dest="bs", default=32)
+args = p.parse_args()
+W = 8
+twice = 2
+twice = 3
+env = int(os.environ.get("NUM_WORKERS", 2))
+def f(n=4):
+    use(a=W * 2 + 1, b=twice, c=args.num_workers, d=args.lr, e=args.pin, g=args.bs, h=n, i=env,
+        j=W // 3, k=-W, l="cu" "da", m=max(1, W), n=args.missing, o=None, p=int("7"), q=7 if x else 7)
+)");
+  auto v = [&](const char* kw) { return m.model.value_of(m.arg("use(", kw)); };
+  CHECK(v("a").kind == Value::Kind::Int);
+  CHECK(v("a").i == 17);
+  CHECK_FALSE(v("b").known());  // bound twice
+  CHECK(v("c").i == 4);
+  CHECK(v("d").f == doctest::Approx(0.2));
+  CHECK(v("e").kind == Value::Kind::Bool);
+  CHECK(v("e").i == 0);
+  CHECK(v("g").i == 32);
+  CHECK_FALSE(v("h").known());  // a parameter
+  CHECK_FALSE(v("i").known());  // the environment
+  CHECK(v("j").i == 2);
+  CHECK(v("k").i == -8);
+  CHECK(v("l").s == "cuda");
+  CHECK(v("m").i == 8);
+  CHECK_FALSE(v("n").known());
+  CHECK(v("o").kind == Value::Kind::None);
+  CHECK(v("p").i == 7);
+  CHECK(v("q").i == 7);
+}
+
+TEST_CASE("scopes: a function's own binding hides the module's") {
+  Model m(R"(workers = 0
+def a():
+    workers = 4
+    use(x=workers)
+def b():
+    use(y=workers)
+)");
+  CHECK(m.model.value_of(m.arg("use(x", "x")).i == 4);
+  CHECK(m.model.value_of(m.arg("use(y", "y")).i == 0);
+}
+
+TEST_CASE("training loops: step loops, epoch loops, functions called from the loop") {
+  Model m(R"(import torch
+def train_step(model, batch, optimizer):
+    loss = model(batch)
+    loss.backward()
+    optimizer.step()
+    helper(loss)
+    return loss
+def helper(loss):
+    a = loss.item()
+def train(model, loader, optimizer, epochs):
+    for epoch in range(epochs):
+        for batch in loader:
+            loss = train_step(model, batch, optimizer)
+            b = loss.item()
+            for p in model.parameters():
+                c = p.grad.norm().item()
+        d = loss.item()
+    e = loss.item()
+def validate(model, loader):
+    for batch in loader:
+        f = model(batch).item()
+def recursive(n):
+    g = n.item()
+    recursive(n)
+)");
+  auto every = [&](const char* prefix) { return m.model.runs_every_step(m.call(prefix).node, 0); };
+  CHECK(every("loss.item()"));           // a (in helper called per step)
+  CHECK(every("loss.item()"));
+  CHECK(every("p.grad.norm().item()"));  // c: nested non-training loop inside the step loop
+  CHECK(every("model(batch).item") == false);  // f: validation loop
+  CHECK(every("n.item()") == false);     // g: recursion, never called from a loop
+  // b is per-step, d per-epoch, e after the loops
+  std::vector<bool> per_step;
+  for (const CallSite* c : m.model.calls_named("item")) per_step.push_back(m.model.runs_every_step(c->node, 0));
+  CHECK(per_step == std::vector<bool>{true, true, true, false, false, false, false});
+  CHECK(m.model.in_training_loop(m.call("model(batch).item").node) == false);
+}
+
+TEST_CASE("guards: periodic, final step, main process, rank-dependent") {
+  Model m(R"(import torch.distributed as dist
+def train(loader, model, opt, args, rank):
+    for step, batch in enumerate(loader):
+        loss = model(batch)
+        loss.backward()
+        opt.step()
+        if step % 10 == 0:
+            a()
+        if (step + 1) % args.accum != 0:
+            b()
+        else:
+            c()
+        if rank == 0:
+            d()
+        if dist.get_rank() == 0 and step % 100 == 0:
+            e()
+        if args.local_rank in (-1, 0):
+            f()
+        if is_main_process():
+            g()
+        if not args.distributed or rank == 0:
+            h()
+        if step == len(loader) - 1:
+            i()
+        if rank == 1:
+            j()
+        if step % 10:
+            k()
+        if loss > 0:
+            l()
+        if master_process:
+            n()
+)");
+  auto guard = [&](const char* call) { return m.model.enclosing_guards(m.call(call).node); };
+  CHECK(guard("a()") == kGuardPeriodic);
+  CHECK(guard("b()") == 0);
+  CHECK(guard("c()") == kGuardPeriodic);
+  CHECK((guard("d()") & kGuardMainProcess));
+  CHECK((guard("e()") & kGuardMainProcess));
+  CHECK((guard("e()") & kGuardPeriodic));
+  CHECK((guard("f()") & kGuardMainProcess));
+  CHECK((guard("g()") & kGuardMainProcess));
+  CHECK((guard("h()") & kGuardMainProcess));
+  CHECK(guard("i()") == kGuardFinalStep);
+  CHECK(guard("j()") == kGuardRankDependent);
+  CHECK(guard("k()") == 0);
+  CHECK(guard("l()") == 0);
+  CHECK((guard("n()") & kGuardMainProcess));
+  CHECK(m.model.runs_every_step(m.call("a()").node, kGuardPeriodic) == false);
+  CHECK(m.model.runs_every_step(m.call("b()").node, kGuardPeriodic) == true);
+  CHECK(m.model.runs_every_step(m.call("j()").node, kGuardMainProcess) == true);
+}
+
+TEST_CASE("rank, world size, division and device values") {
+  Model m(R"(import os, torch
+import torch.distributed as dist
+local_rank = int(os.environ["LOCAL_RANK"])
+ws = dist.get_world_size()
+n = torch.cuda.device_count()
+per_gpu = args.batch_size // ws
+dev = torch.device(f"cuda:{local_rank}")
+plain = torch.device("cuda")
+use(a=local_rank, b=dist.get_rank(), c=ws, d=n, e=per_gpu, f=args.batch_size // 2, g=dev, h=plain,
+    i="cuda", j=3, k=torch.float16, l=some_param_device, m=int(os.environ.get("WORLD_SIZE", 1)))
+)");
+  auto a = [&](const char* kw) { return m.arg("use(", kw); };
+  CHECK(m.model.is_rank_value(a("a")));
+  CHECK(m.model.is_rank_value(a("b")));
+  CHECK_FALSE(m.model.is_rank_value(a("c")));
+  CHECK(m.model.is_world_size_value(a("c")));
+  CHECK(m.model.is_world_size_value(a("d")));
+  CHECK(m.model.is_world_size_value(a("m")));
+  CHECK(m.model.divides_by_world_size(a("e")));
+  CHECK_FALSE(m.model.divides_by_world_size(a("f")));
+  CHECK(m.model.may_be_indexed_device(a("g")));
+  CHECK_FALSE(m.model.may_be_indexed_device(a("h")));
+  CHECK_FALSE(m.model.may_be_indexed_device(a("i")));
+  CHECK(m.model.may_be_indexed_device(a("j")));
+  CHECK_FALSE(m.model.may_be_indexed_device(a("k")));
+  CHECK(m.model.may_be_indexed_device(a("l")));  // unknown: cannot rule it out
+  CHECK(m.model.env_var_read(a("m")) == "WORLD_SIZE");
+}
+
+TEST_CASE("file facts: distributed and CUDA") {
+  CHECK(Model("import torch.distributed as dist\ndist.init_process_group('nccl')\n").model.is_distributed());
+  CHECK(Model("import os\nr = os.environ['LOCAL_RANK']\n").model.is_distributed());
+  CHECK_FALSE(Model("import torch\nx = torch.zeros(3)\n").model.is_distributed());
+  CHECK(Model("import torch\nx = torch.zeros(3).cuda()\n").model.uses_cuda());
+  CHECK(Model("device = 'cuda' if ok else 'cpu'\n").model.uses_cuda());
+  CHECK_FALSE(Model("import torch\nok = torch.cuda.is_available()\nx = torch.zeros(3)\n").model.uses_cuda());
+  CHECK(Model("import torch.distributed as dist\ndist.init_process_group(backend='gloo')\n").model.gloo_backend());
+}
+
+TEST_CASE("syntax errors are located and the rest is still modelled") {
+  Model m("import torch\ndef f(:\n    pass\nx = torch.zeros(1).cuda()\n");
+  REQUIRE(m.model.first_syntax_error());
+  CHECK(m.source.lines().position(ts_node_start_byte(*m.model.first_syntax_error())).row == 2);
+  CHECK(m.model.uses_cuda());
+}
+
+TEST_CASE("a BOM is skipped by the parser and offsets stay absolute") {
+  Model m("\xEF\xBB\xBFimport torch\nx = torch.zeros(1).cuda()\n");
+  CHECK_FALSE(m.model.first_syntax_error());
+  CHECK(m.model.text(m.call("torch.zeros").node).substr(0, 5) == "torch");
+}
