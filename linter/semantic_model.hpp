@@ -60,6 +60,12 @@ struct Binding {
   int scope = 0;          ///< region index of the function holding it (0: module)
 };
 
+/// The first place where the file is not valid Python 3.
+struct SyntaxProblem {
+  TSNode node{};          ///< the ERROR/MISSING node, or the offending statement or token
+  std::string message;    ///< e.g. "unexpected `for`", "unexpected indent"
+};
+
 /// A function defined in the file.
 struct FunctionInfo {
   std::string_view name;
@@ -82,8 +88,11 @@ class SemanticModel {
   std::string_view text(TSNode node) const { return node_text(node, source_.text()); }
 
   // --- syntax -------------------------------------------------------------
-  /// The first ERROR or MISSING node in document order, if the file has any.
-  std::optional<TSNode> first_syntax_error() const { return first_error_; }
+  /// The first syntax error in document order: an ERROR or MISSING node of the
+  /// parse, inconsistent indentation (IndentationError/TabError, which
+  /// tree-sitter accepts), a Python 2 print/exec statement, or `async`/`await`
+  /// used as a name. std::nullopt for a valid file.
+  const std::optional<SyntaxProblem>& first_syntax_error() const { return first_error_; }
   /// All `# ...` comment nodes in document order.
   std::span<const TSNode> comments() const { return comments_; }
   /// Byte offset where the first statement that is not a module docstring starts
@@ -225,7 +234,7 @@ class SemanticModel {
   std::vector<FunctionInfo> functions_;
   std::unordered_map<std::string_view, std::vector<int>> functions_by_name_;
   std::vector<TSNode> comments_;
-  std::optional<TSNode> first_error_;
+  std::optional<SyntaxProblem> first_error_;
   std::uint32_t header_end_ = 0;
   // argparse: dest -> the `add_argument` call
   std::unordered_map<std::string, int> argparse_;

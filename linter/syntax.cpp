@@ -86,6 +86,8 @@ Kinds make_kinds() {
   k.named_expression = s("named_expression");
   k.try_statement = s("try_statement");
   k.expression_list = s("expression_list");
+  k.print_statement = s("print_statement");
+  k.exec_statement = s("exec_statement");
   auto f = [&](const char* n) { return field_id(L, n); };
   k.f_name = f("name");
   k.f_alias = f("alias");

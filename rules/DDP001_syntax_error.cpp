@@ -6,22 +6,10 @@ namespace ddplint::rules {
 
 namespace {
 void check(const SemanticModel& model, RuleContext& ctx) {
-  auto error = model.first_syntax_error();
+  const auto& error = model.first_syntax_error();
   if (!error) return;
-  TSNode node = *error;
-  std::string message;
-  if (ts_node_is_missing(node)) {
-    message = std::string("syntax error: missing `") + ts_node_type(node) + "`";
-  } else {
-    // show the first token tree-sitter could not place
-    TSNode first = node;
-    while (ts_node_child_count(first) > 0) first = ts_node_child(first, 0);
-    std::string token(model.text(first).substr(0, 40));
-    message = token.empty() ? "syntax error" : "syntax error: unexpected `" + token + "`";
-  }
-  message += "; findings after this point may be incomplete";
-  auto [start, end] = first_line_range(model, node);
-  ctx.report(start, end, std::move(message));
+  auto [start, end] = first_line_range(model, error->node);
+  ctx.report(start, end, "syntax error: " + error->message + "; findings after this point may be incomplete");
 }
 }  // namespace
 

@@ -244,8 +244,23 @@ TEST_CASE("file facts: distributed and CUDA") {
 TEST_CASE("syntax errors are located and the rest is still modelled") {
   Model m("import torch\ndef f(:\n    pass\nx = torch.zeros(1).cuda()\n");
   REQUIRE(m.model.first_syntax_error());
-  CHECK(m.source.lines().position(ts_node_start_byte(*m.model.first_syntax_error())).row == 2);
+  CHECK(m.source.lines().position(ts_node_start_byte(m.model.first_syntax_error()->node)).row == 2);
   CHECK(m.model.uses_cuda());
+}
+
+TEST_CASE("errors tree-sitter accepts: indentation, tabs, Python 2 statements, reserved words") {
+  auto msg = [](std::string src) {
+    Model m(std::move(src));
+    return m.model.first_syntax_error() ? m.model.first_syntax_error()->message : std::string();
+  };
+  CHECK(msg("for x in y:\n    a()\n        b()\n") == "unexpected indent");
+  CHECK(msg("for x in y:\n        a()\n    b()\n").find("unindent") != std::string::npos);
+  CHECK(msg("  x = 1\n") == "unexpected indent");
+  CHECK(msg("if x:\n\ta()\n        b()\n") == "inconsistent use of tabs and spaces in indentation");
+  CHECK(msg("print 'hi'\n").find("Python 2 print") != std::string::npos);
+  CHECK(msg("x.cuda(async=True)\n") == "`async` is a reserved keyword");
+  CHECK(msg("if x:\n\ta()\n\tb()\nasync def f():\n    await g()\n") == "");
+  CHECK(msg("x = (1,\n        2)\ny = 3; z = 4\nif a: b()\nclass C:\n    # c\n  # d\n    pass\n") == "");
 }
 
 TEST_CASE("a BOM is skipped by the parser and offsets stay absolute") {
