@@ -802,6 +802,12 @@ TSNode SemanticModel::single_assignment(TSNode expr) const {
 
 Value SemanticModel::value_of(TSNode expr) const { return value_rec(expr, 0); }
 
+TSNode SemanticModel::assigned_to(TSNode value) const {
+  for (const Binding& b : bindings_)
+    if (b.kind == Binding::Kind::Assign && !is_null(b.value) && ts_node_eq(b.value, value)) return b.target;
+  return {};
+}
+
 TSNode SemanticModel::argparse_default(std::string_view dest, bool* found) const {
   auto it = argparse_.find(std::string(dest));
   *found = it != argparse_.end();

@@ -135,6 +135,9 @@ class SemanticModel {
   /// The single expression bound to the name/attribute `expr`, if it is bound
   /// exactly once by a plain assignment; null node otherwise.
   TSNode single_assignment(TSNode expr) const;
+  /// The name or attribute an expression is assigned to (`val_loader` in
+  /// `val_loader = DataLoader(...)`), or a null node. Linear in bindings.
+  TSNode assigned_to(TSNode value) const;
   /// Resolved constant value of an expression: literals, names bound once,
   /// `args.X` with an argparse default in the file, simple arithmetic, `int()`/
   /// `float()`/`str()` of known values. Environment reads are Unknown.
