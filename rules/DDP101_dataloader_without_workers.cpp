@@ -19,8 +19,10 @@ void check(const SemanticModel& model, RuleContext& ctx) {
     Value v = model.value_of(workers);
     if ((v.kind == Value::Kind::Int || v.kind == Value::Kind::Bool) && v.i == 0) {
       TSNode at = argument_node(workers);
+      std::string_view written = model.text(workers);
+      std::string what = written == "0" ? "num_workers=0" : "num_workers=" + std::string(written.substr(0, 40)) + " (0)";
       ctx.report(ts_node_start_byte(at), ts_node_end_byte(at),
-                 "DataLoader with num_workers=0 loads every batch in the training process: the GPU "
+                 "DataLoader with " + what + " loads every batch in the training process: the GPU "
                  "waits while the next batch is read and augmented");
     }
   }
