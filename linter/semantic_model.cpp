@@ -1230,6 +1230,9 @@ GuardMask SemanticModel::classify_condition(TSNode cond, bool negated) const {
       if (conj) return static_cast<GuardMask>((a | b) & ~kNeutral);
       if (a & kNeutral) return static_cast<GuardMask>(b & ~kNeutral);
       if (b & kNeutral) return static_cast<GuardMask>(a & ~kNeutral);
+      // `step % log_every == 0 or last_batch`: either side rare makes a rare branch
+      constexpr GuardMask rare = kGuardPeriodic | kGuardFinalStep | kGuardMainProcess;
+      if ((a & rare) && (b & rare)) return static_cast<GuardMask>(((a | b) & rare) | (a & b));
       return static_cast<GuardMask>(a & b);
     }
     if (s == k.comparison_operator) {

@@ -180,6 +180,10 @@ def train(loader, model, opt, args, rank):
             l()
         if master_process:
             n()
+        if step % args.log_interval == 0 or last_batch:
+            o()
+        if step % 10 == 0 or loss > 3:
+            p()
 )");
   auto guard = [&](const char* call) { return m.model.enclosing_guards(m.call(call).node); };
   CHECK(guard("a()") == kGuardPeriodic);
@@ -196,6 +200,8 @@ def train(loader, model, opt, args, rank):
   CHECK(guard("k()") == 0);
   CHECK(guard("l()") == 0);
   CHECK((guard("n()") & kGuardMainProcess));
+  CHECK(guard("o()") == (kGuardPeriodic | kGuardFinalStep));
+  CHECK(guard("p()") == 0);  // one side runs whenever the loss is high
   CHECK(m.model.runs_every_step(m.call("a()").node, kGuardPeriodic) == false);
   CHECK(m.model.runs_every_step(m.call("b()").node, kGuardPeriodic) == true);
   CHECK(m.model.runs_every_step(m.call("j()").node, kGuardMainProcess) == true);
