@@ -559,9 +559,7 @@ class ModelBuilder {
         if (v.kind == Value::Kind::Str) dest = v.s;
       }
       std::replace(dest.begin(), dest.end(), '-', '_');
-      if (!dest.empty() && !m_.argparse_.contains(dest)) {
-        m_.argparse_[dest] = static_cast<int>(c - m_.calls_.data());
-      }
+      if (!dest.empty()) m_.argparse_[dest].push_back(static_cast<int>(c - m_.calls_.data()));
     }
     // environment reads
     auto note_env = [&](const std::string& var) {
@@ -592,6 +590,17 @@ class ModelBuilder {
       if (c.canonical.rfind("torch.cuda.", 0) == 0 && c.canonical != "torch.cuda.is_available" &&
           c.canonical != "torch.cuda.device_count") {
         m_.cuda_ = true;
+      }
+    }
+    // parser.set_defaults(x=...) overrides every add_argument default of x
+    for (const CallSite* c : m_.calls_named("set_defaults")) {
+      TSNode args = field(c->node, k_.f_arguments);
+      std::uint32_t n = is_null(args) ? 0 : ts_node_named_child_count(args);
+      for (std::uint32_t i = 0; i < n; ++i) {
+        TSNode a = ts_node_named_child(args, i);
+        if (ts_node_symbol(a) != k_.keyword_argument) continue;
+        std::string dest(node_text(field(a, k_.f_name), m_.source_.text()));
+        m_.argparse_set_defaults_[dest].push_back(field(a, k_.f_value));
       }
     }
     if (m_.argparse_.contains("local_rank")) m_.distributed_ = true;
@@ -808,11 +817,37 @@ TSNode SemanticModel::assigned_to(TSNode value) const {
   return {};
 }
 
-TSNode SemanticModel::argparse_default(std::string_view dest, bool* found) const {
-  auto it = argparse_.find(std::string(dest));
-  *found = it != argparse_.end();
-  if (!*found) return {};
-  return argument(calls_[it->second], "default");
+Value SemanticModel::argparse_value(std::string_view dest, int depth) const {
+  std::string key(dest);
+  // parser-level defaults always win (argparse docs); several of them: unknown
+  if (auto sd = argparse_set_defaults_.find(key); sd != argparse_set_defaults_.end()) {
+    return sd->second.size() == 1 ? value_rec(sd->second[0], depth + 1) : Value::unknown();
+  }
+  auto it = argparse_.find(key);
+  if (it == argparse_.end()) return Value::unknown();
+  // several options may write one dest (`--pin-mem` / `--no-pin-mem`): only an
+  // agreed default is known
+  std::optional<Value> agreed;
+  for (int ci : it->second) {
+    const CallSite& add = calls_[ci];
+    Value v;
+    TSNode def = argument(add, "default");
+    TSNode action = argument(add, "action");
+    if (!is_null(def)) {
+      v = value_rec(def, depth + 1);
+    } else if (!is_null(action)) {
+      Value a = value_rec(action, depth + 1);
+      if (a.kind == Value::Kind::Str && a.s == "store_true") v = Value::boolean(false);
+      else if (a.kind == Value::Kind::Str && a.s == "store_false") v = Value::boolean(true);
+    } else {
+      v = Value::none();
+    }
+    if (!v.known()) return v;
+    if (agreed && (agreed->kind != v.kind || agreed->i != v.i || agreed->f != v.f || agreed->s != v.s))
+      return Value::unknown();
+    agreed = v;
+  }
+  return agreed ? *agreed : Value::unknown();
 }
 
 Value SemanticModel::value_rec(TSNode expr, int depth) const {
@@ -968,16 +1003,7 @@ Value SemanticModel::value_rec(TSNode expr, int depth) const {
     if (s == k.attribute) {
       TSNode object = field(expr, k.f_object);
       if (ts_node_symbol(object) == k.identifier && is_args_like_name(text(object))) {
-        bool found = false;
-        TSNode def = argparse_default(text(field(expr, k.f_attribute)), &found);
-        if (!found) return Value::unknown();
-        if (!is_null(def)) return value_rec(def, depth + 1);
-        const CallSite& add = calls_[argparse_.at(std::string(text(field(expr, k.f_attribute))))];
-        Value action = value_rec(argument(add, "action"), depth + 1);
-        if (action.kind == Value::Kind::Str && action.s == "store_true") return Value::boolean(false);
-        if (action.kind == Value::Kind::Str && action.s == "store_false") return Value::boolean(true);
-        if (!is_null(argument(add, "action"))) return Value::unknown();
-        return Value::none();
+        return argparse_value(text(field(expr, k.f_attribute)), depth);
       }
     }
     return Value::unknown();

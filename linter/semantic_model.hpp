@@ -204,7 +204,7 @@ class SemanticModel {
   bool divides_rec_uncached(TSNode expr, int depth, TSNode* division) const;
   bool indexed_device_rec(TSNode expr, int depth) const;
   bool indexed_device_rec_uncached(TSNode expr, int depth) const;
-  TSNode argparse_default(std::string_view dest, bool* found) const;
+  Value argparse_value(std::string_view dest, int depth) const;
 
   // Memo of the recursive value-kind queries (world size, division, device), so
   // that following every binding of every name stays linear: key = query kind
@@ -239,8 +239,9 @@ class SemanticModel {
   std::vector<TSNode> comments_;
   std::optional<SyntaxProblem> first_error_;
   std::uint32_t header_end_ = 0;
-  // argparse: dest -> the `add_argument` call
-  std::unordered_map<std::string, int> argparse_;
+  // argparse: dest -> the `add_argument` calls writing it; `set_defaults` values
+  std::unordered_map<std::string, std::vector<int>> argparse_;
+  std::unordered_map<std::string, std::vector<TSNode>> argparse_set_defaults_;
   // loop analysis, indexed by region
   std::vector<std::uint8_t> step_loop_, training_loop_;
   std::vector<std::vector<int>> callers_;     // function index -> call indices

@@ -66,6 +66,11 @@ p.add_argument("--num-workers", type=int, default=4)
 p.add_argument("--lr", default=0.1 * 2)
 p.add_argument("--pin", action="store_true")
 p.add_argument("-b", "--batch-size", dest="bs", default=32)
+p.add_argument("--pin-mem", action="store_true")
+p.add_argument("--no-pin-mem", action="store_false", dest="pin_mem")
+p.add_argument("--amp", action="store_true")
+p.add_argument("--no-amp", action="store_false", dest="amp")
+p.set_defaults(amp=True)
 args = p.parse_args()
 W = 8
 twice = 2
@@ -73,7 +78,7 @@ twice = 3
 env = int(os.environ.get("NUM_WORKERS", 2))
 def f(n=4):
     use(a=W * 2 + 1, b=twice, c=args.num_workers, d=args.lr, e=args.pin, g=args.bs, h=n, i=env,
-        j=W // 3, k=-W, l="cu" "da", m=max(1, W), n=args.missing, o=None, p=int("7"), q=7 if x else 7)
+        j=W // 3, k=-W, r=args.pin_mem, s=args.amp, l="cu" "da", m=max(1, W), n=args.missing, o=None, p=int("7"), q=7 if x else 7)
 )");
   auto v = [&](const char* kw) { return m.model.value_of(m.arg("use(", kw)); };
   CHECK(v("a").kind == Value::Kind::Int);
@@ -94,6 +99,9 @@ def f(n=4):
   CHECK(v("o").kind == Value::Kind::None);
   CHECK(v("p").i == 7);
   CHECK(v("q").i == 7);
+  CHECK_FALSE(v("r").known());  // two options disagree on the default
+  CHECK(v("s").kind == Value::Kind::Bool);  // set_defaults wins
+  CHECK(v("s").i == 1);
 }
 
 TEST_CASE("scopes: a function's own binding hides the module's") {
