@@ -278,3 +278,25 @@ TEST_CASE("huge and deeply nested files: no crash, no hang") {
   d.write("calls.py", deep_calls);
   CHECK(ddplint({"-q", "calls.py"}, "", d.path).rc == 0);
 }
+
+TEST_CASE("colour only on a terminal, and never with NO_COLOR") {
+  if (std::system("command -v script >/dev/null 2>&1") != 0) {
+    MESSAGE("util-linux `script` not found: terminal colour not tested");
+    return;
+  }
+  TempDir d;
+  d.write("bad.py", kBadLoader);
+  // `script` runs the command on a pseudo-terminal and copies what it printed
+  std::string cmd = std::string("script -qec '") + DDPLINT_BIN + " bad.py' /dev/null";
+  auto run_tty = [&](const std::string& env) {
+    std::string full = "cd '" + d.path.string() + "' && " + env + " " + cmd + " > tty.out 2>&1";
+    CHECK(std::system(full.c_str()) != -1);
+    return slurp(d.path / "tty.out");
+  };
+  std::string colored = run_tty("env -u NO_COLOR");
+  CHECK(contains(colored, "\x1b["));
+  CHECK(contains(colored, "DDP101"));
+  std::string plain = run_tty("NO_COLOR=1");
+  CHECK_FALSE(contains(plain, "\x1b["));
+  CHECK(contains(plain, "bad.py:3:10: DDP101"));
+}
