@@ -111,7 +111,7 @@ class ModelBuilder {
       if (has_error && !m_.first_error_ && (ts_node_is_error(node) || ts_node_is_missing(node))) {
         note_syntax_error(node, {});
       }
-      enter(node, ts_tree_cursor_current_field_id(&cursor), depth);
+      enter(node, &cursor, depth);
       if (ts_tree_cursor_goto_first_child(&cursor)) {
         ++depth;
         continue;
@@ -298,6 +298,23 @@ class ModelBuilder {
       TSNode inner = innermost_error(node);
       if (ts_node_is_error(inner) || ts_node_is_missing(inner)) node = inner;
     }
+    if (message.empty() && ts_node_is_error(node)) {
+      // a bracket opened inside the ERROR node and never closed is what
+      // CPython reports ("'(' was never closed"), and where the fix goes
+      std::vector<TSNode> open;
+      std::uint32_t n = ts_node_child_count(node);
+      for (std::uint32_t i = 0; i < n; ++i) {
+        TSNode c = ts_node_child(node, i);
+        if (ts_node_is_named(c)) continue;
+        std::string_view t = ts_node_type(c);
+        if (t == "(" || t == "[" || t == "{") open.push_back(c);
+        else if ((t == ")" || t == "]" || t == "}") && !open.empty()) open.pop_back();
+      }
+      if (!open.empty()) {
+        node = open.front();
+        message = "`" + std::string(ts_node_type(node)) + "` was never closed";
+      }
+    }
     if (message.empty()) {
       if (ts_node_is_missing(node)) {
         message = std::string("missing `") + ts_node_type(node) + "`";
@@ -369,7 +386,7 @@ class ModelBuilder {
     }
   }
 
-  void enter(TSNode node, TSFieldId field_id, std::uint32_t depth) {
+  void enter(TSNode node, const TSTreeCursor* cursor, std::uint32_t depth) {
     // the path from the root: parents without ts_node_parent (which walks down from the root)
     if (path_.size() <= depth + 1) {
       path_.resize(depth + 2);
@@ -481,6 +498,7 @@ class ModelBuilder {
       return;
     }
     if (s == k_.block) {
+      TSFieldId field_id = ts_tree_cursor_current_field_id(cursor);  // only blocks need it
       TSSymbol ps = ts_node_symbol(parent);
       Region r;
       r.node = parent;
