@@ -55,9 +55,13 @@ int run_cli(int argc, char** argv, std::span<const Rule> rules) {
       ->type_name("PATH");
   app.add_option("--select", select_args, "Rules to enable: codes or prefixes, comma-separated (DDP4,DDP101); default ALL")
       ->type_name("CODES")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
       ->allow_extra_args(false);
   app.add_option("--ignore", ignore_args, "Rules to disable: codes or prefixes, comma-separated")
       ->type_name("CODES")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
       ->allow_extra_args(false);
   app.add_option("--format", format, "Output format")->check(CLI::IsMember({"text", "json"}))->capture_default_str();
   app.add_option("--explain", explain, "Print the documentation of a rule and exit")->type_name("CODE");
@@ -68,9 +72,14 @@ int run_cli(int argc, char** argv, std::span<const Rule> rules) {
   app.add_flag("-q,--quiet", quiet, "Print findings only: no summary line");
   try {
     app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e) == 0 ? kExitClean : kExitError;
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e) == 0 ? kExitClean : kExitError;
   } catch (const CLI::ParseError& e) {
-    int code = app.exit(e);
-    return code == 0 ? kExitClean : kExitError;
+    // one line, in the same form as every other ddplint error
+    std::fprintf(stderr, "ddplint: %s (see --help)\n", e.what());
+    return kExitError;
   }
 
   if (list) {

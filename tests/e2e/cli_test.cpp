@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -159,6 +160,16 @@ TEST_CASE("--select, --ignore and unknown codes") {
   CHECK(contains(bad.err, "DDP999"));
   Run badfmt = ddplint({"--format", "xml", "bad.py"}, "", d.path);
   CHECK(badfmt.rc == 2);
+  CHECK(badfmt.err.rfind("ddplint: --format", 0) == 0);
+  CHECK(std::count(badfmt.err.begin(), badfmt.err.end(), '\n') == 1);
+  Run bogus = ddplint({"--bogus"}, "", d.path);
+  CHECK(bogus.rc == 2);
+  CHECK(contains(bogus.err, "ddplint: "));
+  CHECK(contains(bogus.err, "--bogus"));
+  // a repeated --select adds up; a space after the comma would start a path
+  Run rep = ddplint({"-q", "--select", "DDP101", "--select", "DDP102", "bad.py"}, "", d.path);
+  CHECK(contains(rep.out, "DDP101"));
+  CHECK(contains(rep.out, "DDP102"));
 }
 
 TEST_CASE("--explain and --list-rules") {

@@ -82,3 +82,15 @@ TEST_CASE("every rule has at least 4 flagged and 4 clean fixtures") {
     CHECK(clean >= 4);
   }
 }
+
+TEST_CASE("the README's rule table lists every rule with its name and severity") {
+  std::string error;
+  auto readme = read_file(std::string(DDPLINT_SOURCE_DIR) + "/README.md", error);
+  REQUIRE(readme);
+  for (const Rule& r : rules::all()) {
+    CAPTURE(r.info.code);
+    std::string row = "| " + std::string(r.info.code) + " | " + std::string(r.info.name) + " | " +
+                      std::string(to_string(r.info.severity)) + " |";
+    CHECK(readme->find(row) != std::string::npos);
+  }
+}
