@@ -101,7 +101,7 @@ class ModelBuilder {
     TSNode root = tree_.root();
     bool has_error = ts_node_has_error(root);
     m_.regions_.push_back(Region{Region::Kind::Module, -1, 0, root, {}, false, 0, -1});
-    m_.region_ranges_.push_back(root);
+    m_.region_ranges_.push_back({ts_node_start_byte(root), ts_node_end_byte(root)});
     region_stack_.push_back({0, 0});
 
     TSTreeCursor cursor = ts_tree_cursor_new(root);
@@ -149,7 +149,7 @@ class ModelBuilder {
       r.scope = current_scope();
     }
     m_.regions_.push_back(r);
-    m_.region_ranges_.push_back(range);
+    m_.region_ranges_.push_back({ts_node_start_byte(range), ts_node_end_byte(range)});
     region_stack_.push_back({index, depth});
     return index;
   }
@@ -170,8 +170,7 @@ class ModelBuilder {
     }
     if (s == k_.pattern_list || s == k_.tuple_pattern || s == k_.tuple || s == k_.list ||
         s == k_.parenthesized_expression) {
-      std::uint32_t n = ts_node_named_child_count(target);
-      for (std::uint32_t i = 0; i < n; ++i) bind(kind, ts_node_named_child(target, i), TSNode{}, scope);
+      for (TSNode element : children(target)) bind(kind, element, TSNode{}, scope);
     }
   }
 
@@ -191,9 +190,9 @@ class ModelBuilder {
       if (target_is_seq && !is_null(right) &&
           (ts_node_symbol(right) == k_.expression_list || ts_node_symbol(right) == k_.tuple) &&
           ts_node_named_child_count(right) == ts_node_named_child_count(target)) {
-        for (std::uint32_t i = 0; i < ts_node_named_child_count(target); ++i) {
-          bind(Binding::Kind::Assign, ts_node_named_child(target, i), ts_node_named_child(right, i),
-               current_scope());
+        std::vector<TSNode> targets_ = children(target), values_ = children(right);
+        for (std::size_t i = 0; i < targets_.size() && i < values_.size(); ++i) {
+          bind(Binding::Kind::Assign, targets_[i], values_[i], current_scope());
         }
       } else {
         bind(Binding::Kind::Assign, target, target_is_seq ? TSNode{} : right, current_scope());
@@ -202,9 +201,7 @@ class ModelBuilder {
   }
 
   void bind_parameters(TSNode params, int scope) {
-    std::uint32_t n = ts_node_named_child_count(params);
-    for (std::uint32_t i = 0; i < n; ++i) {
-      TSNode p = ts_node_named_child(params, i);
+    for (TSNode p : children(params)) {
       TSSymbol s = ts_node_symbol(p);
       TSNode name{};
       if (s == k_.identifier) {
@@ -231,9 +228,7 @@ class ModelBuilder {
       if (is_null(mod) || ts_node_symbol(mod) != k_.dotted_name) return;  // relative import
       module = std::string(node_text(mod, text));
     }
-    std::uint32_t n = ts_node_named_child_count(stmt);
-    for (std::uint32_t i = 0; i < n; ++i) {
-      TSNode child = ts_node_named_child(stmt, i);
+    for (TSNode child : children(stmt)) {
       if (from && ts_node_eq(child, field(stmt, k_.f_module_name))) continue;
       TSSymbol s = ts_node_symbol(child);
       std::string target, local;
@@ -273,9 +268,7 @@ class ModelBuilder {
           ts_node_end_point(node).row - ts_node_start_point(node).row <= kSmallErrorRows)
         return node;
       TSNode next{};
-      std::uint32_t n = ts_node_child_count(node);
-      for (std::uint32_t i = 0; i < n; ++i) {
-        TSNode c = ts_node_child(node, i);
+      for (TSNode c : children(node, false)) {
         if (ts_node_is_error(c) || ts_node_is_missing(c) || ts_node_has_error(c)) {
           next = c;
           break;
@@ -302,9 +295,7 @@ class ModelBuilder {
       // a bracket opened inside the ERROR node and never closed is what
       // CPython reports ("'(' was never closed"), and where the fix goes
       std::vector<TSNode> open;
-      std::uint32_t n = ts_node_child_count(node);
-      for (std::uint32_t i = 0; i < n; ++i) {
-        TSNode c = ts_node_child(node, i);
+      for (TSNode c : children(node, false)) {
         if (ts_node_is_named(c)) continue;
         std::string_view t = ts_node_type(c);
         if (t == "(" || t == "[" || t == "{") open.push_back(c);
@@ -524,9 +515,7 @@ class ModelBuilder {
 
   bool decorated_no_grad(TSNode parent) {
     if (is_null(parent) || ts_node_symbol(parent) != k_.decorated_definition) return false;
-    std::uint32_t n = ts_node_named_child_count(parent);
-    for (std::uint32_t i = 0; i < n; ++i) {
-      TSNode d = ts_node_named_child(parent, i);
+    for (TSNode d : children(parent)) {
       if (ts_node_symbol(d) != k_.decorator) continue;
       std::string_view t = node_text(d, m_.source_.text());
       if (contains(t, "no_grad") || contains(t, "inference_mode")) return true;
@@ -535,9 +524,7 @@ class ModelBuilder {
   }
 
   void note_string(TSNode node) {
-    std::uint32_t n = ts_node_named_child_count(node);
-    for (std::uint32_t i = 0; i < n; ++i) {
-      TSNode c = ts_node_named_child(node, i);
+    for (TSNode c : children(node)) {
       if (ts_node_symbol(c) != k_.string_content) continue;
       std::string_view t = node_text(c, m_.source_.text());
       if (t == "cuda" || t.rfind("cuda:", 0) == 0 || t == "nccl") m_.cuda_ = true;
@@ -558,9 +545,7 @@ class ModelBuilder {
     for (const CallSite* c : m_.calls_named("add_argument")) {
       std::string dest;
       TSNode args = field(c->node, k_.f_arguments);
-      std::uint32_t n = is_null(args) ? 0 : ts_node_named_child_count(args);
-      for (std::uint32_t i = 0; i < n; ++i) {
-        TSNode a = ts_node_named_child(args, i);
+      for (TSNode a : children(args)) {
         if (ts_node_symbol(a) != k_.string) break;
         Value v = m_.value_of(a);
         if (v.kind != Value::Kind::Str) break;
@@ -613,9 +598,7 @@ class ModelBuilder {
     // parser.set_defaults(x=...) overrides every add_argument default of x
     for (const CallSite* c : m_.calls_named("set_defaults")) {
       TSNode args = field(c->node, k_.f_arguments);
-      std::uint32_t n = is_null(args) ? 0 : ts_node_named_child_count(args);
-      for (std::uint32_t i = 0; i < n; ++i) {
-        TSNode a = ts_node_named_child(args, i);
+      for (TSNode a : children(args)) {
         if (ts_node_symbol(a) != k_.keyword_argument) continue;
         std::string dest(node_text(field(a, k_.f_name), m_.source_.text()));
         m_.argparse_set_defaults_[dest].push_back(field(a, k_.f_value));
@@ -625,10 +608,8 @@ class ModelBuilder {
 
     // header block: comments before the first statement that is not the docstring
     m_.header_end_ = static_cast<std::uint32_t>(text.size());
-    std::uint32_t n = ts_node_named_child_count(root);
     bool docstring_allowed = true;
-    for (std::uint32_t i = 0; i < n; ++i) {
-      TSNode child = ts_node_named_child(root, i);
+    for (TSNode child : children(root)) {
       TSSymbol s = ts_node_symbol(child);
       if (s == k_.comment) continue;
       if (docstring_allowed && s == k_.expression_statement && ts_node_named_child_count(child) == 1 &&
@@ -733,11 +714,9 @@ TSNode SemanticModel::argument(const CallSite& call, std::string_view keyword, i
   const Kinds& k = kinds();
   TSNode args = field(call.node, k.f_arguments);
   if (is_null(args) || ts_node_symbol(args) != k.argument_list) return {};
-  std::uint32_t n = ts_node_named_child_count(args);
   int pos = 0;
   TSNode positional{};
-  for (std::uint32_t i = 0; i < n; ++i) {
-    TSNode a = ts_node_named_child(args, i);
+  for (TSNode a : children(args)) {
     TSSymbol s = ts_node_symbol(a);
     if (s == k.comment) continue;
     if (s == k.keyword_argument) {
@@ -757,9 +736,8 @@ bool SemanticModel::has_unpacked_arguments(const CallSite& call) const {
   const Kinds& k = kinds();
   TSNode args = field(call.node, k.f_arguments);
   if (is_null(args)) return false;
-  std::uint32_t n = ts_node_named_child_count(args);
-  for (std::uint32_t i = 0; i < n; ++i) {
-    TSSymbol s = ts_node_symbol(ts_node_named_child(args, i));
+  for (TSNode child_ : children(args)) {
+    TSSymbol s = ts_node_symbol(child_);
     if (s == k.list_splat || s == k.dictionary_splat) return true;
   }
   return false;
@@ -770,9 +748,8 @@ int SemanticModel::positional_count(const CallSite& call) const {
   TSNode args = field(call.node, k.f_arguments);
   if (is_null(args) || ts_node_symbol(args) != k.argument_list) return 0;
   int count = 0;
-  std::uint32_t n = ts_node_named_child_count(args);
-  for (std::uint32_t i = 0; i < n; ++i) {
-    TSSymbol s = ts_node_symbol(ts_node_named_child(args, i));
+  for (TSNode child_ : children(args)) {
+    TSSymbol s = ts_node_symbol(child_);
     if (s != k.keyword_argument && s != k.list_splat && s != k.dictionary_splat && s != k.comment) ++count;
   }
   return count;
@@ -781,15 +758,16 @@ int SemanticModel::positional_count(const CallSite& call) const {
 int SemanticModel::region_of(TSNode node) const {
   std::uint32_t b = ts_node_start_byte(node);
   std::uint32_t e = ts_node_end_byte(node);
-  // regions are recorded in pre-order: the deepest region containing the node
-  // is the last one, in order, that starts at or before it and contains it.
+  // Regions are recorded in pre-order and nest, so the last region starting at
+  // or before the node is the deepest container or a descendant of it: walk up
+  // its parents to the first that contains the node. O(log n + depth).
   auto it = std::upper_bound(region_ranges_.begin(), region_ranges_.end(), b,
-                             [](std::uint32_t off, TSNode r) { return off < ts_node_start_byte(r); });
-  for (auto i = static_cast<int>(it - region_ranges_.begin()) - 1; i > 0; --i) {
-    const TSNode& r = region_ranges_[i];
-    if (ts_node_start_byte(r) <= b && e <= ts_node_end_byte(r)) return i;
-  }
-  return 0;
+                             [](std::uint32_t off, const std::pair<std::uint32_t, std::uint32_t>& r) {
+                               return off < r.first;
+                             });
+  int i = static_cast<int>(it - region_ranges_.begin()) - 1;
+  while (i > 0 && !(region_ranges_[i].first <= b && e <= region_ranges_[i].second)) i = regions_[i].parent;
+  return std::max(i, 0);
 }
 
 std::vector<const Binding*> SemanticModel::bindings_of(std::string_view path, int region) const {
@@ -904,9 +882,7 @@ Value SemanticModel::value_rec(TSNode expr, int depth) const {
   if (s == k.none) return Value::none();
   if (s == k.string) {
     std::string out;
-    std::uint32_t n = ts_node_named_child_count(expr);
-    for (std::uint32_t i = 0; i < n; ++i) {
-      TSNode c = ts_node_named_child(expr, i);
+    for (TSNode c : children(expr)) {
       TSSymbol cs = ts_node_symbol(c);
       if (cs == k.interpolation) return Value::unknown();
       if (cs == k.string_content) out += text(c);
@@ -915,9 +891,8 @@ Value SemanticModel::value_rec(TSNode expr, int depth) const {
   }
   if (s == k.concatenated_string) {
     std::string out;
-    std::uint32_t n = ts_node_named_child_count(expr);
-    for (std::uint32_t i = 0; i < n; ++i) {
-      Value v = value_rec(ts_node_named_child(expr, i), depth + 1);
+    for (TSNode part : children(expr)) {
+      Value v = value_rec(part, depth + 1);
       if (v.kind != Value::Kind::Str) return Value::unknown();
       out += v.s;
     }
@@ -1205,9 +1180,7 @@ bool SemanticModel::indexed_device_rec_uncached(TSNode expr, int depth) const {
     return indexed_device_rec(ts_node_named_child(expr, 0), depth + 1);
   if (s == k.integer) return true;
   if (s == k.string) {
-    std::uint32_t n = ts_node_named_child_count(expr);
-    for (std::uint32_t i = 0; i < n; ++i) {
-      TSNode c = ts_node_named_child(expr, i);
+    for (TSNode c : children(expr)) {
       if (ts_node_symbol(c) != k.string_content) continue;
       std::string_view t = text(c);
       return t.rfind("cuda:", 0) == 0;  // "cuda:1", f"cuda:{rank}"; "cuda"/"cpu" are not indexed
@@ -1283,9 +1256,7 @@ GuardMask SemanticModel::classify_condition(TSNode cond, bool negated) const {
       // operands are the named children; operators are the anonymous ones
       std::vector<TSNode> operands;
       std::vector<std::string_view> ops;
-      std::uint32_t n = ts_node_child_count(c);
-      for (std::uint32_t i = 0; i < n; ++i) {
-        TSNode ch = ts_node_child(c, i);
+      for (TSNode ch : children(c, false)) {
         if (ts_node_is_named(ch)) operands.push_back(ch);
         else ops.push_back(text(ch));
       }
@@ -1324,8 +1295,8 @@ GuardMask SemanticModel::classify_condition(TSNode cond, bool negated) const {
         if ((os == k.tuple || os == k.list || os == k.set_comprehension || ts_node_named_child_count(other) > 0) &&
             (op == "in") && !neg) {
           bool all_le_zero = ts_node_named_child_count(other) > 0;
-          for (std::uint32_t i = 0; i < ts_node_named_child_count(other); ++i) {
-            Value e = value_of(ts_node_named_child(other, i));
+          for (TSNode element : children(other)) {
+            Value e = value_of(element);
             if (e.kind != Value::Kind::Int || e.i > 0) all_le_zero = false;
           }
           if (all_le_zero) g |= kGuardMainProcess;
@@ -1446,54 +1417,72 @@ void SemanticModel::analyse_loops() {
   callers_.assign(functions_.size(), {});
   std::vector<std::pair<int, std::vector<int>>> local_calls;  // call index -> callee functions
 
+  // Marks what a training call (or a call of a training function) at `region`
+  // implies; returns the enclosing function if its flags changed, else -1.
   auto mark = [&](int region, bool direct) {
-    bool changed = false;
     int loop = innermost_loop(regions_, region);
+    int f = function_of(regions_, region);
+    bool changed = false;
     if (direct) {
       if (loop >= 0) {
-        if (!step_loop_[loop]) step_loop_[loop] = 1, changed = true;
-      } else {
-        int f = function_of(regions_, region);
-        if (f >= 0 && !trains_direct[f]) trains_direct[f] = 1, changed = true;
+        step_loop_[loop] = 1;
+      } else if (f >= 0 && !trains_direct[f]) {
+        trains_direct[f] = 1;
+        changed = true;
       }
     }
     for (int r = loop; r >= 0; r = regions_[r].parent) {
       Region::Kind kind = regions_[r].kind;
       if (kind == Region::Kind::Function || kind == Region::Kind::Class) break;
-      if (kind == Region::Kind::Loop && !training_loop_[r]) training_loop_[r] = 1, changed = true;
+      if (kind != Region::Kind::Loop) continue;
+      if (training_loop_[r]) break;  // its enclosing loops are marked already
+      training_loop_[r] = 1;
     }
-    int f = function_of(regions_, region);
-    if (f >= 0 && !trains_any[f]) trains_any[f] = 1, changed = true;
-    return changed;
+    if (f >= 0 && !trains_any[f]) {
+      trains_any[f] = 1;
+      changed = true;
+    }
+    return changed ? f : -1;
   };
 
+  std::vector<int> work;  // functions whose flags changed: their callers need another look
   for (std::size_t i = 0; i < calls_.size(); ++i) {
     const CallSite& c = calls_[i];
-    if (training_call(c)) mark(c.region, true);
+    if (training_call(c)) {
+      int f = mark(c.region, true);
+      if (f >= 0) work.push_back(f);
+    }
     auto targets = resolve_local_function(c);
     if (!targets.empty()) {
-      for (int f : targets) callers_[f].push_back(static_cast<int>(i));
+      for (int t : targets) callers_[t].push_back(static_cast<int>(i));
       local_calls.emplace_back(static_cast<int>(i), std::move(targets));
     }
   }
-  // propagate through calls of the file's own functions until nothing changes
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (const auto& [ci, targets] : local_calls) {
+  std::unordered_map<int, const std::vector<int>*> targets_of;
+  for (const auto& [ci, targets] : local_calls) targets_of[ci] = &targets;
+  // propagate up the call graph; each function's flags change at most twice
+  while (!work.empty()) {
+    int g = work.back();
+    work.pop_back();
+    for (int ci : callers_[g]) {
       bool direct = false, any = false;
-      for (int f : targets) direct |= trains_direct[f] != 0, any |= trains_any[f] != 0;
-      if (any || direct) changed |= mark(calls_[ci].region, direct);
+      for (int t : *targets_of[ci]) direct |= trains_direct[t] != 0, any |= trains_any[t] != 0;
+      if (!any && !direct) continue;
+      int f = mark(calls_[ci].region, direct);
+      if (f >= 0) work.push_back(f);
     }
   }
 }
 
 bool SemanticModel::runs_every_step(TSNode node, GuardMask exempt) const {
   std::vector<int> visiting;
-  return runs_every_step_from(region_of(node), exempt, 0, visiting);
+  bool cycle = false;
+  return runs_every_step_from(region_of(node), exempt, 0, visiting, cycle);
 }
 
-bool SemanticModel::runs_every_step_from(int region, GuardMask exempt, int depth, std::vector<int>& visiting) const {
-  if (depth > kMaxDepth) return false;
+bool SemanticModel::runs_every_step_from(int region, GuardMask exempt, int depth, std::vector<int>& visiting,
+                                         bool& cycle) const {
+  if (depth > 256) return false;  // call chains deeper than this are not followed
   for (int r = region; r >= 0; r = regions_[r].parent) {
     const Region& reg = regions_[r];
     switch (reg.kind) {
@@ -1505,16 +1494,27 @@ bool SemanticModel::runs_every_step_from(int region, GuardMask exempt, int depth
         if (training_loop_[r]) return false;  // an epoch loop: runs once per epoch
         break;
       case Region::Kind::Function: {
-        if (std::find(visiting.begin(), visiting.end(), reg.function) != visiting.end()) return false;
+        // memoised per (function, exempt): each function's call sites are
+        // examined once per query kind, however the call graph branches
+        std::uint64_t key = (static_cast<std::uint64_t>(reg.function) << 8) | exempt;
+        if (auto m = step_memo_.find(key); m != step_memo_.end()) return m->second;
+        if (std::find(visiting.begin(), visiting.end(), reg.function) != visiting.end()) {
+          cycle = true;  // answers that met this cycle are provisional
+          return false;
+        }
         visiting.push_back(reg.function);
-        bool any = false;
+        bool any = false, saw_cycle = false;
         for (int ci : callers_[reg.function]) {
-          if (runs_every_step_from(calls_[ci].region, exempt, depth + 1, visiting)) {
+          bool inner_cycle = false;
+          if (runs_every_step_from(calls_[ci].region, exempt, depth + 1, visiting, inner_cycle)) {
             any = true;
             break;
           }
+          saw_cycle |= inner_cycle;
         }
         visiting.pop_back();
+        if (any || !saw_cycle) step_memo_[key] = any;
+        cycle |= saw_cycle && !any;
         return any;
       }
       case Region::Kind::Class:
@@ -1529,6 +1529,7 @@ bool SemanticModel::runs_every_step_from(int region, GuardMask exempt, int depth
 
 bool SemanticModel::in_training_loop(TSNode node) const {
   std::vector<int> visiting;
+  std::unordered_map<int, bool> memo;
   std::function<bool(int, int)> rec = [&](int region, int depth) -> bool {
     if (depth > kMaxDepth) return false;
     for (int r = region; r >= 0; r = regions_[r].parent) {
@@ -1536,11 +1537,13 @@ bool SemanticModel::in_training_loop(TSNode node) const {
       if (reg.kind == Region::Kind::Loop && training_loop_[r]) return true;
       if (reg.kind == Region::Kind::Class || reg.kind == Region::Kind::Module) return false;
       if (reg.kind == Region::Kind::Function) {
+        if (auto m = memo.find(reg.function); m != memo.end()) return m->second;
         if (std::find(visiting.begin(), visiting.end(), reg.function) != visiting.end()) return false;
         visiting.push_back(reg.function);
         bool any = false;
         for (int ci : callers_[reg.function]) any = any || rec(calls_[ci].region, depth + 1);
         visiting.pop_back();
+        memo[reg.function] = any;  // linear in the call graph (a cycle may answer false early)
         return any;
       }
     }

@@ -195,7 +195,7 @@ class SemanticModel {
   bool training_call(const CallSite& call) const;
   std::vector<int> resolve_local_function(const CallSite& call) const;
   void analyse_loops();
-  bool runs_every_step_from(int region, GuardMask exempt, int depth, std::vector<int>& visiting) const;
+  bool runs_every_step_from(int region, GuardMask exempt, int depth, std::vector<int>& visiting, bool& cycle) const;
   Value value_rec(TSNode expr, int depth) const;
   bool rank_rec(TSNode expr, int depth) const;
   bool world_rec(TSNode expr, int depth) const;
@@ -224,10 +224,11 @@ class SemanticModel {
   template <typename F>
   bool memoized(std::uint8_t query, TSNode node, F&& compute) const;
   mutable std::unordered_map<MemoKey, std::uint8_t, MemoHash> memo_;
+  mutable std::unordered_map<std::uint64_t, bool> step_memo_;  // (function, exempt) -> runs every step
 
   const SourceFile& source_;
   std::vector<Region> regions_;
-  std::vector<TSNode> region_ranges_;  // body node of each region, for region_of
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> region_ranges_;  // byte range of each region's body
   std::vector<CallSite> calls_;
   std::unordered_map<std::string, std::vector<int>> calls_by_canonical_;
   std::unordered_map<std::string_view, std::vector<int>> calls_by_name_;

@@ -118,6 +118,20 @@ const Kinds& kinds() {
   return k;
 }
 
+std::vector<TSNode> children(TSNode node, bool named_only) {
+  std::vector<TSNode> out;
+  if (ts_node_is_null(node) || ts_node_child_count(node) == 0) return out;
+  TSTreeCursor cursor = ts_tree_cursor_new(node);
+  if (ts_tree_cursor_goto_first_child(&cursor)) {
+    do {
+      TSNode c = ts_tree_cursor_current_node(&cursor);
+      if (!named_only || ts_node_is_named(c)) out.push_back(c);
+    } while (ts_tree_cursor_goto_next_sibling(&cursor));
+  }
+  ts_tree_cursor_delete(&cursor);
+  return out;
+}
+
 SyntaxTree parse_python(const SourceFile& source) {
   std::unique_ptr<TSParser, void (*)(TSParser*)> parser(ts_parser_new(), &ts_parser_delete);
   if (!parser || !ts_parser_set_language(parser.get(), tree_sitter_python())) return {};

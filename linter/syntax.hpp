@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <string_view>
+#include <vector>
 
 #include "linter/source.hpp"
 
@@ -63,6 +64,11 @@ inline std::string_view node_text(TSNode node, std::string_view text) {
 
 /// Child by field id, or a null node.
 inline TSNode field(TSNode node, TSFieldId id) { return ts_node_child_by_field_id(node, id); }
+
+/// The children of `node` in order (only named ones if `named_only`; comments
+/// are named). O(children) in all: repeated ts_node_child(node, i) costs O(i)
+/// each and is quadratic on long argument lists or statement sequences.
+std::vector<TSNode> children(TSNode node, bool named_only = true);
 
 /// Same node (tree-sitter has no operator==).
 inline bool same_node(TSNode a, TSNode b) { return ts_node_eq(a, b); }

@@ -41,8 +41,7 @@ bool mentions_gradient(const SemanticModel& model, TSNode expr) {
       if (!ts_node_is_null(v)) stack.emplace_back(v, depth + 1);
       continue;
     }
-    std::uint32_t n = ts_node_named_child_count(node);
-    for (std::uint32_t i = 0; i < n && i < 64; ++i) stack.emplace_back(ts_node_named_child(node, i), depth + 1);
+    for (TSNode c : children(node)) stack.emplace_back(c, depth + 1);
   }
   return false;
 }
