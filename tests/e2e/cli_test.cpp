@@ -290,6 +290,34 @@ TEST_CASE("huge and deeply nested files: no crash, no hang") {
   CHECK(ddplint({"-q", "calls.py"}, "", d.path).rc == 0);
 }
 
+TEST_CASE("shapes that were once quadratic or exponential finish (no hang)") {
+  TempDir d;
+  // a 20,000-clause elif chain: every branch is a region
+  std::string elif = "import torch\nif x:\n    pass\n";
+  for (int i = 0; i < 20000; ++i) elif += "elif x == " + std::to_string(i) + ":\n    pass\n";
+  d.write("elif.py", elif);
+  // a chain of 20,000 functions, the last one training, called from a loop
+  std::string chain = "import torch\n";
+  for (int i = 0; i < 20000; ++i) chain += "def f" + std::to_string(i) + "():\n    f" + std::to_string(i + 1) + "()\n";
+  chain += "def f20000():\n    loss.backward()\nx = torch.zeros(1).cuda()\nfor b in loader:\n    f0()\n    v = loss.item()\n";
+  d.write("chain.py", chain);
+  // a name reassigned thousands of times from itself, used as a world size divisor
+  std::string rebind = "import torch.distributed as dist\nfrom torch.utils.data import DataLoader\ndist.init_process_group(\"nccl\")\nw = dist.get_world_size()\n";
+  for (int i = 0; i < 3000; ++i) rebind += "w = w + w\n";
+  rebind += "dl = DataLoader(ds, batch_size=256 // w, num_workers=4)\n";
+  d.write("rebind.py", rebind);
+  auto t0 = std::chrono::steady_clock::now();
+  CHECK(ddplint({"-q", "elif.py"}, "", d.path).rc == 0);
+  Run c = ddplint({"-q", "chain.py"}, "", d.path);
+  CHECK(c.rc == 1);
+  CHECK(contains(c.out, "DDP401"));
+  Run r = ddplint({"-q", "rebind.py"}, "", d.path);
+  CHECK(r.rc == 1);
+  CHECK(contains(r.out, "DDP601"));
+  MESSAGE("pathological shapes linted in "
+          << std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() << " s");
+}
+
 TEST_CASE("colour only on a terminal, and never with NO_COLOR") {
   if (std::system("command -v script >/dev/null 2>&1") != 0) {
     MESSAGE("util-linux `script` not found: terminal colour not tested");
