@@ -4,6 +4,7 @@
 #include <array>
 #include <cctype>
 #include <cerrno>
+#include <climits>
 #include <cmath>
 #include <cstdlib>
 #include <functional>
@@ -906,7 +907,10 @@ Value SemanticModel::value_rec(TSNode expr, int depth) const {
     Value v = value_rec(field(expr, k.f_argument), depth + 1);
     std::string_view op = text(field(expr, k.f_operator));
     if (!v.is_number()) return Value::unknown();
-    if (op == "-") return v.kind == Value::Kind::Float ? Value::floating(-v.f) : Value::integer(-v.i);
+    if (op == "-") {
+      if (v.kind == Value::Kind::Float) return Value::floating(-v.f);
+      return v.i == INT64_MIN ? Value::unknown() : Value::integer(-v.i);
+    }
     if (op == "+") return v.kind == Value::Kind::Bool ? Value::integer(v.i) : v;
     return Value::unknown();
   }
@@ -923,12 +927,14 @@ Value SemanticModel::value_rec(TSNode expr, int depth) const {
     if (!l.is_number() || !r.is_number()) return Value::unknown();
     bool ints = l.kind != Value::Kind::Float && r.kind != Value::Kind::Float;
     if (ints) {
-      std::int64_t a = l.i, b = r.i;
-      if (op == "+") return Value::integer(a + b);
-      if (op == "-") return Value::integer(a - b);
-      if (op == "*") return Value::integer(a * b);
-      if (op == "//" && b != 0) return Value::integer(a / b - ((a % b != 0) && ((a < 0) != (b < 0))));
-      if (op == "%" && b != 0) return Value::integer(((a % b) + b) % b);
+      // Python integers do not overflow; past 64 bits the value is Unknown here
+      std::int64_t a = l.i, b = r.i, out = 0;
+      if (op == "+") return __builtin_add_overflow(a, b, &out) ? Value::unknown() : Value::integer(out);
+      if (op == "-") return __builtin_sub_overflow(a, b, &out) ? Value::unknown() : Value::integer(out);
+      if (op == "*") return __builtin_mul_overflow(a, b, &out) ? Value::unknown() : Value::integer(out);
+      if ((op == "//" || op == "%") && (b == 0 || (b == -1 && a == INT64_MIN))) return Value::unknown();
+      if (op == "//") return Value::integer(a / b - ((a % b != 0) && ((a < 0) != (b < 0))));
+      if (op == "%") return Value::integer(((a % b) + b) % b);
       if (op == "/" && b != 0) return Value::floating(static_cast<double>(a) / static_cast<double>(b));
       return Value::unknown();
     }
@@ -961,11 +967,16 @@ Value SemanticModel::value_rec(TSNode expr, int depth) const {
     if ((fn == "int" || fn == "float" || fn == "str" || fn == "bool") && n == 1) {
       Value v = value_rec(argument(*call, "", 0), depth + 1);
       if (!v.known()) return v;
-      if (fn == "int" && v.is_number()) return Value::integer(v.kind == Value::Kind::Float ? static_cast<std::int64_t>(v.f) : v.i);
+      if (fn == "int" && v.is_number()) {
+        if (v.kind != Value::Kind::Float) return Value::integer(v.i);
+        if (!(v.f > -9.2e18 && v.f < 9.2e18)) return Value::unknown();  // out of range, inf or nan
+        return Value::integer(static_cast<std::int64_t>(v.f));
+      }
       if (fn == "int" && v.kind == Value::Kind::Str) {
         char* end = nullptr;
+        errno = 0;
         long long x = std::strtoll(v.s.c_str(), &end, 10);
-        return (!v.s.empty() && *end == '\0') ? Value::integer(x) : Value::unknown();
+        return (!v.s.empty() && *end == '\0' && errno == 0) ? Value::integer(x) : Value::unknown();
       }
       if (fn == "float" && v.is_number()) return Value::floating(v.as_double());
       if (fn == "bool") return Value::boolean(v.truthy());

@@ -104,6 +104,19 @@ def f(n=4):
   CHECK(v("s").i == 1);
 }
 
+TEST_CASE("integer overflow past 64 bits is Unknown, never undefined behaviour") {
+  Model m(R"(big = 9223372036854775807
+use(a=big + 1, b=-(-big - 1), c=big * 2, d=(-big - 1) // -1, e=int("99999999999999999999"), f=int(1e300),
+    g=99999999999999999999999, h=big - 1)
+)");
+  auto v = [&](const char* kw) { return m.model.value_of(m.arg("use(", kw)); };
+  for (const char* kw : {"a", "b", "c", "d", "e", "f", "g"}) {
+    CAPTURE(kw);
+    CHECK_FALSE(v(kw).known());
+  }
+  CHECK(v("h").i == 9223372036854775806);
+}
+
 TEST_CASE("scopes: a function's own binding hides the module's") {
   Model m(R"(workers = 0
 def a():
