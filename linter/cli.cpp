@@ -5,7 +5,9 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <iostream>
 #include <iterator>
 #include <sstream>
@@ -86,7 +88,7 @@ int run_cli(int argc, char** argv, std::span<const Rule> rules) {
     list_rules(rules);
     return kExitClean;
   }
-  if (!explain.empty()) {
+  if (app.count("--explain") > 0) {
     auto it = std::find_if(rules.begin(), rules.end(), [&](const Rule& r) { return r.info.code == explain; });
     if (it == rules.end()) {
       std::fprintf(stderr, "ddplint: unknown rule code '%s' (see --list-rules)\n", explain.c_str());
@@ -134,13 +136,25 @@ int run_cli(int argc, char** argv, std::span<const Rule> rules) {
   };
 
   std::vector<std::string> file_args;
+  bool stdin_done = false;
   for (const auto& p : paths) {
     if (p != "-") {
-      file_args.push_back(p);
+      // a path given twice is linted once
+      if (std::find(file_args.begin(), file_args.end(), p) == file_args.end()) file_args.push_back(p);
       continue;
     }
-    std::string data{std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>()};
-    lint_one(SourceFile(stdin_filename.empty() ? "-" : stdin_filename, std::move(data)));
+    if (stdin_done) continue;
+    stdin_done = true;
+    std::string name = stdin_filename.empty() ? "-" : stdin_filename;
+    std::string err;
+    errno = 0;
+    auto data = read_stream(stdin, err);
+    if (!data) {
+      std::fprintf(stderr, "ddplint: %s: cannot read standard input: %s\n", name.c_str(), err.c_str());
+      had_error = true;
+      continue;
+    }
+    lint_one(SourceFile(name, std::move(*data)));
   }
   for (const DiscoveredPath& entry : discover(file_args)) {
     if (!entry.error.empty()) {
@@ -164,7 +178,10 @@ int run_cli(int argc, char** argv, std::span<const Rule> rules) {
   } else if (!quiet) {
     std::printf("Found %s in %s.\n", plural(findings, "finding").c_str(), plural(files, "file").c_str());
   }
-  std::fflush(stdout);
+  if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
+    std::fprintf(stderr, "ddplint: cannot write the output: %s\n", std::strerror(errno ? errno : EIO));
+    return kExitError;
+  }
   if (had_error) return kExitError;
   if (findings > 0 && !exit_zero) return kExitFindings;
   return kExitClean;

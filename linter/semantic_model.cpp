@@ -14,6 +14,7 @@ namespace ddplint {
 namespace {
 
 constexpr int kMaxDepth = 24;  // bound on recursion through bindings and nesting
+constexpr std::size_t kMaxStringValue = 4096;  // longer constant strings are Unknown (bounded memory)
 
 bool is_null(TSNode n) { return ts_node_is_null(n); }
 
@@ -809,13 +810,27 @@ TSNode SemanticModel::single_assignment(TSNode expr) const {
 Value SemanticModel::value_of(TSNode expr) const { return value_rec(expr, 0); }
 
 TSNode SemanticModel::assigned_to(TSNode value) const {
-  for (const Binding& b : bindings_)
-    if (b.kind == Binding::Kind::Assign && !is_null(b.value) && ts_node_eq(b.value, value)) return b.target;
+  if (assigned_index_.empty()) {  // built on first use: start byte of each bound value -> bindings
+    for (std::size_t i = 0; i < bindings_.size(); ++i)
+      if (bindings_[i].kind == Binding::Kind::Assign && !is_null(bindings_[i].value))
+        assigned_index_.emplace(ts_node_start_byte(bindings_[i].value), static_cast<int>(i));
+    if (assigned_index_.empty()) assigned_index_.emplace(UINT32_MAX, -1);
+  }
+  auto [lo, hi] = assigned_index_.equal_range(ts_node_start_byte(value));
+  for (auto it = lo; it != hi; ++it)
+    if (it->second >= 0 && ts_node_eq(bindings_[it->second].value, value)) return bindings_[it->second].target;
   return {};
 }
 
 Value SemanticModel::argparse_value(std::string_view dest, int depth) const {
   std::string key(dest);
+  if (auto m = argparse_memo_.find(key); m != argparse_memo_.end()) return m->second;
+  Value v = argparse_uncached(key, depth);
+  argparse_memo_[key] = v;
+  return v;
+}
+
+Value SemanticModel::argparse_uncached(const std::string& key, int depth) const {
   // parser-level defaults always win (argparse docs); several of them: unknown
   if (auto sd = argparse_set_defaults_.find(key); sd != argparse_set_defaults_.end()) {
     return sd->second.size() == 1 ? value_rec(sd->second[0], depth + 1) : Value::unknown();
@@ -849,6 +864,18 @@ Value SemanticModel::argparse_value(std::string_view dest, int depth) const {
 
 Value SemanticModel::value_rec(TSNode expr, int depth) const {
   if (is_null(expr) || depth > kMaxDepth) return Value::unknown();
+  // memoised per node: names used many times (`max(a, a, a)`) are resolved
+  // once, and a cycle (`a = b; b = a`) reads the in-progress Unknown
+  MemoKey key{ts_node_start_byte(expr), ts_node_end_byte(expr), ts_node_symbol(expr), 0};
+  auto [it, inserted] = value_memo_.try_emplace(key, Value::unknown());
+  if (!inserted) return it->second;
+  Value v = value_uncached(expr, depth);
+  if (v.kind == Value::Kind::Str && v.s.size() > kMaxStringValue) v = Value::unknown();
+  value_memo_[key] = v;
+  return v;
+}
+
+Value SemanticModel::value_uncached(TSNode expr, int depth) const {
   const Kinds& k = kinds();
   TSSymbol s = ts_node_symbol(expr);
   if (s == k.integer) {
@@ -1394,11 +1421,21 @@ std::vector<int> SemanticModel::resolve_local_function(const CallSite& c) const 
     on_self = r == "self" || r == "cls";
   }
   if (!plain && !on_self) return out;
+  // A name defined several times resolves to one definition: the last one
+  // before the call, else the first after it (a call inside a function body
+  // runs after the module has defined everything). One target keeps the call
+  // graph linear when a file repeats its definitions.
+  std::uint32_t at = ts_node_start_byte(c.node);
+  int before = -1, after = -1;
   for (int f : it->second) {
     const Region& fr = regions_[functions_[f].region];
     bool is_method = fr.parent >= 0 && regions_[fr.parent].kind == Region::Kind::Class;
-    if (is_method == on_self) out.push_back(f);
+    if (is_method != on_self) continue;
+    if (ts_node_start_byte(functions_[f].node) < at) before = f;
+    else if (after < 0) after = f;
   }
+  if (before >= 0) out.push_back(before);
+  else if (after >= 0) out.push_back(after);
   return out;
 }
 

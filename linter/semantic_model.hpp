@@ -136,7 +136,8 @@ class SemanticModel {
   /// exactly once by a plain assignment; null node otherwise.
   TSNode single_assignment(TSNode expr) const;
   /// The name or attribute an expression is assigned to (`val_loader` in
-  /// `val_loader = DataLoader(...)`), or a null node. Linear in bindings.
+  /// `val_loader = DataLoader(...)`), or a null node. O(1) after a first
+  /// linear pass.
   TSNode assigned_to(TSNode value) const;
   /// Resolved constant value of an expression: literals, names bound once,
   /// `args.X` with an argparse default in the file, simple arithmetic, `int()`/
@@ -197,6 +198,8 @@ class SemanticModel {
   void analyse_loops();
   bool runs_every_step_from(int region, GuardMask exempt, int depth, std::vector<int>& visiting, bool& cycle) const;
   Value value_rec(TSNode expr, int depth) const;
+  Value value_uncached(TSNode expr, int depth) const;
+  Value argparse_uncached(const std::string& dest, int depth) const;
   bool rank_rec(TSNode expr, int depth) const;
   bool world_rec(TSNode expr, int depth) const;
   bool world_rec_uncached(TSNode expr, int depth) const;
@@ -224,7 +227,10 @@ class SemanticModel {
   template <typename F>
   bool memoized(std::uint8_t query, TSNode node, F&& compute) const;
   mutable std::unordered_map<MemoKey, std::uint8_t, MemoHash> memo_;
-  mutable std::unordered_map<std::uint64_t, bool> step_memo_;  // (function, exempt) -> runs every step
+  mutable std::unordered_map<std::uint64_t, bool> step_memo_;
+  mutable std::unordered_map<MemoKey, Value, MemoHash> value_memo_;
+  mutable std::unordered_map<std::string, Value> argparse_memo_;
+  mutable std::unordered_multimap<std::uint32_t, int> assigned_index_;  // (function, exempt) -> runs every step
 
   const SourceFile& source_;
   std::vector<Region> regions_;

@@ -7,6 +7,8 @@
 #include <fstream>
 #include <sstream>
 
+#include <sys/stat.h>
+
 namespace ddplint {
 
 namespace {
@@ -122,27 +124,52 @@ DecodeError SourceFile::check_decodable(std::string* detail) const {
   return DecodeError::None;
 }
 
-std::optional<std::string> read_file(const std::string& path, std::string& error) {
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (!f) {
-    error = std::strerror(errno);
-    return std::nullopt;
-  }
+std::optional<std::string> read_stream(std::FILE* f, std::string& error) {
   std::string data;
   char buf[65536];
   for (;;) {
     std::size_t got = std::fread(buf, 1, sizeof buf, f);
     data.append(buf, got);
+    if (data.size() > kMaxSourceBytes) {
+      error = "input is larger than " + std::to_string(kMaxSourceBytes >> 20) + " MiB";
+      return std::nullopt;
+    }
     if (got < sizeof buf) {
       if (std::ferror(f)) {
         error = std::strerror(errno ? errno : EIO);
-        std::fclose(f);
         return std::nullopt;
       }
-      break;
+      return data;
     }
-    if (data.size() > kMaxSourceBytes) break;  // stop reading; reported as too large
   }
+}
+
+std::optional<std::string> read_file(const std::string& path, std::string& error) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    error = std::strerror(errno);
+    return std::nullopt;
+  }
+  // FIFOs, devices and sockets can block or never end: only regular files are read
+  if (S_ISDIR(st.st_mode)) {
+    error = "is a directory";
+    return std::nullopt;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    error = "not a regular file";
+    return std::nullopt;
+  }
+  if (static_cast<std::uint64_t>(st.st_size) > kMaxSourceBytes) {
+    error = "file is larger than " + std::to_string(kMaxSourceBytes >> 20) + " MiB";
+    return std::nullopt;
+  }
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) {
+    error = std::strerror(errno);
+    return std::nullopt;
+  }
+  errno = 0;
+  auto data = read_stream(f, error);
   std::fclose(f);
   return data;
 }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -83,7 +84,14 @@ class SourceFile {
 /// beyond this are reported, not linted). 256 MiB.
 inline constexpr std::size_t kMaxSourceBytes = 256u * 1024u * 1024u;
 
-/// Reads a whole file. Returns std::nullopt and sets `error` (strerror text) on failure.
+/// Reads a whole regular file of at most kMaxSourceBytes. Returns std::nullopt
+/// and sets `error` (strerror text, "not a regular file" for FIFOs and devices,
+/// "is a directory", or "file is larger than 256 MiB") on failure; never blocks
+/// on a FIFO.
 std::optional<std::string> read_file(const std::string& path, std::string& error);
+
+/// Reads an open stream (standard input) to its end, at most kMaxSourceBytes:
+/// std::nullopt and `error` set on a read error or when the input is larger.
+std::optional<std::string> read_stream(std::FILE* f, std::string& error);
 
 }  // namespace ddplint

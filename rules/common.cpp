@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <unordered_set>
 
 namespace ddplint::rules {
 
@@ -22,10 +23,16 @@ bool is_collective(std::string_view canonical) {
 bool mentions_gradient(const SemanticModel& model, TSNode expr) {
   const Kinds& k = kinds();
   std::vector<std::pair<TSNode, int>> stack{{expr, 0}};
-  while (!stack.empty()) {
+  std::unordered_set<std::uint64_t> seen;  // byte ranges of nodes already searched
+  std::size_t budget = 4096;               // nodes looked at, whatever the shape of the bindings
+  while (!stack.empty() && budget > 0) {
     auto [node, depth] = stack.back();
     stack.pop_back();
     if (ts_node_is_null(node) || depth > 8) continue;
+    std::uint64_t key = ((static_cast<std::uint64_t>(ts_node_start_byte(node)) << 32) | ts_node_end_byte(node)) * 31 +
+                        ts_node_symbol(node);
+    if (!seen.insert(key).second) continue;  // reached again through another binding
+    --budget;
     TSSymbol s = ts_node_symbol(node);
     if (s == k.attribute && model.text(field(node, k.f_attribute)) == "grad") return true;
     if (s == k.identifier) {

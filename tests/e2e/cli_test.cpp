@@ -2,6 +2,7 @@
 // stdin, suppressions, discovery and every kind of bad input.
 #include <doctest/doctest.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -338,4 +339,35 @@ TEST_CASE("colour only on a terminal, and never with NO_COLOR") {
   std::string plain = run_tty("NO_COLOR=1");
   CHECK_FALSE(contains(plain, "\x1b["));
   CHECK(contains(plain, "bad.py:3:10: DDP101"));
+}
+
+TEST_CASE("FIFOs and devices are refused, not read; stdin errors and write errors exit 2") {
+  TempDir d;
+  d.write("bad.py", kBadLoader);
+  REQUIRE(::mkfifo((d.path / "pipe.py").c_str(), 0600) == 0);
+  Run fifo = ddplint({"-q", "pipe.py", "bad.py"}, "", d.path);  // would block forever if opened
+  CHECK(fifo.rc == 2);
+  CHECK(contains(fifo.err, "pipe.py: not a regular file"));
+  CHECK(contains(fifo.out, "bad.py:3:10: DDP101"));
+  Run dev = ddplint({"-q", "/dev/zero"}, "", d.path);
+  CHECK(dev.rc == 2);
+  CHECK(contains(dev.err, "/dev/zero: not a regular file"));
+  // standard input that is a directory cannot be read
+  std::string cmd = std::string("cd '") + d.path.string() + "' && " + DDPLINT_BIN + " - < . > out.txt 2> err.txt";
+  int status = std::system(cmd.c_str());
+  CHECK(WEXITSTATUS(status) == 2);
+  CHECK(contains(slurp(d.path / "err.txt"), "cannot read standard input"));
+  // output that cannot be written
+  std::string full = std::string("cd '") + d.path.string() + "' && " + DDPLINT_BIN + " bad.py > /dev/full 2> err2.txt";
+  status = std::system(full.c_str());
+  CHECK(WEXITSTATUS(status) == 2);
+  CHECK(contains(slurp(d.path / "err2.txt"), "cannot write the output"));
+}
+
+TEST_CASE("a path given twice is linted once; an empty --explain is an error") {
+  TempDir d;
+  d.write("bad.py", kBadLoader);
+  Run r = ddplint({"-q", "bad.py", "bad.py"}, "", d.path);
+  CHECK(std::count(r.out.begin(), r.out.end(), '\n') == 1);
+  CHECK(ddplint({"--explain", ""}, "", d.path).rc == 2);
 }
