@@ -47,7 +47,7 @@ constexpr std::array kRewrites = {
     Rewrite{"torch.amp.grad_scaler.", "torch.amp."},
 };
 
-// Collectives of torch.distributed that take part in a process group.
+// Names that conventionally hold parsed command-line arguments (`args.lr`).
 bool is_args_like_name(std::string_view name) {
   static constexpr std::array<std::string_view, 8> names = {"args", "opt", "opts", "flags", "FLAGS",
                                                             "hparams", "options", "cmd_args"};
