@@ -438,6 +438,10 @@ class ModelBuilder {
       m_.comments_.push_back(node);
       return;
     }
+    if (s == k_.decorator) {
+      if (ts_node_named_child_count(node) > 0) m_.decorators_.push_back(ts_node_named_child(node, 0));
+      return;
+    }
     if (s == k_.subscript) {
       subscripts_.push_back(node);
       return;
@@ -445,6 +449,8 @@ class ModelBuilder {
     if (s == k_.assignment) {
       // chained assignments nest: only the outermost one binds
       if (ts_node_symbol(parent) != k_.assignment) bind_assignment(node);
+      TSNode left = field(node, k_.f_left);
+      if (!is_null(left) && ts_node_symbol(left) == k_.subscript) subscript_writes_.emplace_back(left, field(node, k_.f_right));
       return;
     }
     if (s == k_.augmented_assignment) {
@@ -574,12 +580,42 @@ class ModelBuilder {
       std::string var = m_.env_var_read(sub);
       if (!var.empty()) note_env(var);
     }
+    // writes to the environment
+    for (auto [sub, value] : subscript_writes_) {
+      if (m_.canonical_name(field(sub, k_.f_value)) != "os.environ") continue;
+      Value key = m_.value_of(field(sub, k_.f_subscript));
+      if (key.kind == Value::Kind::Str) m_.env_writes_.push_back(EnvWrite{key.s, value, sub});
+    }
+    for (const CallSite& c : m_.calls_) {
+      if (c.canonical == "os.environ.setdefault" || c.canonical == "os.putenv") {
+        Value key = m_.value_of(m_.argument(c, "", 0));
+        if (key.kind == Value::Kind::Str) m_.env_writes_.push_back(EnvWrite{key.s, m_.argument(c, "", 1), c.node});
+      } else if (c.canonical == "os.environ.update") {
+        for (TSNode a : children(field(c.node, k_.f_arguments))) {
+          if (ts_node_symbol(a) == k_.keyword_argument) {
+            m_.env_writes_.push_back(
+                EnvWrite{std::string(node_text(field(a, k_.f_name), m_.source_.text())), field(a, k_.f_value), c.node});
+          } else if (std::string_view(ts_node_type(a)) == "dictionary") {
+            for (TSNode pair : children(a)) {
+              if (std::string_view(ts_node_type(pair)) != "pair") continue;
+              Value key = m_.value_of(ts_node_child_by_field_name(pair, "key", 3));
+              if (key.kind == Value::Kind::Str)
+                m_.env_writes_.push_back(EnvWrite{key.s, ts_node_child_by_field_name(pair, "value", 5), c.node});
+            }
+          }
+        }
+      }
+    }
+    std::sort(m_.env_writes_.begin(), m_.env_writes_.end(), [](const EnvWrite& a, const EnvWrite& b) {
+      return ts_node_start_byte(a.at) < ts_node_start_byte(b.at);
+    });
     for (const CallSite& c : m_.calls_) {
       if (c.canonical == "os.environ.get" || c.canonical == "os.getenv") note_env(m_.env_var_read(c.node));
       if (c.canonical == "torch.distributed.init_process_group") {
         m_.distributed_ = true;
         TSNode backend = m_.argument(c, "backend", 0);
         Value v = m_.value_of(backend);
+        if (m_.canonical_name(backend) == "torch.distributed.Backend.GLOO") v = Value::string("gloo");
         if (v.kind == Value::Kind::Str) {
           if (v.s == "gloo") m_.gloo_ = true;
           if (contains(v.s, "nccl")) m_.cuda_ = true;
@@ -630,6 +666,7 @@ class ModelBuilder {
   const SyntaxTree& tree_;
   std::vector<Open> region_stack_;
   std::vector<TSNode> subscripts_;
+  std::vector<std::pair<TSNode, TSNode>> subscript_writes_;  // `x[k] = v`: (x[k], v)
   std::vector<TSNode> path_;               // node at each depth of the current walk position
   std::vector<TSNode> branch_condition_;   // per depth: condition of the latest if/elif clause
   std::vector<std::pair<int, int>> first_indent_;  // per depth: indentation of a block's first statement
@@ -1369,6 +1406,9 @@ GuardMask SemanticModel::classify_condition(TSNode cond, bool negated) const {
     if (s == k.identifier || s == k.attribute) {
       std::string_view name = last_name(c);
       if (is_main_process_name(name)) return neg ? kGuardRankDependent : (kGuardMainProcess | kGuardRankDependent);
+      // an opt-in flag that is off unless the user turns it on
+      Value flag = value_of(c);
+      if (flag.known() && flag.truthy() == neg) return kGuardOffByDefault;
       std::string l = lower(name);
       if (is_rank_value(c)) return neg ? (kGuardMainProcess | kGuardRankDependent) : kGuardRankDependent;
       if (!neg && (contains(l, "last") || contains(l, "final"))) return kGuardFinalStep;
@@ -1497,6 +1537,7 @@ void SemanticModel::analyse_loops() {
   for (std::size_t i = 0; i < calls_.size(); ++i) {
     const CallSite& c = calls_[i];
     if (training_call(c)) {
+      trains_ = true;
       int f = mark(c.region, true);
       if (f >= 0) work.push_back(f);
     }

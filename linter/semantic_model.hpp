@@ -24,6 +24,7 @@ enum GuardKind : std::uint8_t {
   kGuardFinalStep = 1 << 1,      ///< `i == len(loader) - 1`, `if last_step:`
   kGuardMainProcess = 1 << 2,    ///< `rank == 0`, `is_main_process()`, `local_rank in (-1, 0)`
   kGuardRankDependent = 1 << 3,  ///< any condition on a rank value
+  kGuardOffByDefault = 1 << 4,   ///< `if args.sync_step:` whose value is false by default (store_true, False)
 };
 using GuardMask = std::uint8_t;
 
@@ -64,6 +65,14 @@ struct Binding {
 struct SyntaxProblem {
   TSNode node{};          ///< the ERROR/MISSING node, or the offending statement or token
   std::string message;    ///< e.g. "unexpected `for`", "unexpected indent"
+};
+
+/// A write to the process environment in code: `os.environ["X"] = v`,
+/// `os.environ.setdefault("X", v)`, `os.putenv("X", v)`, `os.environ.update(X=v)`.
+struct EnvWrite {
+  std::string name;  ///< the variable, e.g. "NCCL_IB_DISABLE"
+  TSNode value{};    ///< the value written (null if not a single expression)
+  TSNode at{};       ///< the statement part to report: the subscript or the call
 };
 
 /// A function defined in the file.
@@ -181,6 +190,14 @@ class SemanticModel {
   /// (a parameter, an attribute set elsewhere): the model cannot rule out that it does.
   bool may_be_indexed_device(TSNode expr) const;
 
+  /// The expression of every decorator (`torch.no_grad()` in `@torch.no_grad()`,
+  /// `custom_bwd` in `@custom_bwd`), in document order.
+  std::span<const TSNode> decorators() const { return decorators_; }
+  /// Every binding recorded by the walk, in document order.
+  std::span<const Binding> bindings() const { return bindings_; }
+  /// Writes to the process environment, in document order.
+  std::span<const EnvWrite> env_writes() const { return env_writes_; }
+
   // --- file facts ----------------------------------------------------------------
   /// Calls init_process_group, wraps a model in DDP/FSDP, or reads LOCAL_RANK/RANK/WORLD_SIZE.
   bool is_distributed() const { return distributed_; }
@@ -188,6 +205,9 @@ class SemanticModel {
   bool uses_cuda() const { return cuda_; }
   /// Wraps a model in DistributedDataParallel or FullyShardedDataParallel.
   bool wraps_ddp() const { return wraps_ddp_; }
+  /// True if the file has a training loop or a function that trains
+  /// (calls backward() or optimizer.step()).
+  bool trains() const { return trains_; }
   /// True if the process group backend is explicitly gloo-only.
   bool gloo_backend() const { return gloo_; }
 
@@ -244,6 +264,8 @@ class SemanticModel {
   std::vector<FunctionInfo> functions_;
   std::unordered_map<std::string_view, std::vector<int>> functions_by_name_;
   std::vector<TSNode> comments_;
+  std::vector<EnvWrite> env_writes_;
+  std::vector<TSNode> decorators_;
   std::optional<SyntaxProblem> first_error_;
   std::uint32_t header_end_ = 0;
   // argparse: dest -> the `add_argument` calls writing it; `set_defaults` values
@@ -252,7 +274,7 @@ class SemanticModel {
   // loop analysis, indexed by region
   std::vector<std::uint8_t> step_loop_, training_loop_;
   std::vector<std::vector<int>> callers_;     // function index -> call indices
-  bool distributed_ = false, cuda_ = false, wraps_ddp_ = false, gloo_ = false;
+  bool distributed_ = false, cuda_ = false, wraps_ddp_ = false, gloo_ = false, trains_ = false;
 };
 
 /// Normalises a dotted name to its public spelling (see canonical_name).

@@ -14,8 +14,9 @@ inline constexpr std::string_view kDDP = "torch.nn.parallel.DistributedDataParal
 inline constexpr std::string_view kDataParallel = "torch.nn.parallel.DataParallel";
 
 /// Guards under which a per-step cost is not per step: logging intervals,
-/// the final iteration, and the main process only.
-inline constexpr GuardMask kRareGuards = kGuardPeriodic | kGuardFinalStep | kGuardMainProcess;
+/// the final iteration, the main process only, and opt-in flags that are off
+/// by default (`if args.synchronize_step:` with action="store_true").
+inline constexpr GuardMask kRareGuards = kGuardPeriodic | kGuardFinalStep | kGuardMainProcess | kGuardOffByDefault;
 
 /// True if `name` (without the `torch.distributed.` prefix) is a collective.
 bool is_collective(std::string_view canonical);

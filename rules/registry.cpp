@@ -18,6 +18,14 @@ extern const Rule kManualGradientAllreduce;
 extern const Rule kCollectiveInTrainingLoop;
 extern const Rule kItemInTrainingLoop;
 extern const Rule kBatchSizeNotScaled;
+extern const Rule kDataParallelRule;
+extern const Rule kLegacyLauncher;
+extern const Rule kFindUnusedParameters;
+extern const Rule kNcclTransportDisabled;
+extern const Rule kGlooBackendForCuda;
+extern const Rule kNcclDebugLeftOn;
+extern const Rule kDeprecatedCudaAmp;
+extern const Rule kDeterministicKernels;
 
 namespace {
 std::vector<Rule> build() {
@@ -30,6 +38,14 @@ std::vector<Rule> build() {
       kCollectiveInTrainingLoop,
       kItemInTrainingLoop,
       kBatchSizeNotScaled,
+      kDataParallelRule,
+      kLegacyLauncher,
+      kFindUnusedParameters,
+      kNcclTransportDisabled,
+      kGlooBackendForCuda,
+      kNcclDebugLeftOn,
+      kDeprecatedCudaAmp,
+      kDeterministicKernels,
   };
   for (Rule& r : rules) {
     for (std::size_t i = 0; i < kRuleDocCount; ++i)

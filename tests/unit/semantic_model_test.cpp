@@ -170,6 +170,7 @@ def recursive(n):
 
 TEST_CASE("guards: periodic, final step, main process, rank-dependent") {
   Model m(R"(import torch.distributed as dist
+DEBUG_SYNC = False
 def train(loader, model, opt, args, rank):
     for step, batch in enumerate(loader):
         loss = model(batch)
@@ -205,6 +206,10 @@ def train(loader, model, opt, args, rank):
             o()
         if step % 10 == 0 or loss > 3:
             p()
+        if DEBUG_SYNC:
+            q()
+        if not DEBUG_SYNC:
+            r()
 )");
   auto guard = [&](const char* call) { return m.model.enclosing_guards(m.call(call).node); };
   CHECK(guard("a()") == kGuardPeriodic);
@@ -223,6 +228,8 @@ def train(loader, model, opt, args, rank):
   CHECK((guard("n()") & kGuardMainProcess));
   CHECK(guard("o()") == (kGuardPeriodic | kGuardFinalStep));
   CHECK(guard("p()") == 0);  // one side runs whenever the loss is high
+  CHECK(guard("q()") == kGuardOffByDefault);
+  CHECK(guard("r()") == 0);
   CHECK(m.model.runs_every_step(m.call("a()").node, kGuardPeriodic) == false);
   CHECK(m.model.runs_every_step(m.call("b()").node, kGuardPeriodic) == true);
   CHECK(m.model.runs_every_step(m.call("j()").node, kGuardMainProcess) == true);

@@ -1,0 +1,24 @@
+// DDP204 data-parallel: torch.nn.DataParallel instead of DistributedDataParallel.
+#include "linter/semantic_model.hpp"
+#include "rules/common.hpp"
+
+namespace ddplint::rules {
+
+namespace {
+void check(const SemanticModel& model, RuleContext& ctx) {
+  for (const CallSite* call : model.calls_to(kDataParallel)) {
+    ctx.report(ts_node_start_byte(call->callee), ts_node_end_byte(call->callee),
+               "torch.nn.DataParallel drives every GPU from one Python process: it copies the model to each "
+               "GPU every step and gathers outputs on the first one; DistributedDataParallel (one process "
+               "per GPU) is faster even on one machine");
+  }
+}
+}  // namespace
+
+extern const Rule kDataParallelRule{
+    {"DDP204", "data-parallel", Severity::Warning,
+     "torch.nn.DataParallel: single-process, replicates the model every step; use DDP",
+     "https://pytorch.org/docs/stable/generated/torch.nn.DataParallel.html", {}, false},
+    &check};
+
+}  // namespace ddplint::rules

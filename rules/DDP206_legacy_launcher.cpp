@@ -1,0 +1,52 @@
+// DDP206 legacy-launcher: --local_rank arguments or torch.distributed.launch.
+#include "linter/semantic_model.hpp"
+#include "rules/common.hpp"
+
+namespace ddplint::rules {
+
+namespace {
+void check(const SemanticModel& model, RuleContext& ctx) {
+  // parser.add_argument("--local_rank", ...) / ("--local-rank", ...)
+  for (const CallSite* call : model.calls_named("add_argument")) {
+    for (int i = 0; i < 3; ++i) {
+      TSNode opt = model.argument(*call, "", i);
+      if (ts_node_is_null(opt)) break;
+      Value v = model.value_of(opt);
+      if (v.kind != Value::Kind::Str) break;
+      if (v.s == "--local_rank" || v.s == "--local-rank") {
+        ctx.report(ts_node_start_byte(opt), ts_node_end_byte(opt),
+                   "`" + v.s + "` is the argument of the deprecated torch.distributed.launch; launch with "
+                   "torchrun and read the local rank from os.environ[\"LOCAL_RANK\"]");
+        break;
+      }
+    }
+  }
+  // torch.distributed.launch run from code: python -m torch.distributed.launch in a command string
+  for (const CallSite& call : model.calls()) {
+    // torch.distributed.launch itself, not torch.distributed.launcher (torchrun's API)
+    std::string_view c = call.canonical;
+    if (c == "torch.distributed.launch" || c.rfind("torch.distributed.launch.", 0) == 0) {
+      ctx.report(ts_node_start_byte(call.callee), ts_node_end_byte(call.callee),
+                 "torch.distributed.launch is deprecated: use torchrun (torch.distributed.run)");
+      continue;
+    }
+    if (call.canonical != "subprocess.run" && call.canonical != "subprocess.Popen" &&
+        call.canonical != "subprocess.call" && call.canonical != "subprocess.check_call" &&
+        call.canonical != "os.system")
+      continue;
+    std::string_view text = model.text(call.node);
+    if (text.find("torch.distributed.launch") != std::string_view::npos) {
+      auto [start, end] = first_line_range(model, call.node);
+      ctx.report(start, end, "starts the deprecated torch.distributed.launch: use torchrun (torch.distributed.run)");
+    }
+  }
+}
+}  // namespace
+
+extern const Rule kLegacyLauncher{
+    {"DDP206", "legacy-launcher", Severity::Warning,
+     "`--local_rank` argument or torch.distributed.launch: deprecated, use torchrun and LOCAL_RANK",
+     "https://pytorch.org/docs/stable/elastic/run.html", {}, false},
+    &check};
+
+}  // namespace ddplint::rules

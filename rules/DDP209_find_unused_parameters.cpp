@@ -1,0 +1,28 @@
+// DDP209 find-unused-parameters: an extra autograd-graph traversal every iteration.
+#include "linter/semantic_model.hpp"
+#include "rules/common.hpp"
+
+namespace ddplint::rules {
+
+namespace {
+void check(const SemanticModel& model, RuleContext& ctx) {
+  for (const CallSite* call : model.calls_to(kDDP)) {
+    TSNode flag = model.argument(*call, "find_unused_parameters");
+    if (ts_node_is_null(flag)) continue;
+    Value v = model.value_of(flag);
+    if (!v.known() || !v.truthy()) continue;
+    TSNode at = argument_node(flag);
+    ctx.report(ts_node_start_byte(at), ts_node_end_byte(at),
+               "find_unused_parameters=True makes DDP traverse the autograd graph after every forward to find "
+               "parameters that get no gradient; leave it off unless some parameters really are unused");
+  }
+}
+}  // namespace
+
+extern const Rule kFindUnusedParameters{
+    {"DDP209", "find-unused-parameters", Severity::Info,
+     "find_unused_parameters=True: an extra autograd-graph traversal every iteration",
+     "https://pytorch.org/docs/stable/generated/torch.nn.parallel.DistributedDataParallel.html", {}, false},
+    &check};
+
+}  // namespace ddplint::rules

@@ -1,0 +1,45 @@
+// DDP304 nccl-transport-disabled: NCCL forced onto slower transports.
+#include <algorithm>
+#include <cctype>
+
+#include "linter/semantic_model.hpp"
+#include "rules/common.hpp"
+
+namespace ddplint::rules {
+
+namespace {
+std::string upper(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::toupper(c); });
+  return s;
+}
+
+void check(const SemanticModel& model, RuleContext& ctx) {
+  for (const EnvWrite& w : model.env_writes()) {
+    Value v = model.value_of(w.value);
+    std::string what;
+    if (w.name == "NCCL_IB_DISABLE" || w.name == "NCCL_P2P_DISABLE" || w.name == "NCCL_SHM_DISABLE") {
+      bool disables = (v.kind == Value::Kind::Str && !v.s.empty() && v.s != "0") ||
+                      ((v.kind == Value::Kind::Int || v.kind == Value::Kind::Bool) && v.i != 0);
+      if (!disables) continue;  // "0", 0, or unknown
+      what = w.name == "NCCL_IB_DISABLE"    ? "InfiniBand/RoCE, so inter-node traffic goes over TCP sockets"
+             : w.name == "NCCL_P2P_DISABLE" ? "direct GPU-to-GPU (NVLink/PCIe peer) copies, so traffic is staged through host memory"
+                                            : "shared-memory transport between processes, so intra-node traffic goes over the network";
+      what = w.name + " disables " + what;
+    } else if (w.name == "NCCL_NET" && v.kind == Value::Kind::Str && upper(v.s) == "SOCKET") {
+      what = "NCCL_NET=Socket forces TCP sockets even where InfiniBand or RoCE is available";
+    } else {
+      continue;
+    }
+    auto [start, end] = first_line_range(model, w.at);
+    ctx.report(start, end, what + ": collectives get slower; set it only to work around a broken fabric");
+  }
+}
+}  // namespace
+
+extern const Rule kNcclTransportDisabled{
+    {"DDP304", "nccl-transport-disabled", Severity::Warning,
+     "NCCL_IB_DISABLE / NCCL_P2P_DISABLE / NCCL_SHM_DISABLE / NCCL_NET=Socket set in code",
+     "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html", {}, false},
+    &check};
+
+}  // namespace ddplint::rules

@@ -1,0 +1,36 @@
+// DDP305 gloo-backend-for-cuda: the gloo process group in a script that trains on CUDA.
+#include "linter/semantic_model.hpp"
+#include "rules/common.hpp"
+
+namespace ddplint::rules {
+
+namespace {
+void check(const SemanticModel& model, RuleContext& ctx) {
+  if (!model.uses_cuda() || !model.gloo_backend()) return;
+  // only collectives move CUDA tensors through the process group: an RPC-only
+  // script with a gloo group for bookkeeping is not slowed down by it
+  bool collectives = model.wraps_ddp();
+  for (const CallSite& c : model.calls()) collectives = collectives || is_collective(c.canonical);
+  if (!collectives) return;
+  for (const CallSite* call : model.calls_to("torch.distributed.init_process_group")) {
+    TSNode backend = model.argument(*call, "backend", 0);
+    if (ts_node_is_null(backend)) continue;
+    Value v = model.value_of(backend);
+    bool gloo = (v.kind == Value::Kind::Str && v.s == "gloo") ||
+                model.canonical_name(backend) == "torch.distributed.Backend.GLOO";
+    if (!gloo) continue;
+    TSNode at = argument_node(backend);
+    ctx.report(ts_node_start_byte(at), ts_node_end_byte(at),
+               "the gloo backend in a script that trains on CUDA: gradient all-reduces of CUDA tensors run "
+               "far slower than with NCCL; use backend=\"nccl\" (or \"cpu:gloo,cuda:nccl\" for both)");
+  }
+}
+}  // namespace
+
+extern const Rule kGlooBackendForCuda{
+    {"DDP305", "gloo-backend-for-cuda", Severity::Warning,
+     "init_process_group(backend=\"gloo\") in a script that trains on CUDA",
+     "https://pytorch.org/docs/stable/distributed.html#which-backend-to-use", {}, false},
+    &check};
+
+}  // namespace ddplint::rules
