@@ -26,6 +26,8 @@ extern const Rule kGlooBackendForCuda;
 extern const Rule kNcclDebugLeftOn;
 extern const Rule kDeprecatedCudaAmp;
 extern const Rule kDeterministicKernels;
+extern const Rule kHostTransferInTrainingLoop;
+extern const Rule kExplicitSyncInTrainingLoop;
 
 namespace {
 std::vector<Rule> build() {
@@ -46,6 +48,8 @@ std::vector<Rule> build() {
       kNcclDebugLeftOn,
       kDeprecatedCudaAmp,
       kDeterministicKernels,
+      kHostTransferInTrainingLoop,
+      kExplicitSyncInTrainingLoop,
   };
   for (Rule& r : rules) {
     for (std::size_t i = 0; i < kRuleDocCount; ++i)

@@ -1,0 +1,96 @@
+// DDP402 host-transfer-in-training-loop: .cpu()/.numpy()/.tolist()/.to("cpu") every step.
+#include <unordered_set>
+
+#include "linter/semantic_model.hpp"
+#include "rules/common.hpp"
+
+namespace ddplint::rules {
+
+namespace {
+
+bool is_host_read(std::string_view method) {
+  return method == "cpu" || method == "numpy" || method == "tolist" || method == "item";
+}
+
+// `.to("cpu")`, `.to(device="cpu")`, `.to(torch.device("cpu"))`
+bool to_cpu(const SemanticModel& model, const CallSite& call) {
+  if (call.method != "to") return false;
+  TSNode device = model.argument(call, "device", 0);
+  if (ts_node_is_null(device)) return false;
+  Value v = model.value_of(device);
+  if (v.kind == Value::Kind::Str) return v.s == "cpu";
+  if (ts_node_symbol(device) == kinds().call) {
+    const CallSite* ctor = model.call_at(device);
+    if (ctor && ctor->canonical == "torch.device") {
+      Value t = model.value_of(model.argument(*ctor, "type", 0));
+      return t.kind == Value::Kind::Str && t.s == "cpu";
+    }
+  }
+  return false;
+}
+
+// The receiver is already a host value: a NumPy array (also sliced, or after
+// a NumPy method such as `.round(4)`), a Python number, or the result of a
+// host read. Follows names bound once; bounded depth.
+// A direct chain (`x.cpu().numpy()`) is not exempt: its outermost read is the
+// one reported; only a read stored earlier (`arr = x.cpu().numpy()`) is.
+bool host_receiver(const SemanticModel& model, TSNode expr, int depth = 0, bool stored = false) {
+  if (ts_node_is_null(expr) || depth > 8) return false;
+  const Kinds& k = kinds();
+  TSSymbol s = ts_node_symbol(expr);
+  if (s == k.parenthesized_expression && ts_node_named_child_count(expr) == 1)
+    return host_receiver(model, ts_node_named_child(expr, 0), depth + 1, stored);
+  if (s == k.subscript) return host_receiver(model, field(expr, k.f_value), depth + 1, stored);
+  if (s == k.call) {
+    const CallSite* c = model.call_at(expr);
+    if (!c) return false;
+    if (c->canonical.rfind("numpy.", 0) == 0) return true;
+    bool read = c->method == "numpy" || c->method == "tolist" || c->method == "item" || c->method == "cpu" ||
+                to_cpu(model, *c);
+    if (read) return stored;
+    // a method of a host value returns a host value (`arr.round(4)`)
+    return !ts_node_is_null(c->receiver) && host_receiver(model, c->receiver, depth + 1, stored);
+  }
+  if (s == k.identifier || s == k.attribute) {
+    if (model.canonical_name(expr).rfind("numpy", 0) == 0) return true;
+    TSNode v = model.single_assignment(expr);
+    if (!ts_node_is_null(v)) return host_receiver(model, v, depth + 1, true);
+    return model.value_of(expr).is_number();
+  }
+  return model.value_of(expr).is_number();
+}
+
+void check(const SemanticModel& model, RuleContext& ctx) {
+  if (!model.uses_cuda()) return;
+  // In a chain (`loss.detach().cpu().numpy()`, `x.cpu().item()`) only the
+  // outermost read is reported: one copy, one sync, one finding.
+  std::unordered_set<std::uint32_t> inner;
+  for (const CallSite& c : model.calls()) {
+    if ((is_host_read(c.method) || to_cpu(model, c)) && !ts_node_is_null(c.receiver) &&
+        ts_node_symbol(c.receiver) == kinds().call) {
+      inner.insert(ts_node_start_byte(c.receiver) ^ (ts_node_end_byte(c.receiver) << 1));
+    }
+  }
+  for (const CallSite& c : model.calls()) {
+    bool transfer = (c.method == "cpu" || c.method == "numpy" || c.method == "tolist") ? model.positional_count(c) == 0
+                                                                                      : to_cpu(model, c);
+    if (!transfer || ts_node_is_null(c.receiver)) continue;
+    if (inner.contains(ts_node_start_byte(c.node) ^ (ts_node_end_byte(c.node) << 1))) continue;
+    if (host_receiver(model, c.receiver)) continue;
+    if (!model.runs_every_step(c.node, kRareGuards)) continue;
+    auto [start, end] = first_line_range(model, c.node);
+    std::string what = c.method == "to" ? ".to(\"cpu\")" : "." + std::string(c.method) + "()";
+    ctx.report(start, end,
+               "`" + what + "` on every training step: copying a CUDA tensor to the host waits for all queued "
+               "GPU work (a host-device sync); keep values on the GPU and copy every N steps");
+  }
+}
+}  // namespace
+
+extern const Rule kHostTransferInTrainingLoop{
+    {"DDP402", "host-transfer-in-training-loop", Severity::Warning,
+     "`.cpu()`, `.numpy()`, `.tolist()` or `.to(\"cpu\")` on every step of a CUDA training loop",
+     "https://pytorch.org/docs/stable/notes/cuda.html#asynchronous-execution", {}, false},
+    &check};
+
+}  // namespace ddplint::rules

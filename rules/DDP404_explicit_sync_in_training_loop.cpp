@@ -1,0 +1,47 @@
+// DDP404 explicit-sync-in-training-loop: torch.cuda.synchronize()/empty_cache() every step.
+#include <unordered_set>
+
+#include "linter/semantic_model.hpp"
+#include "rules/common.hpp"
+
+namespace ddplint::rules {
+
+namespace {
+
+// Timing code: scopes (functions, or the module) that create CUDA events or
+// read elapsed_time, so a synchronize there brackets a measurement.
+std::unordered_set<int> timing_scopes(const SemanticModel& model) {
+  std::unordered_set<int> scopes;
+  for (const CallSite& c : model.calls())
+    if (c.canonical == "torch.cuda.Event" || c.method == "elapsed_time") scopes.insert(model.regions()[c.region].scope);
+  return scopes;
+}
+
+void check(const SemanticModel& model, RuleContext& ctx) {
+  if (!model.uses_cuda()) return;
+  std::unordered_set<int> timing;
+  bool timing_known = false;
+  for (std::string_view name : {"torch.cuda.synchronize", "torch.cuda.empty_cache"}) {
+    for (const CallSite* call : model.calls_to(name)) {
+      if (!model.runs_every_step(call->node, kRareGuards)) continue;
+      bool sync = name == "torch.cuda.synchronize";
+      if (sync && !timing_known) timing = timing_scopes(model), timing_known = true;
+      if (sync && timing.contains(model.regions()[call->region].scope)) continue;
+      auto [start, end] = first_line_range(model, call->node);
+      ctx.report(start, end,
+                 sync ? "torch.cuda.synchronize() on every training step: the CPU waits for all queued GPU work, "
+                        "so it cannot queue the next step ahead"
+                      : "torch.cuda.empty_cache() on every training step: it synchronises and returns cached "
+                        "blocks to the driver, so the next step pays for cudaMalloc again");
+    }
+  }
+}
+}  // namespace
+
+extern const Rule kExplicitSyncInTrainingLoop{
+    {"DDP404", "explicit-sync-in-training-loop", Severity::Warning,
+     "torch.cuda.synchronize() or torch.cuda.empty_cache() on every training step",
+     "https://pytorch.org/docs/stable/notes/cuda.html#asynchronous-execution", {}, false},
+    &check};
+
+}  // namespace ddplint::rules
