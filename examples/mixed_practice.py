@@ -178,7 +178,7 @@ def main():
         running_loss, seen = 0.0, 0
         correct = torch.zeros((), device="cuda")
 
-        for step, (images, labels) in enumerate(train_loader):
+        for step, (images, labels) in enumerate(train_loader):  # expect: DDP501
             loss_value, n_correct = train_step(model, images, labels, optimizer, criterion, world_size)
             scheduler.step()
             running_loss += loss_value * labels.size(0)

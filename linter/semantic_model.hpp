@@ -164,6 +164,8 @@ class SemanticModel {
   /// file called from such a loop, and no enclosing `if` between it and that
   /// loop is a guard of a kind in `exempt`.
   bool runs_every_step(TSNode node, GuardMask exempt) const;
+  /// True if region `r` is a loop that runs once per training step.
+  bool is_step_loop(int r) const { return r >= 0 && static_cast<std::size_t>(r) < step_loop_.size() && step_loop_[r]; }
   /// True when the node is inside any training loop (step or epoch level).
   bool in_training_loop(TSNode node) const;
   /// Classifies an `if` condition (see GuardKind). `negated` for the else branch.

@@ -42,15 +42,6 @@ bool multiplies_by_gpu_count(const SemanticModel& model, TSNode expr, int depth 
   return false;
 }
 
-// An evaluation loader, by the name it is assigned to (val_loader, test_dl,
-// eval_loader): its batch size does not set the training step's work.
-bool evaluation_loader(const SemanticModel& model, const CallSite& call) {
-  std::string name(model.last_name(model.assigned_to(call.node)));
-  std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
-  return name.find("val") != std::string::npos || name.find("test") != std::string::npos ||
-         name.find("eval") != std::string::npos;
-}
-
 void check(const SemanticModel& model, RuleContext& ctx) {
   bool data_parallel = !model.calls_to(kDataParallel).empty();
   if (!model.is_distributed() && !data_parallel) return;

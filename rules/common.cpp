@@ -67,6 +67,37 @@ TSNode argument_node(TSNode value) {
   return value;
 }
 
+bool evaluation_loader(const SemanticModel& model, const CallSite& call) {
+  std::string name(model.last_name(model.assigned_to(call.node)));
+  std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
+  return name.find("val") != std::string::npos || name.find("test") != std::string::npos ||
+         name.find("eval") != std::string::npos;
+}
+
+std::string autocast_precision(const SemanticModel& model, const CallSite& call) {
+  std::string_view c = call.canonical;
+  bool cuda_amp = c == "torch.cuda.amp.autocast";
+  if (!cuda_amp && c != "torch.autocast" && c != "torch.amp.autocast") return {};
+  if (!cuda_amp) {
+    // torch.autocast(device_type, dtype=None, enabled=True, ...)
+    Value device = model.value_of(model.argument(call, "device_type", 0));
+    if (device.kind != Value::Kind::Str || device.s != "cuda") return {};
+  }
+  Value enabled = model.value_of(model.argument(call, "enabled", cuda_amp ? 0 : 2));
+  if (enabled.known() && !enabled.truthy()) return {};
+  // dtype is the second parameter of both torch.cuda.amp.autocast(enabled, dtype)
+  // and torch.autocast(device_type, dtype)
+  TSNode dtype = model.argument(call, "dtype", 1);
+  if (ts_node_is_null(dtype)) return model.has_unpacked_arguments(call) ? "" : "fp16";  // CUDA's default
+  std::string d = model.canonical_name(dtype);
+  if (d == "torch.float16" || d == "torch.half") return "fp16";
+  if (d == "torch.bfloat16") return "bf16";
+  Value v = model.value_of(dtype);
+  if (v.kind == Value::Kind::Str && (v.s == "float16" || v.s == "fp16")) return "fp16";
+  if (v.kind == Value::Kind::Str && (v.s == "bfloat16" || v.s == "bf16")) return "bf16";
+  return {};
+}
+
 std::uint32_t line_of(const SemanticModel& model, TSNode node) {
   return model.source().lines().line_of(ts_node_start_byte(node)) + 1;
 }

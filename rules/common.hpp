@@ -31,6 +31,14 @@ std::pair<std::uint32_t, std::uint32_t> first_line_range(const SemanticModel& mo
 /// For a keyword argument's value, the whole `name=value` node; otherwise the node itself.
 TSNode argument_node(TSNode value);
 
+/// An evaluation loader, by the name it is assigned to (val_loader, test_dl,
+/// eval_loader): its batch size does not set the training step's work.
+bool evaluation_loader(const SemanticModel& model, const CallSite& call);
+
+/// Precision an autocast call selects on CUDA: "fp16", "bf16", or empty when
+/// the call is not a CUDA autocast or its dtype cannot be resolved.
+std::string autocast_precision(const SemanticModel& model, const CallSite& call);
+
 /// 1-based line of a node, for messages that point elsewhere.
 std::uint32_t line_of(const SemanticModel& model, TSNode node);
 

@@ -28,6 +28,12 @@ extern const Rule kDeprecatedCudaAmp;
 extern const Rule kDeterministicKernels;
 extern const Rule kHostTransferInTrainingLoop;
 extern const Rule kExplicitSyncInTrainingLoop;
+extern const Rule kSamplerWithShuffle;
+extern const Rule kLoadWithoutMapLocation;
+extern const Rule kTinyPerGpuBatch;
+extern const Rule kFp16WithoutGradScaler;
+extern const Rule kGradScalerWithBf16;
+extern const Rule kNoMixedPrecision;
 
 namespace {
 std::vector<Rule> build() {
@@ -50,6 +56,12 @@ std::vector<Rule> build() {
       kDeterministicKernels,
       kHostTransferInTrainingLoop,
       kExplicitSyncInTrainingLoop,
+      kSamplerWithShuffle,
+      kLoadWithoutMapLocation,
+      kTinyPerGpuBatch,
+      kFp16WithoutGradScaler,
+      kGradScalerWithBf16,
+      kNoMixedPrecision,
   };
   for (Rule& r : rules) {
     for (std::size_t i = 0; i < kRuleDocCount; ++i)

@@ -1,0 +1,35 @@
+// DDP106 sampler-with-shuffle: DataLoader(shuffle=True, sampler=...) raises at start-up.
+#include "linter/semantic_model.hpp"
+#include "rules/common.hpp"
+
+namespace ddplint::rules {
+
+namespace {
+void check(const SemanticModel& model, RuleContext& ctx) {
+  for (const CallSite* call : model.calls_to(kDataLoader)) {
+    // DataLoader(dataset, batch_size, shuffle, sampler, batch_sampler, ...)
+    TSNode shuffle = model.argument(*call, "shuffle", 2);
+    if (ts_node_is_null(shuffle)) continue;
+    Value sv = model.value_of(shuffle);
+    if (!sv.known() || !sv.truthy()) continue;
+    for (auto [name, pos] : {std::pair<std::string_view, int>{"sampler", 3}, {"batch_sampler", 4}}) {
+      TSNode sampler = model.argument(*call, name, pos);
+      if (ts_node_is_null(sampler) || model.value_of(sampler).kind == Value::Kind::None) continue;
+      TSNode at = argument_node(shuffle);
+      ctx.report(ts_node_start_byte(at), ts_node_end_byte(at),
+                 "shuffle=True together with " + std::string(name) +
+                     "=: DataLoader raises ValueError at start-up (the sampler decides the order); drop shuffle "
+                     "and shuffle in the sampler (DistributedSampler(shuffle=True) is the default)");
+      break;
+    }
+  }
+}
+}  // namespace
+
+extern const Rule kSamplerWithShuffle{
+    {"DDP106", "sampler-with-shuffle", Severity::Error,
+     "DataLoader(shuffle=True, sampler=...): raises ValueError at start-up",
+     "https://pytorch.org/docs/stable/data.html#torch.utils.data.DataLoader", {}, false},
+    &check};
+
+}  // namespace ddplint::rules

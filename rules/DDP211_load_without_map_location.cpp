@@ -1,0 +1,29 @@
+// DDP211 load-without-map-location: torch.load restores tensors onto the GPU they were saved from.
+#include "linter/semantic_model.hpp"
+#include "rules/common.hpp"
+
+namespace ddplint::rules {
+
+namespace {
+void check(const SemanticModel& model, RuleContext& ctx) {
+  if (!model.is_distributed() || !model.uses_cuda()) return;
+  for (const CallSite* call : model.calls_to("torch.load")) {
+    // torch.load(f, map_location=None, ...)
+    if (!ts_node_is_null(model.argument(*call, "map_location", 1))) continue;  // any value
+    if (model.has_unpacked_arguments(*call)) continue;
+    auto [start, end] = first_line_range(model, call->node);
+    ctx.report(start, end,
+               "torch.load without map_location in a distributed CUDA script: tensors return to the device "
+               "they were saved from (usually cuda:0), so every rank allocates on GPU 0; pass "
+               "map_location=\"cpu\" or this rank's device");
+  }
+}
+}  // namespace
+
+extern const Rule kLoadWithoutMapLocation{
+    {"DDP211", "load-without-map-location", Severity::Warning,
+     "torch.load without map_location in a distributed CUDA script: every rank loads onto GPU 0",
+     "https://pytorch.org/docs/stable/generated/torch.load.html", {}, false},
+    &check};
+
+}  // namespace ddplint::rules

@@ -1,0 +1,80 @@
+// DDP501 no-mixed-precision: a CUDA training loop with no autocast and no half-precision model.
+#include "linter/semantic_model.hpp"
+#include "rules/common.hpp"
+
+namespace ddplint::rules {
+
+namespace {
+
+// Anything that makes the step run in reduced precision: autocast (any
+// spelling, also as a decorator), a half/bfloat16 model or default dtype,
+// or mixed precision set up by a framework (Accelerator, Lightning).
+bool uses_reduced_precision(const SemanticModel& model) {
+  // autocast or a scaler referenced in any form (`partial(torch.autocast, ...)`,
+  // `amp_autocast = ...`, a config key): the script already knows about AMP
+  std::string_view text = model.source().text();
+  auto count = [](std::string_view hay, std::string_view word) {
+    std::size_t n = 0;
+    for (std::size_t at = hay.find(word); at != std::string_view::npos; at = hay.find(word, at + word.size())) ++n;
+    return n;
+  };
+  for (std::string_view word : {"autocast", "GradScaler", "mixed_precision"}) {
+    std::size_t all = count(text, word);
+    if (all == 0) continue;
+    std::size_t in_comments = 0;  // a `# TODO: try autocast` is not a use
+    for (TSNode c : model.comments()) in_comments += count(model.text(c), word);
+    if (all > in_comments) return true;
+  }
+  for (const CallSite& c : model.calls()) {
+    std::string_view m = c.method;
+    if (m == "autocast" || m == "half" || m == "bfloat16") return true;
+    if (c.canonical == "torch.set_default_dtype") return true;
+    if (m == "to") {
+      for (TSNode a : {model.argument(c, "dtype", 0), model.argument(c, "", 1)}) {
+        std::string d = model.canonical_name(a);
+        if (d == "torch.float16" || d == "torch.half" || d == "torch.bfloat16") return true;
+      }
+    }
+    // Accelerator(mixed_precision=...), Trainer(precision=...), Fabric(precision=...)
+    for (std::string_view kw : {"mixed_precision", "precision"}) {
+      TSNode p = model.argument(c, kw);
+      if (ts_node_is_null(p)) continue;
+      Value v = model.value_of(p);
+      if (!v.known() || (v.kind == Value::Kind::Str && v.s != "no" && v.s != "32" && v.s != "32-true" &&
+                         v.s != "fp32")) {
+        return true;  // unknown or a reduced precision: do not guess
+      }
+      if (v.kind == Value::Kind::Int && v.i == 16) return true;
+    }
+  }
+  for (TSNode d : model.decorators()) {
+    if (model.text(d).find("autocast") != std::string_view::npos) return true;
+  }
+  return false;
+}
+
+void check(const SemanticModel& model, RuleContext& ctx) {
+  if (!model.uses_cuda() || !model.trains()) return;
+  int first_step_loop = -1;
+  for (std::size_t r = 0; r < model.regions().size(); ++r) {
+    if (model.is_step_loop(static_cast<int>(r))) {
+      first_step_loop = static_cast<int>(r);
+      break;
+    }
+  }
+  if (first_step_loop < 0 || uses_reduced_precision(model)) return;
+  auto [start, end] = first_line_range(model, model.regions()[first_step_loop].node);
+  ctx.report(start, end,
+             "CUDA training loop in float32 with no autocast: Tensor Cores run matrix multiplies several times "
+             "faster in bfloat16/float16; wrap the forward pass and loss in torch.autocast(\"cuda\", "
+             "dtype=torch.bfloat16)");
+}
+}  // namespace
+
+extern const Rule kNoMixedPrecision{
+    {"DDP501", "no-mixed-precision", Severity::Info,
+     "A CUDA training loop with no autocast and no half/bfloat16 model",
+     "https://pytorch.org/docs/stable/amp.html", {}, false},
+    &check};
+
+}  // namespace ddplint::rules

@@ -1,0 +1,35 @@
+// DDP503 fp16-without-grad-scaler: float16 autocast in training with no GradScaler.
+#include "linter/semantic_model.hpp"
+#include "rules/common.hpp"
+
+namespace ddplint::rules {
+
+namespace {
+bool has_grad_scaler(const SemanticModel& model) {
+  for (const CallSite& c : model.calls())
+    if (c.method.ends_with("GradScaler")) return true;  // torch.amp, torch.cuda.amp, ShardedGradScaler
+  return false;
+}
+
+void check(const SemanticModel& model, RuleContext& ctx) {
+  if (!model.trains()) return;
+  bool scaler_checked = false, scaler = false;
+  for (const CallSite& call : model.calls()) {
+    if (autocast_precision(model, call) != "fp16") continue;
+    if (!model.in_training_loop(call.node) && !model.runs_every_step(call.node, 0)) continue;
+    if (!scaler_checked) scaler = has_grad_scaler(model), scaler_checked = true;
+    if (scaler) return;
+    ctx.report(ts_node_start_byte(call.callee), ts_node_end_byte(call.callee),
+               "float16 autocast in a training loop with no GradScaler: small gradients underflow to zero in "
+               "float16; scale the loss with torch.amp.GradScaler(\"cuda\"), or use dtype=torch.bfloat16");
+  }
+}
+}  // namespace
+
+extern const Rule kFp16WithoutGradScaler{
+    {"DDP503", "fp16-without-grad-scaler", Severity::Error,
+     "float16 autocast in a training loop with no GradScaler: gradients underflow",
+     "https://pytorch.org/docs/stable/amp.html#gradient-scaling", {}, false},
+    &check};
+
+}  // namespace ddplint::rules
