@@ -90,7 +90,7 @@ def make_datasets(data_dir, download):
 
 
 def train_step(model, images, labels, optimizer, criterion, world_size):
-    images = images.cuda(non_blocking=True)
+    images = images.cuda(non_blocking=True)  # expect: DDP203
     labels = labels.cuda(non_blocking=True)
 
     optimizer.zero_grad()
@@ -157,7 +157,7 @@ def main():
     )
 
     model = CifarNet(num_classes=10).cuda()
-    model = DDP(model)  # expect: DDP201
+    model = DDP(model)
 
     optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9, weight_decay=args.wd, nesterov=True)
     scheduler = torch.optim.lr_scheduler.OneCycleLR(

@@ -70,7 +70,7 @@ bool is_rank_name(std::string_view raw) {
     return name.size() >= suf.size() && name.compare(name.size() - suf.size(), suf.size(), suf) == 0;
   };
   return ends("_rank") || name.rfind("rank_", 0) == 0 || name == "localrank" || name == "gpu_id" ||
-         name == "device_id" || name == "local_gpu";
+         name == "device_id" || name == "local_gpu" || name == "process_index" || name == "local_process_index";
 }
 
 bool is_main_process_name(std::string_view raw) {
@@ -1357,7 +1357,15 @@ GuardMask SemanticModel::classify_condition(TSNode cond, bool negated) const {
         }
         return false;
       };
-      if (has_mod(operands[0]) || has_mod(operands[1])) return positive ? kGuardPeriodic : 0;
+      if (has_mod(operands[0]) || has_mod(operands[1])) {
+        // `rank % ngpus_per_node == 0`: the first process of each node, not a step interval
+        TSNode m = has_mod(operands[0]) ? operands[0] : operands[1];
+        while (ts_node_symbol(m) == k.parenthesized_expression && ts_node_named_child_count(m) == 1)
+          m = ts_node_named_child(m, 0);
+        if (ts_node_symbol(m) == k.binary_operator && is_rank_value(field(m, k.f_left)))
+          return positive ? (kGuardMainProcess | kGuardRankDependent) : kGuardRankDependent;
+        return positive ? kGuardPeriodic : 0;
+      }
       GuardMask g = 0;
       bool r0 = is_rank_value(operands[0]), r1 = is_rank_value(operands[1]);
       if (r0 || r1) {

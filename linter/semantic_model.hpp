@@ -164,6 +164,10 @@ class SemanticModel {
   /// file called from such a loop, and no enclosing `if` between it and that
   /// loop is a guard of a kind in `exempt`.
   bool runs_every_step(TSNode node, GuardMask exempt) const;
+  /// Call sites (indices into calls()) that resolve to function `f` of this file.
+  std::span<const int> callers_of(int f) const {
+    return f >= 0 && static_cast<std::size_t>(f) < callers_.size() ? std::span<const int>(callers_[f]) : std::span<const int>();
+  }
   /// True if region `r` is a loop that runs once per training step.
   bool is_step_loop(int r) const { return r >= 0 && static_cast<std::size_t>(r) < step_loop_.size() && step_loop_[r]; }
   /// True when the node is inside any training loop (step or epoch level).

@@ -98,6 +98,61 @@ std::string autocast_precision(const SemanticModel& model, const CallSite& call)
   return {};
 }
 
+void Pins::add(const SemanticModel& model, TSNode pin) {
+  int scope = model.regions()[model.region_of(pin)].scope;
+  auto [it, inserted] = first_in_scope.try_emplace(scope, ts_node_start_byte(pin));
+  if (!inserted) it->second = std::min(it->second, ts_node_start_byte(pin));
+}
+
+bool Pins::before(const SemanticModel& model, TSNode node) const {
+  if (anywhere) return true;
+  int scope = model.regions()[model.region_of(node)].scope;
+  auto it = first_in_scope.find(scope);
+  std::size_t here = 0;
+  if (it != first_in_scope.end()) {
+    if (it->second < ts_node_start_byte(node)) return true;
+    here = 1;
+  }
+  return first_in_scope.size() > here;  // pins in other scopes
+}
+
+Pins collect_pins(const SemanticModel& model) {
+  Pins pins;
+  pins.anywhere = model.source().text().find("CUDA_VISIBLE_DEVICES") != std::string_view::npos;
+  if (pins.anywhere) return pins;
+  for (const CallSite* c : model.calls_to("torch.cuda.set_device")) pins.add(model, c->node);
+  for (const CallSite* c : model.calls_to("torch.cuda.device")) pins.add(model, c->node);
+  for (const CallSite* c : model.calls_to("torch.distributed.init_process_group"))
+    if (!ts_node_is_null(model.argument(*c, "device_id"))) pins.add(model, c->node);
+  for (std::string_view method : {"to", "cuda"}) {
+    for (const CallSite* c : model.calls_named(method)) {
+      if (ts_node_is_null(c->receiver)) continue;
+      TSNode device = model.argument(*c, "device", 0);
+      if (ts_node_is_null(device)) continue;  // .cuda(): the current device, GPU 0 unless set
+      if (model.may_be_indexed_device(device)) pins.add(model, c->node);
+    }
+  }
+  return pins;
+}
+
+TSNode all_ranks_on_default_gpu(const SemanticModel& model, const Pins& pins) {
+  if (!model.is_distributed() || !model.uses_cuda() || pins.any()) return {};
+  for (const CallSite* c : model.calls_to("torch.nn.parallel.DistributedDataParallel"))
+    if (!ts_node_is_null(model.argument(*c, "device_ids", 1)) || model.has_unpacked_arguments(*c)) return {};
+  // the first move to the default device, in document order
+  for (const CallSite& c : model.calls()) {
+    if (c.method == "cuda" && !ts_node_is_null(c.receiver) && ts_node_is_null(model.argument(c, "device", 0)))
+      return c.node;
+    TSNode device{};
+    if (c.method == "to" && !ts_node_is_null(c.receiver)) device = model.argument(c, "device", 0);
+    if (c.canonical == "torch.device") device = model.argument(c, "type", 0);
+    if (ts_node_is_null(device)) continue;
+    Value v = model.value_of(device);
+    if (v.kind == Value::Kind::Str && v.s == "cuda") return c.node;
+  }
+  return {};
+}
+
 std::uint32_t line_of(const SemanticModel& model, TSNode node) {
   return model.source().lines().line_of(ts_node_start_byte(node)) + 1;
 }

@@ -3,6 +3,7 @@
 
 #include <string>
 #include <string_view>
+#include <unordered_map>
 
 #include "linter/diagnostic.hpp"
 #include "linter/semantic_model.hpp"
@@ -38,6 +39,26 @@ bool evaluation_loader(const SemanticModel& model, const CallSite& call);
 /// Precision an autocast call selects on CUDA: "fp16", "bf16", or empty when
 /// the call is not a CUDA autocast or its dtype cannot be resolved.
 std::string autocast_precision(const SemanticModel& model, const CallSite& call);
+
+/// Where the script selects this process's GPU: torch.cuda.set_device(...),
+/// torch.cuda.device(...), init_process_group(device_id=...), a move to an
+/// indexed device (.to(local_rank), .cuda(args.gpu), f"cuda:{rank}"), or
+/// CUDA_VISIBLE_DEVICES set in code. Collected once per file.
+struct Pins {
+  bool anywhere = false;                                  ///< CUDA_VISIBLE_DEVICES: pinned for every wrap
+  std::unordered_map<int, std::uint32_t> first_in_scope;  ///< scope -> earliest pin byte
+  void add(const SemanticModel& model, TSNode pin);
+  /// A pin in another function (order unknown) or before `node` in its own function.
+  bool before(const SemanticModel& model, TSNode node) const;
+  bool any() const { return anywhere || !first_in_scope.empty(); }
+};
+Pins collect_pins(const SemanticModel& model);
+
+/// DDP203's condition: a distributed CUDA script that never selects a
+/// per-process device (no pin, no DDP device_ids) yet moves work with
+/// `.cuda()`, `.to("cuda")` or `torch.device("cuda")`. Returns the first such
+/// move, or a null node.
+TSNode all_ranks_on_default_gpu(const SemanticModel& model, const Pins& pins);
 
 /// 1-based line of a node, for messages that point elsewhere.
 std::uint32_t line_of(const SemanticModel& model, TSNode node);

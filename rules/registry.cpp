@@ -34,6 +34,7 @@ extern const Rule kTinyPerGpuBatch;
 extern const Rule kFp16WithoutGradScaler;
 extern const Rule kGradScalerWithBf16;
 extern const Rule kNoMixedPrecision;
+extern const Rule kAllRanksOnDefaultGpu;
 
 namespace {
 std::vector<Rule> build() {
@@ -62,6 +63,7 @@ std::vector<Rule> build() {
       kFp16WithoutGradScaler,
       kGradScalerWithBf16,
       kNoMixedPrecision,
+      kAllRanksOnDefaultGpu,
   };
   for (Rule& r : rules) {
     for (std::size_t i = 0; i < kRuleDocCount; ++i)

@@ -208,6 +208,8 @@ def train(loader, model, opt, args, rank):
             p()
         if DEBUG_SYNC:
             q()
+        if not args.multiprocessing_distributed or args.rank % ngpus_per_node == 0:
+            t()
         if not DEBUG_SYNC:
             r()
 )");
@@ -229,6 +231,8 @@ def train(loader, model, opt, args, rank):
   CHECK(guard("o()") == (kGuardPeriodic | kGuardFinalStep));
   CHECK(guard("p()") == 0);  // one side runs whenever the loss is high
   CHECK(guard("q()") == kGuardOffByDefault);
+  CHECK((guard("t()") & kGuardMainProcess));
+  CHECK_FALSE((guard("t()") & kGuardPeriodic));
   CHECK(guard("r()") == 0);
   CHECK(m.model.runs_every_step(m.call("a()").node, kGuardPeriodic) == false);
   CHECK(m.model.runs_every_step(m.call("b()").node, kGuardPeriodic) == true);

@@ -1,0 +1,26 @@
+// DDP203 all-ranks-on-default-gpu: no per-process device is ever selected.
+#include "linter/semantic_model.hpp"
+#include "rules/common.hpp"
+
+namespace ddplint::rules {
+
+namespace {
+void check(const SemanticModel& model, RuleContext& ctx) {
+  if (!model.is_distributed() || !model.uses_cuda()) return;
+  TSNode move = all_ranks_on_default_gpu(model, collect_pins(model));
+  if (ts_node_is_null(move)) return;
+  auto [start, end] = first_line_range(model, move);
+  ctx.report(start, end,
+             "this distributed script never selects a GPU per process (no torch.cuda.set_device(local_rank), "
+             "no indexed device, no device_ids), so this move and every rank's work land on GPU 0; call "
+             "torch.cuda.set_device(local_rank) first");
+}
+}  // namespace
+
+extern const Rule kAllRanksOnDefaultGpu{
+    {"DDP203", "all-ranks-on-default-gpu", Severity::Error,
+     "A distributed CUDA script that never selects a per-process GPU: every rank uses GPU 0",
+     "https://pytorch.org/docs/stable/generated/torch.cuda.set_device.html", {}, false},
+    &check};
+
+}  // namespace ddplint::rules
