@@ -35,6 +35,7 @@ extern const Rule kFp16WithoutGradScaler;
 extern const Rule kGradScalerWithBf16;
 extern const Rule kNoMixedPrecision;
 extern const Rule kAllRanksOnDefaultGpu;
+extern const Rule kCheckpointOnEveryRank;
 
 namespace {
 std::vector<Rule> build() {
@@ -64,6 +65,7 @@ std::vector<Rule> build() {
       kGradScalerWithBf16,
       kNoMixedPrecision,
       kAllRanksOnDefaultGpu,
+      kCheckpointOnEveryRank,
   };
   for (Rule& r : rules) {
     for (std::size_t i = 0; i < kRuleDocCount; ++i)

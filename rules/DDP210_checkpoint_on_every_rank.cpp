@@ -1,0 +1,88 @@
+// DDP210 checkpoint-on-every-rank: torch.save not guarded by a rank-0 check.
+#include "linter/semantic_model.hpp"
+#include "rules/common.hpp"
+
+namespace ddplint::rules {
+
+namespace {
+
+// An early exit for the other ranks before `node` in its function:
+// `if rank != 0: return`, `if not is_main_process(): return`.
+bool early_return_for_other_ranks(const SemanticModel& model, TSNode node) {
+  int scope = model.regions()[model.region_of(node)].scope;
+  const Kinds& k = kinds();
+  for (const Region& r : model.regions()) {
+    if (r.kind != Region::Kind::Branch || r.negated || r.scope != scope) continue;
+    if (ts_node_end_byte(r.node) > ts_node_start_byte(node)) continue;
+    if (!(model.classify_condition(r.condition, true) & kGuardMainProcess)) continue;
+    std::string_view body = model.text(field(r.node, k.f_consequence));
+    if (body.rfind("return", 0) == 0) return true;
+  }
+  return false;
+}
+
+// Runs on the main process only: under a rank-0 guard here, after an early
+// return for the other ranks, or in a function whose every call is guarded.
+bool main_process_only(const SemanticModel& model, TSNode node, int depth = 0) {
+  if (depth > 8) return false;
+  if (model.enclosing_guards(node) & kGuardMainProcess) return true;
+  if (early_return_for_other_ranks(model, node)) return true;
+  const Region& scope = model.regions()[model.regions()[model.region_of(node)].scope];
+  if (scope.kind != Region::Kind::Function) return false;
+  auto callers = model.callers_of(scope.function);
+  if (callers.empty()) return false;
+  for (int ci : callers)
+    if (!main_process_only(model, model.calls()[ci].node, depth + 1)) return false;
+  return true;
+}
+
+// A per-rank shard: the path mentions the rank (`f"ckpt_rank{rank}.pt"`),
+// directly or through names bound once.
+bool per_rank_path(const SemanticModel& model, TSNode path) {
+  if (ts_node_is_null(path)) return false;
+  std::vector<TSNode> stack{path};
+  for (int budget = 512; !stack.empty() && budget > 0; --budget) {
+    TSNode n = stack.back();
+    stack.pop_back();
+    TSSymbol s = ts_node_symbol(n);
+    if ((s == kinds().identifier || s == kinds().attribute || s == kinds().call) && model.is_rank_value(n)) return true;
+    if (s == kinds().identifier) {  // any assignment of the name (if/elif branches bind it twice)
+      for (const Binding* b : model.bindings_of(model.text(n), model.region_of(n)))
+        if (b->kind == Binding::Kind::Assign && !ts_node_is_null(b->value) && !ts_node_eq(b->target, n))
+          stack.push_back(b->value);
+    }
+    for (TSNode c : children(n)) stack.push_back(c);
+  }
+  return false;
+}
+
+// An in-memory buffer (`io.BytesIO()`): nothing is written to disk.
+bool memory_buffer(const SemanticModel& model, TSNode target) {
+  if (ts_node_is_null(target)) return false;
+  TSNode v = ts_node_symbol(target) == kinds().call ? target : model.single_assignment(target);
+  if (ts_node_is_null(v) || ts_node_symbol(v) != kinds().call) return false;
+  const CallSite* c = model.call_at(v);
+  return c && (c->canonical == "io.BytesIO" || c->method == "BytesIO");
+}
+
+void check(const SemanticModel& model, RuleContext& ctx) {
+  if (!model.is_distributed()) return;
+  for (const CallSite* call : model.calls_to("torch.save")) {
+    if (main_process_only(model, call->node)) continue;
+    TSNode target = model.argument(*call, "f", 1);
+    if (per_rank_path(model, target) || memory_buffer(model, target)) continue;
+    auto [start, end] = first_line_range(model, call->node);
+    ctx.report(start, end,
+               "torch.save on every rank: all ranks write the same file at once (N times the I/O, and a torn "
+               "file if they race); save under `if rank == 0:` (or is_main_process())");
+  }
+}
+}  // namespace
+
+extern const Rule kCheckpointOnEveryRank{
+    {"DDP210", "checkpoint-on-every-rank", Severity::Warning,
+     "torch.save in a distributed script not guarded by a rank-0 check",
+     "https://pytorch.org/tutorials/intermediate/ddp_tutorial.html#save-and-load-checkpoints", {}, false},
+    &check};
+
+}  // namespace ddplint::rules
