@@ -36,6 +36,8 @@ extern const Rule kGradScalerWithBf16;
 extern const Rule kNoMixedPrecision;
 extern const Rule kAllRanksOnDefaultGpu;
 extern const Rule kCheckpointOnEveryRank;
+extern const Rule kDdpModuleForward;
+extern const Rule kCollectiveUnderRankGuard;
 
 namespace {
 std::vector<Rule> build() {
@@ -66,6 +68,8 @@ std::vector<Rule> build() {
       kNoMixedPrecision,
       kAllRanksOnDefaultGpu,
       kCheckpointOnEveryRank,
+      kDdpModuleForward,
+      kCollectiveUnderRankGuard,
   };
   for (Rule& r : rules) {
     for (std::size_t i = 0; i < kRuleDocCount; ++i)

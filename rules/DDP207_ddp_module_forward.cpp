@@ -1,0 +1,67 @@
+// DDP207 ddp-module-forward: model.module(...) in the training loop bypasses DDP.
+#include "linter/semantic_model.hpp"
+#include "rules/common.hpp"
+
+namespace ddplint::rules {
+
+namespace {
+
+// `x` is bound (anywhere in its scope chain, or as an attribute path) to a
+// DistributedDataParallel / FSDP wrap.
+bool ddp_wrapped(const SemanticModel& model, TSNode x) {
+  std::string path = model.path_of(x);
+  if (path.empty()) return false;
+  for (const Binding* b : model.bindings_of(path, model.region_of(x))) {
+    if (b->kind != Binding::Kind::Assign || ts_node_is_null(b->value) || ts_node_symbol(b->value) != kinds().call)
+      continue;
+    const CallSite* c = model.call_at(b->value);
+    if (c && (c->canonical == kDDP || c->canonical == "torch.distributed.fsdp.FullyShardedDataParallel")) return true;
+  }
+  return false;
+}
+
+// Under `with torch.no_grad():` / `torch.inference_mode()`, or in a function
+// decorated with them: evaluation, the recommended use of model.module.
+bool under_no_grad(const SemanticModel& model, TSNode node) {
+  for (int r = model.region_of(node); r > 0; r = model.regions()[r].parent) {
+    const Region& reg = model.regions()[r];
+    if (reg.kind == Region::Kind::With) {
+      std::string_view header = model.text(reg.node);
+      header = header.substr(0, header.find(':'));
+      if (header.find("no_grad") != std::string_view::npos || header.find("inference_mode") != std::string_view::npos)
+        return true;
+    }
+    if (reg.kind == Region::Kind::Function && model.functions()[reg.function].no_grad) return true;
+  }
+  return false;
+}
+
+void check(const SemanticModel& model, RuleContext& ctx) {
+  if (!model.wraps_ddp()) return;
+  const Kinds& k = kinds();
+  for (const CallSite& call : model.calls()) {
+    // model.module(...) or model.module.forward(...)
+    TSNode module_attr{};
+    if (call.method == "module" && !ts_node_is_null(call.receiver)) module_attr = call.callee;
+    if (call.method == "forward" && !ts_node_is_null(call.receiver) && ts_node_symbol(call.receiver) == k.attribute &&
+        model.text(field(call.receiver, k.f_attribute)) == "module")
+      module_attr = call.receiver;
+    if (ts_node_is_null(module_attr)) continue;
+    if (!ddp_wrapped(model, field(module_attr, k.f_object))) continue;
+    if (!model.in_training_loop(call.node) && !model.runs_every_step(call.node, 0)) continue;
+    if (under_no_grad(model, call.node)) continue;
+    auto [start, end] = first_line_range(model, call.node);
+    ctx.report(start, end,
+               "forward through `.module` of a DDP-wrapped model in the training loop: DDP's hooks do not run, "
+               "so this forward's gradients are not synchronised across ranks; call the wrapped model");
+  }
+}
+}  // namespace
+
+extern const Rule kDdpModuleForward{
+    {"DDP207", "ddp-module-forward", Severity::Error,
+     "model.module(...) in the training loop of a DDP-wrapped model: gradients are not synchronised",
+     "https://pytorch.org/docs/stable/notes/ddp.html", {}, false},
+    &check};
+
+}  // namespace ddplint::rules
