@@ -38,6 +38,8 @@ extern const Rule kAllRanksOnDefaultGpu;
 extern const Rule kCheckpointOnEveryRank;
 extern const Rule kDdpModuleForward;
 extern const Rule kCollectiveUnderRankGuard;
+extern const Rule kSamplerSetEpochMissing;
+extern const Rule kPinnedCopyBlocking;
 
 namespace {
 std::vector<Rule> build() {
@@ -70,6 +72,8 @@ std::vector<Rule> build() {
       kCheckpointOnEveryRank,
       kDdpModuleForward,
       kCollectiveUnderRankGuard,
+      kSamplerSetEpochMissing,
+      kPinnedCopyBlocking,
   };
   for (Rule& r : rules) {
     for (std::size_t i = 0; i < kRuleDocCount; ++i)

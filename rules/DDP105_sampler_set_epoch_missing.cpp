@@ -1,0 +1,47 @@
+// DDP105 sampler-set-epoch-missing: a shuffling DistributedSampler never re-seeded per epoch.
+#include "linter/semantic_model.hpp"
+#include "rules/common.hpp"
+
+namespace ddplint::rules {
+
+namespace {
+
+// The file has an epoch loop: a training loop that contains a step loop, or any
+// loop around a call of a function that trains.
+bool has_epoch_loop(const SemanticModel& model) {
+  for (std::size_t r = 0; r < model.regions().size(); ++r) {
+    const Region& reg = model.regions()[r];
+    if (reg.kind != Region::Kind::Loop || model.is_step_loop(static_cast<int>(r))) continue;
+    if (model.in_training_loop(reg.node) || model.in_training_loop(field(reg.node, kinds().f_body))) return true;
+  }
+  return false;
+}
+
+void check(const SemanticModel& model, RuleContext& ctx) {
+  auto samplers = model.calls_to("torch.utils.data.DistributedSampler");
+  if (samplers.empty()) return;
+  // any set_epoch call counts: `sampler.set_epoch(e)`, `loader.sampler.set_epoch(e)`, helpers
+  if (!model.calls_named("set_epoch").empty()) return;
+  if (!has_epoch_loop(model)) return;
+  for (const CallSite* s : samplers) {
+    // DistributedSampler(dataset, num_replicas=None, rank=None, shuffle=True, seed=0, drop_last=False)
+    TSNode shuffle = model.argument(*s, "shuffle", 3);
+    if (!ts_node_is_null(shuffle)) {
+      Value v = model.value_of(shuffle);
+      if (!v.known() || !v.truthy()) continue;  // shuffle=False, or unknown
+    }
+    if (model.has_unpacked_arguments(*s)) continue;
+    ctx.report(ts_node_start_byte(s->callee), ts_node_end_byte(s->callee),
+               "DistributedSampler shuffles with a seed fixed to the epoch it is told, and nothing calls "
+               "sampler.set_epoch(epoch): every epoch visits the samples in the same order");
+  }
+}
+}  // namespace
+
+extern const Rule kSamplerSetEpochMissing{
+    {"DDP105", "sampler-set-epoch-missing", Severity::Warning,
+     "A shuffling DistributedSampler in an epoch loop with no sampler.set_epoch(epoch): same order every epoch",
+     "https://pytorch.org/docs/stable/data.html#torch.utils.data.distributed.DistributedSampler", {}, false},
+    &check};
+
+}  // namespace ddplint::rules

@@ -1,0 +1,78 @@
+// DDP107 pinned-copy-blocking: pinned batches copied without non_blocking=True.
+#include "linter/semantic_model.hpp"
+#include "rules/common.hpp"
+
+namespace ddplint::rules {
+
+namespace {
+
+// Some DataLoader of the file pins memory (pin_memory resolves to true).
+bool pins_memory(const SemanticModel& model) {
+  for (const CallSite* c : model.calls_to(kDataLoader)) {
+    Value v = model.value_of(model.argument(*c, "pin_memory", 7));
+    if (v.known() && v.truthy()) return true;
+  }
+  return false;
+}
+
+// `.to(x)` whose argument is a device, not a dtype (`torch.float16`) or a tensor.
+bool device_move(const SemanticModel& model, const CallSite& c) {
+  if (c.method == "cuda") return true;
+  if (c.method != "to") return false;
+  TSNode a = model.argument(c, "device", 0);
+  if (ts_node_is_null(a)) return false;
+  std::string canonical = model.canonical_name(a);
+  if (!canonical.empty() && canonical.rfind("torch.device", 0) != 0) return false;  // torch.float16 etc.
+  Value v = model.value_of(a);
+  if (v.kind == Value::Kind::Str) return v.s.rfind("cuda", 0) == 0;
+  return true;  // a device variable, local_rank, torch.device(...)
+}
+
+// Batch data: the receiver's base name is bound by a `for` target (`for x, y in
+// loader`, `batch["ids"]`, `images.float()`), not the model or a constant.
+bool batch_value(const SemanticModel& model, TSNode receiver) {
+  const Kinds& k = kinds();
+  TSNode base = receiver;
+  for (int guard = 0; guard < 16 && !ts_node_is_null(base); ++guard) {
+    TSSymbol s = ts_node_symbol(base);
+    if (s == k.identifier) break;
+    if (s == k.attribute) base = field(base, k.f_object);
+    else if (s == k.subscript) base = field(base, k.f_value);
+    else if (s == k.call) base = field(field(base, k.f_function), k.f_object);
+    else return false;
+  }
+  if (ts_node_is_null(base) || ts_node_symbol(base) != k.identifier) return false;
+  for (const Binding* b : model.bindings_of(model.text(base), model.region_of(base)))
+    if (b->kind == Binding::Kind::LoopTarget) return true;
+  return false;
+}
+
+void check(const SemanticModel& model, RuleContext& ctx) {
+  if (!model.uses_cuda()) return;
+  bool pinned_known = false, pinned = false;
+  for (const CallSite& c : model.calls()) {
+    if (ts_node_is_null(c.receiver) || !device_move(model, c) || !batch_value(model, c.receiver)) continue;
+    TSNode nb = model.argument(c, "non_blocking", c.method == "cuda" ? 1 : -1);
+    if (!ts_node_is_null(nb)) {
+      Value v = model.value_of(nb);
+      if (!v.known() || v.truthy()) continue;
+    }
+    if (model.has_unpacked_arguments(c)) continue;
+    if (!model.runs_every_step(c.node, kRareGuards)) continue;
+    if (!pinned_known) pinned = pins_memory(model), pinned_known = true;
+    if (!pinned) return;
+    auto [start, end] = first_line_range(model, c.node);
+    ctx.report(start, end,
+               "a batch from a pinned-memory loader copied without non_blocking=True: the copy blocks the CPU "
+               "until it is done instead of overlapping with GPU work");
+  }
+}
+}  // namespace
+
+extern const Rule kPinnedCopyBlocking{
+    {"DDP107", "pinned-copy-blocking", Severity::Info,
+     "Per-step .to(device)/.cuda() without non_blocking=True in a script whose loader pins memory",
+     "https://pytorch.org/tutorials/intermediate/pinmem_nonblock.html", {}, false},
+    &check};
+
+}  // namespace ddplint::rules
