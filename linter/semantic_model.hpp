@@ -168,6 +168,9 @@ class SemanticModel {
   std::span<const int> callers_of(int f) const {
     return f >= 0 && static_cast<std::size_t>(f) < callers_.size() ? std::span<const int>(callers_[f]) : std::span<const int>();
   }
+  /// True for `x.backward()` and `.step()` on an optimizer or GradScaler: the
+  /// calls that make a loop a training loop.
+  bool is_training_call(const CallSite& call) const { return training_call(call); }
   /// True if region `r` is a loop that runs once per training step.
   bool is_step_loop(int r) const { return r >= 0 && static_cast<std::size_t>(r) < step_loop_.size() && step_loop_[r]; }
   /// True when the node is inside any training loop (step or epoch level).

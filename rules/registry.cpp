@@ -40,6 +40,7 @@ extern const Rule kDdpModuleForward;
 extern const Rule kCollectiveUnderRankGuard;
 extern const Rule kSamplerSetEpochMissing;
 extern const Rule kPinnedCopyBlocking;
+extern const Rule kGlobalRankAsDevice;
 
 namespace {
 std::vector<Rule> build() {
@@ -74,6 +75,7 @@ std::vector<Rule> build() {
       kCollectiveUnderRankGuard,
       kSamplerSetEpochMissing,
       kPinnedCopyBlocking,
+      kGlobalRankAsDevice,
   };
   for (Rule& r : rules) {
     for (std::size_t i = 0; i < kRuleDocCount; ++i)

@@ -1,0 +1,121 @@
+// DDP202 global-rank-as-device: a global rank used as a CUDA device index.
+#include <algorithm>
+#include <cctype>
+
+#include "linter/semantic_model.hpp"
+#include "rules/common.hpp"
+
+namespace ddplint::rules {
+
+namespace {
+
+// A global rank: dist.get_rank(), os.environ["RANK"], or a name such as `rank`,
+// `global_rank`, `ddp_rank` that is not bound to a local rank. `x % ngpus` and
+// names with "local" are local ranks.
+bool global_rank(const SemanticModel& model, TSNode expr, int depth = 0) {
+  if (ts_node_is_null(expr) || depth > 8) return false;
+  const Kinds& k = kinds();
+  TSSymbol s = ts_node_symbol(expr);
+  if (s == k.parenthesized_expression && ts_node_named_child_count(expr) == 1)
+    return global_rank(model, ts_node_named_child(expr, 0), depth + 1);
+  std::string env = model.env_var_read(expr);
+  if (!env.empty()) return env == "RANK" || env == "SLURM_PROCID" || env == "OMPI_COMM_WORLD_RANK";
+  if (s == k.call) {
+    const CallSite* c = model.call_at(expr);
+    if (!c) return false;
+    if (c->canonical == "torch.distributed.get_rank" || c->method == "get_rank") return true;
+    if (c->method == "int" && model.positional_count(*c) == 1) return global_rank(model, model.argument(*c, "", 0), depth + 1);
+    return false;
+  }
+  if (s == k.identifier || s == k.attribute) {
+    std::string name(model.last_name(expr));
+    std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
+    TSNode bound = model.single_assignment(expr);
+    if (!ts_node_is_null(bound)) return global_rank(model, bound, depth + 1);
+    if (name.find("local") != std::string::npos) return false;
+    return name == "rank" || name == "global_rank" || name == "world_rank" || name == "ddp_rank" ||
+           name == "proc_rank" || name == "process_rank";
+  }
+  return false;  // `rank % ngpus`, arithmetic: not a plain global rank
+}
+
+// A device expression that indexes a GPU by a global rank: the rank itself,
+// f"cuda:{rank}", torch.device("cuda", rank), or a name bound to one of these.
+bool global_rank_device(const SemanticModel& model, TSNode expr, int depth = 0) {
+  if (ts_node_is_null(expr) || depth > 8) return false;
+  const Kinds& k = kinds();
+  TSSymbol s = ts_node_symbol(expr);
+  if (s == k.string) {
+    bool cuda = false;
+    for (TSNode c : children(expr)) {
+      if (ts_node_symbol(c) == k.string_content) cuda = cuda || model.text(c).rfind("cuda:", 0) == 0;
+      if (ts_node_symbol(c) == k.interpolation && cuda && ts_node_named_child_count(c) > 0 &&
+          global_rank(model, ts_node_named_child(c, 0)))
+        return true;
+    }
+    return false;
+  }
+  if (s == k.call) {
+    const CallSite* c = model.call_at(expr);
+    if (c && c->canonical == "torch.device") {
+      return global_rank_device(model, model.argument(*c, "type", 0), depth + 1) ||
+             global_rank(model, model.argument(*c, "index", 1));
+    }
+  }
+  if (s == k.identifier || s == k.attribute) {
+    TSNode bound = model.single_assignment(expr);
+    if (!ts_node_is_null(bound) && ts_node_symbol(bound) != k.call && ts_node_symbol(bound) != k.string)
+      return global_rank(model, bound, depth + 1);
+    if (!ts_node_is_null(bound)) return global_rank_device(model, bound, depth + 1);
+  }
+  return global_rank(model, expr, depth + 1);
+}
+
+void report(const SemanticModel& model, RuleContext& ctx, TSNode at) {
+  auto [start, end] = first_line_range(model, at);
+  ctx.report(start, end,
+             "a global rank used as a CUDA device index: on more than one node the global rank exceeds the GPUs "
+             "of a node (rank 8 asks for cuda:8 on an 8-GPU machine); use the local rank "
+             "(os.environ[\"LOCAL_RANK\"])");
+}
+
+// MASTER_ADDR set to this machine in code: the job cannot span nodes, so the
+// global rank is the local rank.
+bool single_machine(const SemanticModel& model) {
+  for (const EnvWrite& w : model.env_writes()) {
+    if (w.name != "MASTER_ADDR") continue;
+    Value v = model.value_of(w.value);
+    if (v.kind == Value::Kind::Str && (v.s == "localhost" || v.s == "127.0.0.1")) return true;
+  }
+  return false;
+}
+
+void check(const SemanticModel& model, RuleContext& ctx) {
+  if (!model.uses_cuda() || single_machine(model)) return;
+  for (const CallSite* c : model.calls_to("torch.cuda.set_device")) {
+    TSNode d = model.argument(*c, "device", 0);
+    if (global_rank_device(model, d)) report(model, ctx, d);
+  }
+  for (std::string_view method : {"to", "cuda"}) {
+    for (const CallSite* c : model.calls_named(method)) {
+      if (ts_node_is_null(c->receiver)) continue;
+      TSNode d = model.argument(*c, "device", 0);
+      if (global_rank_device(model, d)) report(model, ctx, d);
+    }
+  }
+  for (const CallSite* c : model.calls_to(kDDP)) {
+    TSNode ids = model.argument(*c, "device_ids", 1);
+    if (ts_node_is_null(ids)) continue;
+    for (TSNode e : children(ids))
+      if (global_rank_device(model, e)) report(model, ctx, e);
+  }
+}
+}  // namespace
+
+extern const Rule kGlobalRankAsDevice{
+    {"DDP202", "global-rank-as-device", Severity::Error,
+     "A global rank (dist.get_rank(), RANK, args.rank) used as a CUDA device index",
+     "https://pytorch.org/docs/stable/elastic/run.html#environment-variables", {}, false},
+    &check};
+
+}  // namespace ddplint::rules
