@@ -41,6 +41,7 @@ extern const Rule kCollectiveUnderRankGuard;
 extern const Rule kSamplerSetEpochMissing;
 extern const Rule kPinnedCopyBlocking;
 extern const Rule kGlobalRankAsDevice;
+extern const Rule kAccumulationWithoutNoSync;
 
 namespace {
 std::vector<Rule> build() {
@@ -76,6 +77,7 @@ std::vector<Rule> build() {
       kSamplerSetEpochMissing,
       kPinnedCopyBlocking,
       kGlobalRankAsDevice,
+      kAccumulationWithoutNoSync,
   };
   for (Rule& r : rules) {
     for (std::size_t i = 0; i < kRuleDocCount; ++i)

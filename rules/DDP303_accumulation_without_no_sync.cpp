@@ -1,0 +1,69 @@
+// DDP303 accumulation-without-no-sync: DDP all-reduces on every micro-step.
+#include "linter/semantic_model.hpp"
+#include "rules/common.hpp"
+
+namespace ddplint::rules {
+
+namespace {
+
+// Innermost loop region around `node` within its function, or -1.
+int loop_of(const SemanticModel& model, TSNode node) {
+  for (int r = model.region_of(node); r > 0; r = model.regions()[r].parent) {
+    Region::Kind kind = model.regions()[r].kind;
+    if (kind == Region::Kind::Loop) return r;
+    if (kind == Region::Kind::Function || kind == Region::Kind::Class) return -1;
+  }
+  return -1;
+}
+
+bool inside(const SemanticModel& model, int inner, int outer) {
+  for (int r = inner; r > 0; r = model.regions()[r].parent)
+    if (r == outer) return true;
+  return false;
+}
+
+// The script already skips the all-reduce on micro-steps some way.
+bool syncs_selectively(const SemanticModel& model) {
+  std::string_view text = model.source().text();
+  for (std::string_view word : {"no_sync", "require_backward_grad_sync", ".accumulate("})
+    if (text.find(word) != std::string_view::npos) return true;
+  return false;
+}
+
+void check(const SemanticModel& model, RuleContext& ctx) {
+  if (!model.wraps_ddp()) return;
+  std::vector<const CallSite*> steps, backwards;
+  for (const CallSite& c : model.calls()) {
+    if (!model.is_training_call(c)) continue;
+    (c.method == "backward" ? backwards : steps).push_back(&c);
+  }
+  if (steps.empty() || backwards.empty() || syncs_selectively(model)) return;
+  for (const CallSite* step : steps) {
+    int step_loop = loop_of(model, step->node);
+    if (step_loop < 0) continue;
+    // (a) the optimizer steps only every K iterations: `if (i + 1) % accum == 0: optimizer.step()`
+    bool periodic_step = model.enclosing_guards(step->node) & kGuardPeriodic;
+    // (b) backward in an inner loop over micro-batches, the step after it in the outer loop
+    bool inner_backward = false;
+    for (const CallSite* b : backwards) {
+      int bl = loop_of(model, b->node);
+      if (bl >= 0 && bl != step_loop && inside(model, bl, step_loop)) inner_backward = true;
+    }
+    if (!periodic_step && !inner_backward) continue;
+    auto [start, end] = first_line_range(model, step->node);
+    ctx.report(start, end,
+               "gradient accumulation with DDP and no model.no_sync(): every micro-step's backward all-reduces "
+               "the gradients, although only the last one before this step needs it; run the other micro-steps "
+               "under `with model.no_sync():`");
+  }
+}
+}  // namespace
+
+extern const Rule kAccumulationWithoutNoSync{
+    {"DDP303", "accumulation-without-no-sync", Severity::Warning,
+     "Gradient accumulation in a DDP script without model.no_sync(): DDP all-reduces every micro-step",
+     "https://pytorch.org/docs/stable/generated/torch.nn.parallel.DistributedDataParallel.html#torch.nn.parallel.DistributedDataParallel.no_sync",
+     {}, false},
+    &check};
+
+}  // namespace ddplint::rules
