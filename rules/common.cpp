@@ -153,6 +153,40 @@ TSNode all_ranks_on_default_gpu(const SemanticModel& model, const Pins& pins) {
   return {};
 }
 
+std::vector<DdpWrap> ddp_wraps(const SemanticModel& model) {
+  std::vector<DdpWrap> out;
+  for (std::string_view name : {"torch.nn.parallel.DistributedDataParallel", "torch.distributed.fsdp.FullyShardedDataParallel"}) {
+    for (const CallSite* c : model.calls_to(name)) {
+      DdpWrap w;
+      w.call = c;
+      w.result = model.path_of(model.assigned_to(c->node));
+      w.module = model.path_of(model.argument(*c, "module", 0));
+      w.scope = model.regions()[c->region].scope;
+      out.push_back(std::move(w));
+    }
+  }
+  return out;
+}
+
+bool runs_after(const SemanticModel& model, const DdpWrap& wrap, TSNode later) {
+  if (ts_node_start_byte(later) < ts_node_end_byte(wrap.call->node)) return false;
+  for (int r = model.region_of(later); r >= 0; r = model.regions()[r].parent) {
+    if (r == wrap.call->region) return true;
+    if (r == 0) break;
+  }
+  return false;
+}
+
+bool after_wrap_of(const SemanticModel& model, const std::vector<DdpWrap>& wraps, const CallSite& at,
+                   const std::string& path) {
+  if (path.empty()) return false;
+  int scope = model.regions()[at.region].scope;
+  for (const DdpWrap& w : wraps) {
+    if (w.scope == scope && (path == w.result || path == w.module) && runs_after(model, w, at.node)) return true;
+  }
+  return false;
+}
+
 std::uint32_t line_of(const SemanticModel& model, TSNode node) {
   return model.source().lines().line_of(ts_node_start_byte(node)) + 1;
 }

@@ -60,6 +60,27 @@ Pins collect_pins(const SemanticModel& model);
 /// move, or a null node.
 TSNode all_ranks_on_default_gpu(const SemanticModel& model, const Pins& pins);
 
+/// For each name or attribute path bound to a DistributedDataParallel/FSDP
+/// call, the wrap calls (`model = DDP(net)` gives `model`); also returns, via
+/// `wrapped_args`, the paths of the modules passed in (`net`).
+struct DdpWrap {
+  const CallSite* call = nullptr;
+  std::string result;  ///< path the wrap is assigned to (may be empty)
+  std::string module;  ///< path of the wrapped module argument (may be empty)
+  int scope = 0;       ///< scope region of the wrap
+};
+std::vector<DdpWrap> ddp_wraps(const SemanticModel& model);
+
+/// True if `later` runs after `wrap` on the same path: it comes later in the
+/// text and lies inside the wrap's own region (the same branch, or nested in
+/// it), so an `if` that wraps and an `else` that moves are not confused.
+bool runs_after(const SemanticModel& model, const DdpWrap& wrap, TSNode later);
+
+/// True if `node` (in call `at`) acts on `path` after a wrap of that model in
+/// the same function: `path` is the wrap's result or the module it wrapped.
+bool after_wrap_of(const SemanticModel& model, const std::vector<DdpWrap>& wraps, const CallSite& at,
+                   const std::string& path);
+
 /// 1-based line of a node, for messages that point elsewhere.
 std::uint32_t line_of(const SemanticModel& model, TSNode node);
 

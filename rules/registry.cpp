@@ -42,6 +42,8 @@ extern const Rule kSamplerSetEpochMissing;
 extern const Rule kPinnedCopyBlocking;
 extern const Rule kGlobalRankAsDevice;
 extern const Rule kAccumulationWithoutNoSync;
+extern const Rule kDdpBeforeDeviceMove;
+extern const Rule kSyncbnAfterDdp;
 
 namespace {
 std::vector<Rule> build() {
@@ -78,6 +80,8 @@ std::vector<Rule> build() {
       kPinnedCopyBlocking,
       kGlobalRankAsDevice,
       kAccumulationWithoutNoSync,
+      kDdpBeforeDeviceMove,
+      kSyncbnAfterDdp,
   };
   for (Rule& r : rules) {
     for (std::size_t i = 0; i < kRuleDocCount; ++i)

@@ -1,0 +1,26 @@
+// DDP208 syncbn-after-ddp: SyncBatchNorm conversion applied after the DDP wrap.
+#include "linter/semantic_model.hpp"
+#include "rules/common.hpp"
+
+namespace ddplint::rules {
+
+namespace {
+void check(const SemanticModel& model, RuleContext& ctx) {
+  auto wraps = ddp_wraps(model);
+  if (wraps.empty()) return;
+  for (const CallSite* c : model.calls_to("torch.nn.SyncBatchNorm.convert_sync_batchnorm")) {
+    if (!after_wrap_of(model, wraps, *c, model.path_of(model.argument(*c, "module", 0)))) continue;
+    auto [start, end] = first_line_range(model, c->node);
+    ctx.report(start, end,
+               "SyncBatchNorm conversion after the DistributedDataParallel wrap: DDP keeps the original "
+               "BatchNorm layers (or the new ones are not registered with DDP); convert before wrapping");
+  }
+}
+}  // namespace
+
+extern const Rule kSyncbnAfterDdp{
+    {"DDP208", "syncbn-after-ddp", Severity::Error, "SyncBatchNorm.convert_sync_batchnorm applied after the DDP wrap",
+     "https://pytorch.org/docs/stable/generated/torch.nn.SyncBatchNorm.html", {}, false},
+    &check};
+
+}  // namespace ddplint::rules
