@@ -44,6 +44,8 @@ extern const Rule kGlobalRankAsDevice;
 extern const Rule kAccumulationWithoutNoSync;
 extern const Rule kDdpBeforeDeviceMove;
 extern const Rule kSyncbnAfterDdp;
+extern const Rule kDdpForwardOnOneRank;
+extern const Rule kNoSyncWithoutForward;
 
 namespace {
 std::vector<Rule> build() {
@@ -82,6 +84,8 @@ std::vector<Rule> build() {
       kAccumulationWithoutNoSync,
       kDdpBeforeDeviceMove,
       kSyncbnAfterDdp,
+      kDdpForwardOnOneRank,
+      kNoSyncWithoutForward,
   };
   for (Rule& r : rules) {
     for (std::size_t i = 0; i < kRuleDocCount; ++i)

@@ -1,0 +1,56 @@
+// DDP307 no-sync-without-forward: `with model.no_sync():` around backward() only.
+#include "linter/semantic_model.hpp"
+#include "rules/common.hpp"
+
+namespace ddplint::rules {
+
+namespace {
+void check(const SemanticModel& model, RuleContext& ctx) {
+  for (const CallSite* ns : model.calls_named("no_sync")) {
+    if (ts_node_is_null(ns->receiver)) continue;
+    // the With region whose header holds this no_sync() call
+    int with_region = -1;
+    for (std::size_t r = 0; r < model.regions().size(); ++r) {
+      const Region& reg = model.regions()[r];
+      if (reg.kind != Region::Kind::With) continue;
+      std::uint32_t b = ts_node_start_byte(reg.node), e = ts_node_end_byte(field(reg.node, kinds().f_body));
+      if (b <= ts_node_start_byte(ns->node) && ts_node_start_byte(ns->node) < ts_node_start_byte(field(reg.node, kinds().f_body)) &&
+          ts_node_end_byte(ns->node) <= e) {
+        with_region = static_cast<int>(r);
+        break;
+      }
+    }
+    if (with_region < 0) continue;
+    TSNode body = field(model.regions()[with_region].node, kinds().f_body);
+    std::uint32_t b = ts_node_start_byte(body), e = ts_node_end_byte(body);
+    std::string wrapped = model.path_of(ns->receiver);
+    bool backward = false, forward = false;
+    for (const CallSite& c : model.calls()) {
+      std::uint32_t at = ts_node_start_byte(c.node);
+      if (at < b || at >= e) continue;
+      if (c.method == "backward") backward = true;
+      std::string callee = model.path_of(c.callee);
+      // the model called (forward), or a same-file function that may call it: give the benefit of the doubt
+      if (!callee.empty() && (callee == wrapped || callee.rfind(wrapped + ".", 0) == 0)) forward = true;
+      if (ts_node_symbol(c.callee) == kinds().identifier && !model.functions().empty()) {
+        for (const FunctionInfo& f : model.functions())
+          if (f.name == c.method) forward = true;
+      }
+    }
+    if (!backward || forward) continue;
+    auto [start, end] = first_line_range(model, model.regions()[with_region].node);
+    ctx.report(start, end,
+               "`no_sync()` around backward() only: DDP decides whether to synchronise during the forward pass, "
+               "so this backward still all-reduces; run the forward inside the `with` block too");
+  }
+}
+}  // namespace
+
+extern const Rule kNoSyncWithoutForward{
+    {"DDP307", "no-sync-without-forward", Severity::Warning,
+     "`with model.no_sync():` that runs backward() but not the model's forward: gradients are still all-reduced",
+     "https://pytorch.org/docs/stable/generated/torch.nn.parallel.DistributedDataParallel.html#torch.nn.parallel.DistributedDataParallel.no_sync",
+     {}, false},
+    &check};
+
+}  // namespace ddplint::rules
