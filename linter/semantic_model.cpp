@@ -1206,6 +1206,8 @@ bool SemanticModel::divides_rec_uncached(TSNode expr, int depth, TSNode* divisio
         } else if (ds == k.binary_operator && text(field(d, k.f_operator)) == "*") {
           if (world_rec(field(d, k.f_right), 0)) return true;
           d = field(d, k.f_left);
+        } else if (ds == k.identifier || ds == k.attribute) {
+          d = single_assignment(d);  // `tokens_per_micro = micro * ctx * world_size`
         } else {
           return false;
         }

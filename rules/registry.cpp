@@ -46,6 +46,7 @@ extern const Rule kDdpBeforeDeviceMove;
 extern const Rule kSyncbnAfterDdp;
 extern const Rule kDdpForwardOnOneRank;
 extern const Rule kNoSyncWithoutForward;
+extern const Rule kLearningRateNotScaled;
 
 namespace {
 std::vector<Rule> build() {
@@ -86,6 +87,7 @@ std::vector<Rule> build() {
       kSyncbnAfterDdp,
       kDdpForwardOnOneRank,
       kNoSyncWithoutForward,
+      kLearningRateNotScaled,
   };
   for (Rule& r : rules) {
     for (std::size_t i = 0; i < kRuleDocCount; ++i)
