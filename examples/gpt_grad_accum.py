@@ -185,7 +185,7 @@ def main():
     train_set = TokenWindows(os.path.join(args.data, "train.bin"), args.context)
     val_set = TokenWindows(os.path.join(args.data, "val.bin"), args.context)
     train_sampler = DistributedSampler(train_set, shuffle=True)
-    val_sampler = DistributedSampler(val_set, shuffle=True)
+    val_sampler = DistributedSampler(val_set, shuffle=True)  # expect: DDP108
     train_loader = DataLoader(train_set, batch_size=args.micro_batch, sampler=train_sampler,
                               num_workers=args.num_workers, pin_memory=True, drop_last=True)
     val_loader = DataLoader(val_set, batch_size=args.micro_batch, sampler=val_sampler,

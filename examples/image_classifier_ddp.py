@@ -207,7 +207,7 @@ def main():
 
     train_set, val_set = build_datasets(args.data, args.image_size)
     train_sampler = DistributedSampler(train_set, shuffle=True, seed=args.seed)
-    val_sampler = DistributedSampler(val_set, shuffle=False)
+    val_sampler = DistributedSampler(val_set, shuffle=False)  # expect: DDP108
     train_loader = DataLoader(
         train_set,
         batch_size=args.batch_size,
@@ -217,7 +217,7 @@ def main():
         drop_last=True,
         persistent_workers=True,
     )
-    val_loader = DataLoader(  # expect: DDP102
+    val_loader = DataLoader(  # expect: DDP103, DDP102
         val_set,
         batch_size=args.batch_size * 2,
         sampler=val_sampler,

@@ -148,7 +148,7 @@ def main():
         drop_last=True,
     )
     # evaluation runs on rank 0 only, over the whole test set
-    test_loader = DataLoader(
+    test_loader = DataLoader(  # expect: DDP103
         test_set,
         batch_size=args.eval_batch_size,
         shuffle=False,

@@ -47,6 +47,8 @@ extern const Rule kSyncbnAfterDdp;
 extern const Rule kDdpForwardOnOneRank;
 extern const Rule kNoSyncWithoutForward;
 extern const Rule kLearningRateNotScaled;
+extern const Rule kEvalSamplerPads;
+extern const Rule kDataloaderWorkersNotPersistent;
 
 namespace {
 std::vector<Rule> build() {
@@ -88,6 +90,8 @@ std::vector<Rule> build() {
       kDdpForwardOnOneRank,
       kNoSyncWithoutForward,
       kLearningRateNotScaled,
+      kEvalSamplerPads,
+      kDataloaderWorkersNotPersistent,
   };
   for (Rule& r : rules) {
     for (std::size_t i = 0; i < kRuleDocCount; ++i)

@@ -1,0 +1,81 @@
+// DDP103 dataloader-workers-not-persistent: worker processes re-forked every epoch.
+#include "linter/semantic_model.hpp"
+#include "rules/common.hpp"
+
+namespace ddplint::rules {
+
+namespace {
+
+bool mentions_name(const SemanticModel& model, TSNode expr, const std::string& path) {
+  std::vector<TSNode> stack{expr};
+  for (int budget = 256; !stack.empty() && budget > 0; --budget) {
+    TSNode n = stack.back();
+    stack.pop_back();
+    if (ts_node_is_null(n)) continue;
+    TSSymbol s = ts_node_symbol(n);
+    if ((s == kinds().identifier || s == kinds().attribute) && model.path_of(n) == path) return true;
+    for (TSNode c : children(n)) stack.push_back(c);
+  }
+  return false;
+}
+
+// A loop at or above `region` within its function.
+bool in_loop(const SemanticModel& model, int region) {
+  for (int r = region; r > 0; r = model.regions()[r].parent) {
+    Region::Kind kind = model.regions()[r].kind;
+    if (kind == Region::Kind::Loop) return true;
+    if (kind == Region::Kind::Function || kind == Region::Kind::Class) return false;
+  }
+  return false;
+}
+
+// The loader (by the name it is assigned to) is iterated once per pass of an
+// outer loop: a `for ... in <loader>` nested in another loop, or the loader
+// passed to a same-file function called inside a loop (`train_one_epoch(loader)`).
+bool iterated_per_epoch(const SemanticModel& model, const std::string& path) {
+  const Kinds& k = kinds();
+  for (std::size_t r = 1; r < model.regions().size(); ++r) {
+    const Region& reg = model.regions()[r];
+    if (reg.kind != Region::Kind::Loop || ts_node_symbol(reg.node) != k.for_statement) continue;
+    if (!mentions_name(model, field(reg.node, k.f_right), path)) continue;
+    if (in_loop(model, reg.parent)) return true;
+  }
+  for (const CallSite& c : model.calls()) {
+    if (c.method.empty() || !in_loop(model, c.region)) continue;
+    bool local = false;
+    for (const FunctionInfo& f : model.functions()) local = local || f.name == c.method;
+    if (local && mentions_name(model, field(c.node, k.f_arguments), path)) return true;
+  }
+  return false;
+}
+
+void check(const SemanticModel& model, RuleContext& ctx) {
+  for (const CallSite* call : model.calls_to(kDataLoader)) {
+    Value workers = model.value_of(model.argument(*call, "num_workers", 5));
+    if (workers.kind != Value::Kind::Int || workers.i <= 0) continue;
+    TSNode persistent = model.argument(*call, "persistent_workers");
+    if (!ts_node_is_null(persistent)) {
+      Value v = model.value_of(persistent);
+      if (!v.known() || v.truthy()) continue;
+    } else if (model.has_unpacked_arguments(*call)) {
+      continue;
+    }
+    // a loader built anew inside the loop is used once: persistent workers would not help
+    if (in_loop(model, call->region)) continue;
+    std::string path = model.path_of(model.assigned_to(call->node));
+    if (path.empty() || !iterated_per_epoch(model, path)) continue;
+    ctx.report(ts_node_start_byte(call->callee), ts_node_end_byte(call->callee),
+               "DataLoader with " + std::to_string(workers.i) +
+                   " workers iterated once per epoch without persistent_workers=True: the worker processes are "
+                   "started again (and the dataset re-initialised in each) at the start of every epoch");
+  }
+}
+}  // namespace
+
+extern const Rule kDataloaderWorkersNotPersistent{
+    {"DDP103", "dataloader-workers-not-persistent", Severity::Info,
+     "num_workers > 0 without persistent_workers=True for a loader iterated once per epoch",
+     "https://pytorch.org/docs/stable/data.html#torch.utils.data.DataLoader", {}, false},
+    &check};
+
+}  // namespace ddplint::rules
