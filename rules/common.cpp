@@ -187,6 +187,87 @@ bool after_wrap_of(const SemanticModel& model, const std::vector<DdpWrap>& wraps
   return false;
 }
 
+namespace {
+bool tensor_method(std::string_view m) {
+  static constexpr std::array<std::string_view, 26> names = {
+      "sum", "mean", "max", "min", "norm", "detach", "float", "half", "clone", "argmax", "argmin", "view",
+      "reshape", "pow", "sqrt", "abs", "exp", "log", "std", "var", "softmax", "cuda", "to", "squeeze", "flatten",
+      "masked_fill"};
+  return std::find(names.begin(), names.end(), m) != names.end();
+}
+
+// A name bound to a torch.nn module instance or a DDP/FSDP wrap: calling it runs a forward.
+bool module_instance(const SemanticModel& model, TSNode callee, int depth) {
+  if (depth > 8) return false;
+  std::string path = model.path_of(callee);
+  if (path.empty()) return false;
+  auto bindings = model.bindings_of(path, model.region_of(callee));
+  if (bindings.empty()) return false;
+  for (const Binding* b : bindings) {
+    if (b->kind != Binding::Kind::Assign || ts_node_is_null(b->value) || ts_node_symbol(b->value) != kinds().call)
+      return false;
+    const CallSite* c = model.call_at(b->value);
+    if (!c) return false;
+    bool nn = c->canonical.rfind("torch.nn.", 0) == 0 && c->canonical.find("functional") == std::string::npos &&
+              c->canonical.find("init.") == std::string::npos && c->canonical.find("utils") == std::string::npos;
+    // `nn.Linear(...).cuda()` or `net.to(device)` of a module is still the module
+    bool moved = false;
+    if ((c->method == "to" || c->method == "cuda") && !ts_node_is_null(c->receiver)) {
+      if (ts_node_symbol(c->receiver) == kinds().call) {
+        const CallSite* inner = model.call_at(c->receiver);
+        moved = inner && inner->canonical.rfind("torch.nn.", 0) == 0;
+      } else {
+        moved = module_instance(model, c->receiver, depth + 1);
+      }
+    }
+    // a DDP/FSDP wrap is called like the module
+    moved = moved || c->canonical == "torch.nn.parallel.DistributedDataParallel";
+    if (!nn && !moved) return false;
+  }
+  return true;
+}
+}  // namespace
+
+bool tensor_valued(const SemanticModel& model, TSNode expr, int depth) {
+  if (ts_node_is_null(expr) || depth > 8) return false;
+  const Kinds& k = kinds();
+  TSSymbol s = ts_node_symbol(expr);
+  if (s == k.parenthesized_expression && ts_node_named_child_count(expr) == 1)
+    return tensor_valued(model, ts_node_named_child(expr, 0), depth + 1);
+  if (s == k.call) {
+    const CallSite* c = model.call_at(expr);
+    if (!c) return false;
+    std::string_view cn = c->canonical;
+    if (cn.rfind("torch.", 0) == 0) {
+      for (std::string_view not_tensor : {"torch.cuda.", "torch.distributed.", "torch.device", "torch.backends.",
+                                          "torch.utils.", "torch.optim.", "torch.nn.", "torch.is_", "torch.set_",
+                                          "torch.get_", "torch.manual_seed", "torch.save", "torch.load", "torch.no_grad",
+                                          "torch.autocast", "torch.amp.", "torch.compile", "torch.inference_mode"})
+        if (cn.rfind(not_tensor, 0) == 0) return cn.rfind("torch.nn.functional.", 0) == 0;
+      return true;
+    }
+    if (!ts_node_is_null(c->receiver) && tensor_method(c->method)) return tensor_valued(model, c->receiver, depth + 1);
+    if (ts_node_is_null(c->receiver) || ts_node_symbol(c->callee) == k.attribute)
+      return module_instance(model, c->callee, depth + 1);
+    return false;
+  }
+  if (s == k.binary_operator)
+    return tensor_valued(model, field(expr, k.f_left), depth + 1) || tensor_valued(model, field(expr, k.f_right), depth + 1);
+  if (s == k.subscript) return tensor_valued(model, field(expr, k.f_value), depth + 1);
+  if (s == k.identifier || s == k.attribute) {
+    auto bindings = model.bindings_of(model.path_of(expr), model.region_of(expr));
+    if (bindings.empty()) return false;
+    for (const Binding* b : bindings) {
+      if (ts_node_eq(b->target, expr)) continue;
+      if (b->kind == Binding::Kind::Augmented) continue;  // `total += loss`: as the other bindings
+      if (b->kind != Binding::Kind::Assign || ts_node_is_null(b->value) || !tensor_valued(model, b->value, depth + 1))
+        return false;
+    }
+    return true;
+  }
+  return false;
+}
+
 std::uint32_t line_of(const SemanticModel& model, TSNode node) {
   return model.source().lines().line_of(ts_node_start_byte(node)) + 1;
 }

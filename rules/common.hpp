@@ -81,6 +81,14 @@ bool runs_after(const SemanticModel& model, const DdpWrap& wrap, TSNode later);
 bool after_wrap_of(const SemanticModel& model, const std::vector<DdpWrap>& wraps, const CallSite& at,
                    const std::string& path);
 
+/// True if the expression is known to be a tensor: a `torch.*` function result
+/// (not torch.cuda/distributed/device/dtype helpers), a call of a name bound to
+/// a `torch.nn` module or DDP wrap (`criterion(out, y)`, `model(x)`), a tensor
+/// method (`.sum()`, `.mean()`, `.detach()`, ...) on a tensor, arithmetic or
+/// indexing with a tensor, or a name bound only to such values. Conservative:
+/// false when unsure.
+bool tensor_valued(const SemanticModel& model, TSNode expr, int depth = 0);
+
 /// 1-based line of a node, for messages that point elsewhere.
 std::uint32_t line_of(const SemanticModel& model, TSNode node);
 

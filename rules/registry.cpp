@@ -49,6 +49,7 @@ extern const Rule kNoSyncWithoutForward;
 extern const Rule kLearningRateNotScaled;
 extern const Rule kEvalSamplerPads;
 extern const Rule kDataloaderWorkersNotPersistent;
+extern const Rule kDistributedWithoutSampler;
 
 namespace {
 std::vector<Rule> build() {
@@ -92,6 +93,7 @@ std::vector<Rule> build() {
       kLearningRateNotScaled,
       kEvalSamplerPads,
       kDataloaderWorkersNotPersistent,
+      kDistributedWithoutSampler,
   };
   for (Rule& r : rules) {
     for (std::size_t i = 0; i < kRuleDocCount; ++i)
