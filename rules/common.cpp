@@ -256,14 +256,15 @@ bool tensor_valued(const SemanticModel& model, TSNode expr, int depth) {
   if (s == k.subscript) return tensor_valued(model, field(expr, k.f_value), depth + 1);
   if (s == k.identifier || s == k.attribute) {
     auto bindings = model.bindings_of(model.path_of(expr), model.region_of(expr));
-    if (bindings.empty()) return false;
+    int tensors = 0;
     for (const Binding* b : bindings) {
       if (ts_node_eq(b->target, expr)) continue;
       if (b->kind == Binding::Kind::Augmented) continue;  // `total += loss`: as the other bindings
       if (b->kind != Binding::Kind::Assign || ts_node_is_null(b->value) || !tensor_valued(model, b->value, depth + 1))
         return false;
+      ++tensors;
     }
-    return true;
+    return tensors > 0;
   }
   return false;
 }
