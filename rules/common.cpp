@@ -189,10 +189,11 @@ bool after_wrap_of(const SemanticModel& model, const std::vector<DdpWrap>& wraps
 
 namespace {
 bool tensor_method(std::string_view m) {
-  static constexpr std::array<std::string_view, 26> names = {
+  static constexpr std::array<std::string_view, 40> names = {
       "sum", "mean", "max", "min", "norm", "detach", "float", "half", "clone", "argmax", "argmin", "view",
       "reshape", "pow", "sqrt", "abs", "exp", "log", "std", "var", "softmax", "cuda", "to", "squeeze", "flatten",
-      "masked_fill"};
+      "masked_fill", "any", "all", "long", "int", "bool", "eq", "ne", "gt", "lt", "ge", "le", "isnan", "isinf",
+      "sigmoid"};
   return std::find(names.begin(), names.end(), m) != names.end();
 }
 
@@ -243,7 +244,8 @@ bool tensor_valued(const SemanticModel& model, TSNode expr, int depth) {
                                           "torch.utils.", "torch.optim.", "torch.nn.", "torch.is_", "torch.set_",
                                           "torch.get_", "torch.manual_seed", "torch.save", "torch.load", "torch.no_grad",
                                           "torch.autocast", "torch.amp.", "torch.compile", "torch.inference_mode"})
-        if (cn.rfind(not_tensor, 0) == 0) return cn.rfind("torch.nn.functional.", 0) == 0;
+        if (cn.rfind(not_tensor, 0) == 0)
+          return cn.rfind("torch.nn.functional.", 0) == 0 || cn.rfind("torch.nn.utils.clip_grad_norm", 0) == 0;
       return true;
     }
     if (!ts_node_is_null(c->receiver) && tensor_method(c->method)) return tensor_valued(model, c->receiver, depth + 1);
@@ -254,6 +256,13 @@ bool tensor_valued(const SemanticModel& model, TSNode expr, int depth) {
   if (s == k.binary_operator)
     return tensor_valued(model, field(expr, k.f_left), depth + 1) || tensor_valued(model, field(expr, k.f_right), depth + 1);
   if (s == k.subscript) return tensor_valued(model, field(expr, k.f_value), depth + 1);
+  if (s == k.comparison_operator) {  // `pred == y` on tensors is a tensor (not `is` / `is not`)
+    for (TSNode op : children(expr, false))
+      if (!ts_node_is_named(op) && model.text(op) == "is") return false;
+    for (TSNode operand : children(expr))
+      if (tensor_valued(model, operand, depth + 1)) return true;
+    return false;
+  }
   if (s == k.identifier || s == k.attribute) {
     auto bindings = model.bindings_of(model.path_of(expr), model.region_of(expr));
     int tensors = 0;

@@ -50,6 +50,8 @@ extern const Rule kLearningRateNotScaled;
 extern const Rule kEvalSamplerPads;
 extern const Rule kDataloaderWorkersNotPersistent;
 extern const Rule kDistributedWithoutSampler;
+extern const Rule kTensorPrintInTrainingLoop;
+extern const Rule kTensorTruthinessInTrainingLoop;
 
 namespace {
 std::vector<Rule> build() {
@@ -94,6 +96,8 @@ std::vector<Rule> build() {
       kEvalSamplerPads,
       kDataloaderWorkersNotPersistent,
       kDistributedWithoutSampler,
+      kTensorPrintInTrainingLoop,
+      kTensorTruthinessInTrainingLoop,
   };
   for (Rule& r : rules) {
     for (std::size_t i = 0; i < kRuleDocCount; ++i)
