@@ -5,9 +5,23 @@
 namespace ddplint::rules {
 
 namespace {
+// The script also works with torchrun: it reads LOCAL_RANK from the
+// environment, or never reads the parsed `.local_rank` at all (a leftover
+// option kept so that old launch commands still parse).
+bool torchrun_ready(const SemanticModel& model) {
+  std::string_view text = model.source().text();
+  if (text.find(".local_rank") == std::string_view::npos) return true;
+  for (const CallSite& c : model.calls())
+    if ((c.canonical == "os.environ.get" || c.canonical == "os.getenv") && model.env_var_read(c.node) == "LOCAL_RANK")
+      return true;
+  return text.find("environ[\"LOCAL_RANK\"]") != std::string_view::npos ||
+         text.find("environ['LOCAL_RANK']") != std::string_view::npos;
+}
+
 void check(const SemanticModel& model, RuleContext& ctx) {
   // parser.add_argument("--local_rank", ...) / ("--local-rank", ...)
-  for (const CallSite* call : model.calls_named("add_argument")) {
+  bool ready = torchrun_ready(model);
+  for (const CallSite* call : ready ? std::vector<const CallSite*>{} : model.calls_named("add_argument")) {
     for (int i = 0; i < 3; ++i) {
       TSNode opt = model.argument(*call, "", i);
       if (ts_node_is_null(opt)) break;

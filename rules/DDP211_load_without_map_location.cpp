@@ -11,6 +11,19 @@ void check(const SemanticModel& model, RuleContext& ctx) {
     // torch.load(f, map_location=None, ...)
     if (!ts_node_is_null(model.argument(*call, "map_location", 1))) continue;  // any value
     if (model.has_unpacked_arguments(*call)) continue;
+    // `if args.gpu is None: torch.load(p) else: torch.load(p, map_location=loc)`:
+    // the per-GPU path maps; the other arm is the one-process-for-all-GPUs case
+    bool mapped_other_arm = false;
+    const Region& here = model.regions()[call->region];
+    if (here.kind == Region::Kind::Branch) {
+      for (const CallSite* other : model.calls_to("torch.load")) {
+        const Region& there = model.regions()[other->region];
+        if (other != call && there.kind == Region::Kind::Branch && ts_node_eq(there.condition, here.condition) &&
+            there.negated != here.negated && !ts_node_is_null(model.argument(*other, "map_location", 1)))
+          mapped_other_arm = true;
+      }
+    }
+    if (mapped_other_arm) continue;
     auto [start, end] = first_line_range(model, call->node);
     ctx.report(start, end,
                "torch.load without map_location in a distributed CUDA script: tensors return to the device "

@@ -18,7 +18,7 @@ bool uses_reduced_precision(const SemanticModel& model) {
     for (std::size_t at = hay.find(word); at != std::string_view::npos; at = hay.find(word, at + word.size())) ++n;
     return n;
   };
-  for (std::string_view word : {"autocast", "GradScaler", "mixed_precision"}) {
+  for (std::string_view word : {"autocast", "GradScaler", "mixed_precision", "MixedPrecision", "mp_policy"}) {
     std::size_t all = count(text, word);
     if (all == 0) continue;
     std::size_t in_comments = 0;  // a `# TODO: try autocast` is not a use
@@ -53,8 +53,23 @@ bool uses_reduced_precision(const SemanticModel& model) {
   return false;
 }
 
+// The file builds or wraps the model it trains (a torch.nn module, a DDP/FSDP
+// wrap, a pretrained model). A training loop that only receives its model as a
+// parameter cannot know the precision the caller set up (FSDP MixedPrecision).
+bool builds_model(const SemanticModel& model) {
+  if (model.wraps_ddp()) return true;
+  for (const CallSite& c : model.calls()) {
+    std::string_view cn = c.canonical;
+    if (cn.rfind("torch.nn.", 0) == 0 && cn.find("functional") == std::string_view::npos &&
+        cn.find(".utils.") == std::string_view::npos && cn.find(".init.") == std::string_view::npos)
+      return true;
+    if (c.method == "from_pretrained" || cn.rfind("torchvision.models", 0) == 0 || cn.rfind("timm.", 0) == 0) return true;
+  }
+  return false;
+}
+
 void check(const SemanticModel& model, RuleContext& ctx) {
-  if (!model.uses_cuda() || !model.trains()) return;
+  if (!model.uses_cuda() || !model.trains() || !builds_model(model)) return;
   int first_step_loop = -1;
   for (std::size_t r = 0; r < model.regions().size(); ++r) {
     if (model.is_step_loop(static_cast<int>(r))) {
@@ -63,6 +78,18 @@ void check(const SemanticModel& model, RuleContext& ctx) {
     }
   }
   if (first_step_loop < 0 || uses_reduced_precision(model)) return;
+  // the loop trains a model handed in by a caller in another file (`def
+  // train(model, ...)`, never called here): its precision (FSDP
+  // MixedPrecision, an autocast around the call) is set there
+  int scope = model.regions()[first_step_loop].scope;
+  if (model.regions()[scope].kind == Region::Kind::Function &&
+      model.callers_of(model.regions()[scope].function).empty()) {
+    for (const Binding& b : model.bindings()) {
+      if (b.kind != Binding::Kind::Parameter || b.scope != scope) continue;
+      std::string_view name = model.text(b.target);
+      if (name.find("model") != std::string_view::npos || name.find("net") != std::string_view::npos) return;
+    }
+  }
   auto [start, end] = first_line_range(model, model.regions()[first_step_loop].node);
   ctx.report(start, end,
              "CUDA training loop in float32 with no autocast: Tensor Cores run matrix multiplies several times "
