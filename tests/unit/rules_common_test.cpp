@@ -3,25 +3,13 @@
 #include <doctest/doctest.h>
 
 #include "linter/semantic_model.hpp"
+#include "tests/unit/parsed_model.hpp"
 #include "rules/common.hpp"
 
 using namespace ddplint;
 using namespace ddplint::rules;
 
-namespace {
-struct Model {
-  explicit Model(std::string src) : source("t.py", std::move(src)), tree(parse_python(source)), model(source, tree) {}
-  SourceFile source;
-  SyntaxTree tree;
-  SemanticModel model;
-  const CallSite& call(std::string_view prefix) const {
-    for (const CallSite& c : model.calls())
-      if (model.text(c.node).substr(0, prefix.size()) == prefix) return c;
-    FAIL("no call starting with " << prefix);
-    throw 0;
-  }
-};
-}  // namespace
+using Model = ddplint::testing::ParsedModel;
 
 TEST_CASE("order: a call after the wrap in the wrap's own block, not in the other arm of an if") {
   Model m(R"(from torch.nn.parallel import DistributedDataParallel as DDP

@@ -4,29 +4,11 @@
 #include <memory>
 
 #include "linter/semantic_model.hpp"
+#include "tests/unit/parsed_model.hpp"
 
 using namespace ddplint;
 
-namespace {
-// Parses a snippet and keeps source, tree and model alive together.
-struct Model {
-  explicit Model(std::string src) : source("t.py", std::move(src)), tree(parse_python(source)), model(source, tree) {}
-  SourceFile source;
-  SyntaxTree tree;
-  SemanticModel model;
-
-  // The first call whose text starts with `prefix`.
-  const CallSite& call(std::string_view prefix) const {
-    for (const CallSite& c : model.calls())
-      if (model.text(c.node).substr(0, prefix.size()) == prefix) return c;
-    FAIL("no call starting with " << prefix);
-    throw 0;
-  }
-  TSNode arg(std::string_view call_prefix, std::string_view kw, int pos = -1) const {
-    return model.argument(call(call_prefix), kw, pos);
-  }
-};
-}  // namespace
+using Model = ddplint::testing::ParsedModel;
 
 TEST_CASE("imports and aliases resolve to canonical names") {
   Model m(R"(import torch
