@@ -4,6 +4,10 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <condition_variable>
+#include <mutex>
+#include <optional>
+#include <thread>
 #include <cstdio>
 #include <cerrno>
 #include <cstdlib>
@@ -72,6 +76,10 @@ int run_cli(int argc, char** argv, std::span<const Rule> rules) {
       ->type_name("PATH");
   app.add_flag("--exit-zero", exit_zero, "Exit with 0 even when findings are reported");
   app.add_flag("-q,--quiet", quiet, "Print findings only: no summary line");
+  unsigned jobs = std::max(1u, std::thread::hardware_concurrency());
+  app.add_option("-j,--jobs", jobs, "Files linted in parallel (default: the number of cores); output order is the same")
+      ->check(CLI::Range(1u, 1024u))
+      ->capture_default_str();
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -118,21 +126,54 @@ int run_cli(int argc, char** argv, std::span<const Rule> rules) {
   std::size_t findings = 0, files = 0;
   nlohmann::ordered_json json_out = nlohmann::ordered_json::array();
 
-  auto lint_one = [&](SourceFile source) {
+  // One file's output, computed on any thread and emitted in input order.
+  struct Outcome {
+    std::string out, err;
+    nlohmann::ordered_json json = nlohmann::ordered_json::array();
+    std::size_t findings = 0;
+    bool linted = false, error = false;
+  };
+  auto lint_source = [&](SourceFile source) {
+    Outcome o;
     LintResult result = lint(source, rules, selection);
     if (!result.error.empty()) {
-      std::fprintf(stderr, "ddplint: %s: %s\n", source.path().c_str(), result.error.c_str());
-      had_error = true;
-      return;
+      o.err = "ddplint: " + source.path() + ": " + result.error + "\n";
+      o.error = true;
+      return o;
     }
-    ++files;
-    findings += result.diagnostics.size();
+    o.linted = true;
+    o.findings = result.diagnostics.size();
     if (format == "json") {
-      for (const auto& d : result.diagnostics) json_out.push_back(to_json(source, d));
+      for (const auto& d : result.diagnostics) o.json.push_back(to_json(source, d));
     } else {
-      std::string text = format_text(source, result.diagnostics, color);
-      std::fwrite(text.data(), 1, text.size(), stdout);
+      o.out = format_text(source, result.diagnostics, color);
     }
+    return o;
+  };
+  auto emit = [&](Outcome& o) {
+    if (!o.err.empty()) std::fwrite(o.err.data(), 1, o.err.size(), stderr);
+    had_error = had_error || o.error;
+    if (o.linted) ++files;
+    findings += o.findings;
+    if (!o.out.empty()) std::fwrite(o.out.data(), 1, o.out.size(), stdout);
+    for (auto& item : o.json) json_out.push_back(std::move(item));
+  };
+  auto lint_path = [&](const DiscoveredPath& entry) {
+    if (!entry.error.empty()) {
+      Outcome o;
+      o.err = "ddplint: " + entry.path + ": " + entry.error + "\n";
+      o.error = true;
+      return o;
+    }
+    std::string err;
+    auto bytes = read_file(entry.path, err);
+    if (!bytes) {
+      Outcome o;
+      o.err = "ddplint: " + entry.path + ": " + err + "\n";
+      o.error = true;
+      return o;
+    }
+    return lint_source(SourceFile(entry.path, std::move(*bytes)));
   };
 
   std::vector<std::string> file_args;
@@ -154,22 +195,64 @@ int run_cli(int argc, char** argv, std::span<const Rule> rules) {
       had_error = true;
       continue;
     }
-    lint_one(SourceFile(name, std::move(*data)));
+    Outcome o = lint_source(SourceFile(name, std::move(*data)));
+    emit(o);
   }
-  for (const DiscoveredPath& entry : discover(file_args)) {
-    if (!entry.error.empty()) {
-      std::fprintf(stderr, "ddplint: %s: %s\n", entry.path.c_str(), entry.error.c_str());
-      had_error = true;
-      continue;
+
+  // Files are linted by `jobs` threads; outcomes are emitted strictly in input
+  // order as soon as each is ready, and at most a bounded window of them is held.
+  std::vector<DiscoveredPath> entries = discover(file_args);
+  std::size_t workers = std::max<std::size_t>(1, std::min<std::size_t>(jobs, entries.size()));
+  if (workers <= 1) {
+    for (const DiscoveredPath& entry : entries) {
+      Outcome o = lint_path(entry);
+      emit(o);
     }
-    std::string err;
-    auto bytes = read_file(entry.path, err);
-    if (!bytes) {
-      std::fprintf(stderr, "ddplint: %s: %s\n", entry.path.c_str(), err.c_str());
-      had_error = true;
-      continue;
+  } else {
+    std::vector<std::optional<Outcome>> slots(entries.size());
+    std::mutex mutex;
+    std::condition_variable ready, room;
+    std::size_t next = 0, emitted = 0;
+    const std::size_t window = workers * 8;
+    auto work = [&] {
+      for (;;) {
+        std::size_t i;
+        {
+          std::unique_lock lock(mutex);
+          room.wait(lock, [&] { return next >= entries.size() || next < emitted + window; });
+          if (next >= entries.size()) return;
+          i = next++;
+        }
+        Outcome o;
+        try {
+          o = lint_path(entries[i]);
+        } catch (const std::exception& e) {  // one bad file never stops the others
+          o = Outcome{};
+          o.err = "ddplint: " + entries[i].path + ": internal error: " + e.what() + "\n";
+          o.error = true;
+        }
+        {
+          std::lock_guard lock(mutex);
+          slots[i] = std::move(o);
+        }
+        ready.notify_all();
+      }
+    };
+    std::vector<std::thread> pool;
+    for (std::size_t t = 0; t < workers; ++t) pool.emplace_back(work);
+    for (std::size_t i = 0; i < entries.size(); ++i) {
+      Outcome o;
+      {
+        std::unique_lock lock(mutex);
+        ready.wait(lock, [&] { return slots[i].has_value(); });
+        o = std::move(*slots[i]);
+        slots[i].reset();
+        emitted = i + 1;
+      }
+      room.notify_all();
+      emit(o);
     }
-    lint_one(SourceFile(entry.path, std::move(*bytes)));
+    for (auto& t : pool) t.join();
   }
 
   if (format == "json") {

@@ -371,3 +371,22 @@ TEST_CASE("a path given twice is linted once; an empty --explain is an error") {
   CHECK(std::count(r.out.begin(), r.out.end(), '\n') == 1);
   CHECK(ddplint({"--explain", ""}, "", d.path).rc == 2);
 }
+
+TEST_CASE("-j N lints in parallel with output identical to -j 1, errors included") {
+  TempDir d;
+  for (int i = 0; i < 40; ++i) {
+    std::string name = "proj/m" + std::to_string(i) + ".py";
+    d.write(name, i % 7 == 3 ? std::string("x = '\xff'\n") : kBadLoader + std::string(i % 3, '\n') + "y = 1\n");
+  }
+  for (const char* fmt : {"text", "json"}) {
+    CAPTURE(fmt);
+    Run one = ddplint({"--format", fmt, "-j", "1", "proj"}, "", d.path);
+    Run many = ddplint({"--format", fmt, "-j", "4", "proj"}, "", d.path);
+    CHECK(one.rc == 2);
+    CHECK(many.rc == one.rc);
+    CHECK(many.out == one.out);
+    CHECK(many.err == one.err);
+    CHECK(contains(one.err, "m3.py: not valid UTF-8"));
+  }
+  CHECK(ddplint({"-j", "0", "proj"}, "", d.path).rc == 2);
+}
