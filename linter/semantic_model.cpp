@@ -1489,16 +1489,16 @@ std::vector<int> SemanticModel::resolve_local_function(const CallSite& c) const 
   return out;
 }
 
-namespace {
-// Innermost Loop region of `region` within its function, or -1.
-int innermost_loop(std::span<const Region> regions, int region) {
-  for (int r = region; r >= 0; r = regions[r].parent) {
-    Region::Kind kind = regions[r].kind;
+int SemanticModel::innermost_loop(int region) const {
+  for (int r = region; r >= 0; r = regions_[r].parent) {
+    Region::Kind kind = regions_[r].kind;
     if (kind == Region::Kind::Loop) return r;
     if (kind == Region::Kind::Function || kind == Region::Kind::Class || kind == Region::Kind::Module) return -1;
   }
   return -1;
 }
+
+namespace {
 int function_of(std::span<const Region> regions, int region) {
   int scope = regions[region].scope;
   return regions[scope].kind == Region::Kind::Function ? regions[scope].function : -1;
@@ -1518,7 +1518,7 @@ void SemanticModel::analyse_loops() {
   // Marks what a training call (or a call of a training function) at `region`
   // implies; returns the enclosing function if its flags changed, else -1.
   auto mark = [&](int region, bool direct) {
-    int loop = innermost_loop(regions_, region);
+    int loop = innermost_loop(region);
     int f = function_of(regions_, region);
     bool changed = false;
     if (direct) {

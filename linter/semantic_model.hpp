@@ -171,6 +171,9 @@ class SemanticModel {
   /// True for `x.backward()` and `.step()` on an optimizer or GradScaler: the
   /// calls that make a loop a training loop.
   bool is_training_call(const CallSite& call) const { return training_call(call); }
+  /// Innermost Loop region at or above `region` within its function (the walk
+  /// stops at a function, class or the module), or -1.
+  int innermost_loop(int region) const;
   /// True if region `r` is a loop that runs once per training step.
   bool is_step_loop(int r) const { return r >= 0 && static_cast<std::size_t>(r) < step_loop_.size() && step_loop_[r]; }
   /// True when the node is inside any training loop (step or epoch level).

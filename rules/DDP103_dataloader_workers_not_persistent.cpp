@@ -20,14 +20,7 @@ bool mentions_name(const SemanticModel& model, TSNode expr, const std::string& p
 }
 
 // A loop at or above `region` within its function.
-bool in_loop(const SemanticModel& model, int region) {
-  for (int r = region; r > 0; r = model.regions()[r].parent) {
-    Region::Kind kind = model.regions()[r].kind;
-    if (kind == Region::Kind::Loop) return true;
-    if (kind == Region::Kind::Function || kind == Region::Kind::Class) return false;
-  }
-  return false;
-}
+bool in_loop(const SemanticModel& model, int region) { return model.innermost_loop(region) >= 0; }
 
 // The loader (by the name it is assigned to) is iterated once per pass of an
 // outer loop: a `for ... in <loader>` nested in another loop, or the loader

@@ -1,18 +1,10 @@
 // DDP108 eval-sampler-pads: a DistributedSampler on an evaluation loader repeats samples.
-#include <algorithm>
-#include <cctype>
-
 #include "linter/semantic_model.hpp"
 #include "rules/common.hpp"
 
 namespace ddplint::rules {
 
 namespace {
-bool eval_name(std::string name) {
-  std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
-  return name.find("val") != std::string::npos || name.find("test") != std::string::npos ||
-         name.find("eval") != std::string::npos;
-}
 
 void check(const SemanticModel& model, RuleContext& ctx) {
   for (const CallSite* s : model.calls_to("torch.utils.data.DistributedSampler")) {
@@ -26,10 +18,10 @@ void check(const SemanticModel& model, RuleContext& ctx) {
     Value shuffle = model.value_of(model.argument(*s, "shuffle", 3));
     bool not_shuffled = shuffle.known() && !shuffle.truthy();
     // named for evaluation: the sampler, or the loader it is passed to inline
-    bool named_eval = eval_name(std::string(model.last_name(model.assigned_to(s->node))));
+    bool named_eval = evaluation_name(model.last_name(model.assigned_to(s->node)));
     if (!named_eval) {
       TSNode dataset = model.argument(*s, "dataset", 0);
-      named_eval = !ts_node_is_null(dataset) && eval_name(std::string(model.last_name(dataset)));
+      named_eval = !ts_node_is_null(dataset) && evaluation_name(model.last_name(dataset));
     }
     if (!not_shuffled && !named_eval) continue;
     ctx.report(ts_node_start_byte(s->callee), ts_node_end_byte(s->callee),

@@ -1,7 +1,4 @@
 // DDP202 global-rank-as-device: a global rank used as a CUDA device index.
-#include <algorithm>
-#include <cctype>
-
 #include "linter/semantic_model.hpp"
 #include "rules/common.hpp"
 
@@ -28,8 +25,7 @@ bool global_rank(const SemanticModel& model, TSNode expr, int depth = 0) {
     return false;
   }
   if (s == k.identifier || s == k.attribute) {
-    std::string name(model.last_name(expr));
-    std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
+    std::string name = lowercase(model.last_name(expr));
     TSNode bound = model.single_assignment(expr);
     if (!ts_node_is_null(bound)) return global_rank(model, bound, depth + 1);
     if (name.find("local") != std::string::npos) return false;

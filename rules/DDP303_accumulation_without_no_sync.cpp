@@ -7,14 +7,7 @@ namespace ddplint::rules {
 namespace {
 
 // Innermost loop region around `node` within its function, or -1.
-int loop_of(const SemanticModel& model, TSNode node) {
-  for (int r = model.region_of(node); r > 0; r = model.regions()[r].parent) {
-    Region::Kind kind = model.regions()[r].kind;
-    if (kind == Region::Kind::Loop) return r;
-    if (kind == Region::Kind::Function || kind == Region::Kind::Class) return -1;
-  }
-  return -1;
-}
+int loop_of(const SemanticModel& model, TSNode node) { return model.innermost_loop(model.region_of(node)); }
 
 bool inside(const SemanticModel& model, int inner, int outer) {
   for (int r = inner; r > 0; r = model.regions()[r].parent)

@@ -1,17 +1,10 @@
 // DDP304 nccl-transport-disabled: NCCL forced onto slower transports.
-#include <algorithm>
-#include <cctype>
-
 #include "linter/semantic_model.hpp"
 #include "rules/common.hpp"
 
 namespace ddplint::rules {
 
 namespace {
-std::string upper(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::toupper(c); });
-  return s;
-}
 
 void check(const SemanticModel& model, RuleContext& ctx) {
   for (const EnvWrite& w : model.env_writes()) {
@@ -25,7 +18,7 @@ void check(const SemanticModel& model, RuleContext& ctx) {
              : w.name == "NCCL_P2P_DISABLE" ? "direct GPU-to-GPU (NVLink/PCIe peer) copies, so traffic is staged through host memory"
                                             : "shared-memory transport between processes, so intra-node traffic goes over the network";
       what = w.name + " disables " + what;
-    } else if (w.name == "NCCL_NET" && v.kind == Value::Kind::Str && upper(v.s) == "SOCKET") {
+    } else if (w.name == "NCCL_NET" && v.kind == Value::Kind::Str && lowercase(v.s) == "socket") {
       what = "NCCL_NET=Socket forces TCP sockets even where InfiniBand or RoCE is available";
     } else {
       continue;

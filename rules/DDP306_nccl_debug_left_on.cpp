@@ -1,7 +1,4 @@
 // DDP306 nccl-debug-left-on: NCCL_DEBUG=INFO/TRACE set in code.
-#include <algorithm>
-#include <cctype>
-
 #include "linter/semantic_model.hpp"
 #include "rules/common.hpp"
 
@@ -13,12 +10,11 @@ void check(const SemanticModel& model, RuleContext& ctx) {
     if (w.name != "NCCL_DEBUG") continue;
     Value v = model.value_of(w.value);
     if (v.kind != Value::Kind::Str) continue;
-    std::string level = v.s;
-    std::transform(level.begin(), level.end(), level.begin(), [](unsigned char c) { return std::toupper(c); });
-    if (level != "INFO" && level != "TRACE") continue;
+    std::string level = lowercase(v.s);
+    if (level != "info" && level != "trace") continue;
     auto [start, end] = first_line_range(model, w.at);
     ctx.report(start, end,
-               level == "TRACE" ? "NCCL_DEBUG=TRACE logs every collective call: leave it for debugging sessions"
+               level == "trace" ? "NCCL_DEBUG=TRACE logs every collective call: leave it for debugging sessions"
                                 : "NCCL_DEBUG=INFO left on in code: every rank logs NCCL's set-up; use WARN outside "
                                   "debugging sessions");
   }

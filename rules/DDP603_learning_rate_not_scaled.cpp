@@ -1,7 +1,4 @@
 // DDP603 learning-rate-not-scaled: the global batch grows with world_size, the LR stays constant.
-#include <algorithm>
-#include <cctype>
-
 #include "linter/semantic_model.hpp"
 #include "rules/common.hpp"
 
@@ -15,8 +12,7 @@ namespace {
 bool lr_scaled_somewhere(const SemanticModel& model) {
   const Kinds& k = kinds();
   for (const Binding& b : model.bindings()) {
-    std::string target(model.last_name(b.target));
-    std::transform(target.begin(), target.end(), target.begin(), [](unsigned char c) { return std::tolower(c); });
+    std::string target = lowercase(model.last_name(b.target));
     if (target.find("lr") == std::string::npos && target.find("learning_rate") == std::string::npos) continue;
     TSNode v = b.value;
     if (ts_node_is_null(v)) continue;

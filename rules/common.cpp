@@ -36,8 +36,7 @@ bool mentions_gradient(const SemanticModel& model, TSNode expr) {
     TSSymbol s = ts_node_symbol(node);
     if (s == k.attribute && model.text(field(node, k.f_attribute)) == "grad") return true;
     if (s == k.identifier) {
-      std::string name(model.text(node));
-      std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
+      std::string name = lowercase(model.text(node));
       auto ends = [&](std::string_view suf) {
         return name.size() >= suf.size() && name.compare(name.size() - suf.size(), suf.size(), suf) == 0;
       };
@@ -67,11 +66,20 @@ TSNode argument_node(TSNode value) {
   return value;
 }
 
-bool evaluation_loader(const SemanticModel& model, const CallSite& call) {
-  std::string name(model.last_name(model.assigned_to(call.node)));
-  std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
+std::string lowercase(std::string_view s) {
+  std::string out(s);
+  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
+  return out;
+}
+
+bool evaluation_name(std::string_view raw) {
+  std::string name = lowercase(raw);
   return name.find("val") != std::string::npos || name.find("test") != std::string::npos ||
          name.find("eval") != std::string::npos;
+}
+
+bool evaluation_loader(const SemanticModel& model, const CallSite& call) {
+  return evaluation_name(model.last_name(model.assigned_to(call.node)));
 }
 
 std::string autocast_precision(const SemanticModel& model, const CallSite& call) {

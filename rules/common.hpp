@@ -32,6 +32,12 @@ std::pair<std::uint32_t, std::uint32_t> first_line_range(const SemanticModel& mo
 /// For a keyword argument's value, the whole `name=value` node; otherwise the node itself.
 TSNode argument_node(TSNode value);
 
+/// ASCII lower case of `s`.
+std::string lowercase(std::string_view s);
+
+/// A name marking evaluation data: contains `val`, `test` or `eval` (any case).
+bool evaluation_name(std::string_view name);
+
 /// An evaluation loader, by the name it is assigned to (val_loader, test_dl,
 /// eval_loader): its batch size does not set the training step's work.
 bool evaluation_loader(const SemanticModel& model, const CallSite& call);
