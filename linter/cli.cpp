@@ -19,6 +19,7 @@
 #include "linter/discovery.hpp"
 #include "linter/lint.hpp"
 #include "linter/output.hpp"
+#include "lsp/server.hpp"
 
 namespace ddplint {
 
@@ -80,6 +81,8 @@ int run_cli(int argc, char** argv, std::span<const Rule> rules) {
   app.add_option("-j,--jobs", jobs, "Files linted in parallel (default: the number of cores); output order is the same")
       ->check(CLI::Range(1u, 1024u))
       ->capture_default_str();
+  CLI::App* server = app.add_subcommand("server", "Run the language server: LSP 3.17 over standard input/output");
+  app.require_subcommand(0, 1);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -92,6 +95,7 @@ int run_cli(int argc, char** argv, std::span<const Rule> rules) {
     return kExitError;
   }
 
+  if (*server) return lsp::run_server(rules, STDIN_FILENO, STDOUT_FILENO);
   if (list) {
     list_rules(rules);
     return kExitClean;

@@ -40,6 +40,9 @@ struct RuleInfo {
   std::string_view url;       ///< PyTorch documentation page the rule is about
   std::string_view docs;      ///< Markdown (What it does / Why is this bad / Example / Use instead / References)
   bool fixable = false;       ///< the rule offers fixes for some findings
+  /// Findings are uses of a deprecated API (editors strike them through:
+  /// LSP DiagnosticTag.Deprecated).
+  bool deprecated_api = false;
 };
 
 /// A finding: the rule, the byte range in the file, and the message.

@@ -8,14 +8,10 @@
 
 namespace ddplint {
 
-LintResult lint(const SourceFile& source, std::span<const Rule> rules, const RuleSelection& selection) {
+namespace {
+LintResult lint_decoded(const SourceFile& source, const SyntaxTree& tree, std::span<const Rule> rules,
+                        const RuleSelection& selection) {
   LintResult result;
-  std::string detail;
-  if (source.check_decodable(&detail) != DecodeError::None) {
-    result.error = detail;
-    return result;
-  }
-  SyntaxTree tree = parse_python(source);
   if (!tree) {
     result.error = "tree-sitter could not parse the file";
     return result;
@@ -37,6 +33,21 @@ LintResult lint(const SourceFile& source, std::span<const Rule> rules, const Rul
     return a.rule->code < b.rule->code;
   });
   return result;
+}
+
+}  // namespace
+
+LintResult lint(const SourceFile& source, std::span<const Rule> rules, const RuleSelection& selection) {
+  std::string detail;
+  if (source.check_decodable(&detail) != DecodeError::None) return LintResult{{}, detail};
+  return lint_decoded(source, parse_python(source), rules, selection);
+}
+
+LintResult lint(const SourceFile& source, const SyntaxTree& tree, std::span<const Rule> rules,
+                const RuleSelection& selection) {
+  std::string detail;
+  if (source.check_decodable(&detail) != DecodeError::None) return LintResult{{}, detail};
+  return lint_decoded(source, tree, rules, selection);
 }
 
 }  // namespace ddplint

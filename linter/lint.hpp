@@ -8,6 +8,7 @@
 #include "linter/diagnostic.hpp"
 #include "linter/selection.hpp"
 #include "linter/source.hpp"
+#include "linter/syntax.hpp"
 
 namespace ddplint {
 
@@ -24,5 +25,11 @@ struct LintResult {
 /// builds the semantic model once, runs each enabled rule, drops findings
 /// silenced by `# noqa`, and sorts. Never throws for any input bytes.
 LintResult lint(const SourceFile& source, std::span<const Rule> rules, const RuleSelection& selection);
+
+/// The same as lint() above for a source already parsed into `tree` (the
+/// language server keeps a tree per buffer and reparses incrementally).
+/// `tree` must be parse_python(source[, previous]).
+LintResult lint(const SourceFile& source, const SyntaxTree& tree, std::span<const Rule> rules,
+                const RuleSelection& selection);
 
 }  // namespace ddplint

@@ -49,7 +49,20 @@ nlohmann::ordered_json to_json(const SourceFile& file, const Diagnostic& d) {
   j["filename"] = file.path();
   j["location"] = {{"row", start.row}, {"column", start.column}};
   j["end_location"] = {{"row", end.row}, {"column", end.column}};
-  j["fix"] = nullptr;
+  if (d.fix) {
+    nlohmann::ordered_json edits = nlohmann::ordered_json::array();
+    for (const Edit& e : d.fix->edits) {
+      Position a = file.lines().position(e.start), b = file.lines().position(e.end);
+      edits.push_back({{"content", e.replacement},
+                       {"location", {{"row", a.row}, {"column", a.column}}},
+                       {"end_location", {{"row", b.row}, {"column", b.column}}}});
+    }
+    j["fix"] = {{"applicability", d.fix->applicability == Fix::Applicability::Safe ? "safe" : "unsafe"},
+                {"message", d.fix->description},
+                {"edits", std::move(edits)}};
+  } else {
+    j["fix"] = nullptr;
+  }
   if (d.rule->url.empty()) j["url"] = nullptr;
   else j["url"] = d.rule->url;
   return j;

@@ -19,7 +19,7 @@ void skip_space(std::string_view& s) {
 }
 }  // namespace
 
-bool parse_noqa(std::string_view comment, bool file_level, Suppressions::Entry& entry) {
+std::optional<NoqaDirective> find_noqa(std::string_view comment, bool file_level) {
   // A directive may follow other comment text: `# type: ignore  # noqa: DDP101`.
   for (std::size_t hash = comment.find('#'); hash != std::string_view::npos; hash = comment.find('#', hash + 1)) {
     std::string_view s = comment.substr(hash + 1);
@@ -35,30 +35,79 @@ bool parse_noqa(std::string_view comment, bool file_level, Suppressions::Entry& 
     if (!s.empty() && (std::isalnum(static_cast<unsigned char>(s.front())) || s.front() == '_' || s.front() == '-'))
       continue;
     skip_space(s);
+    NoqaDirective out;
     if (s.empty() || s.front() != ':') {
-      entry.all = true;
-      return true;
+      out.blanket = true;
+      return out;
     }
     s.remove_prefix(1);
-    std::vector<std::string> codes;
     for (;;) {
       skip_space(s);
       std::size_t n = 0;
       while (n < s.size() && std::isalnum(static_cast<unsigned char>(s[n]))) ++n;
       if (n == 0) break;
-      codes.emplace_back(s.substr(0, n));
+      auto at = static_cast<std::uint32_t>(s.data() - comment.data());
+      out.codes.push_back({s.substr(0, n), at, at + static_cast<std::uint32_t>(n)});
       s.remove_prefix(n);
       skip_space(s);
       if (!s.empty() && s.front() == ',') s.remove_prefix(1);
     }
-    if (codes.empty()) {
-      entry.all = true;  // `# noqa:` with nothing after it: Ruff treats it as blanket
-    } else {
-      entry.codes.insert(entry.codes.end(), codes.begin(), codes.end());
-    }
-    return true;
+    out.blanket = out.codes.empty();  // `# noqa:` with nothing after it: Ruff treats it as blanket
+    return out;
   }
-  return false;
+  return std::nullopt;
+}
+
+bool parse_noqa(std::string_view comment, bool file_level, Suppressions::Entry& entry) {
+  std::optional<NoqaDirective> d = find_noqa(comment, file_level);
+  if (!d) return false;
+  if (d->blanket) entry.all = true;
+  for (const NoqaDirective::Code& c : d->codes) entry.codes.emplace_back(c.code);
+  return true;
+}
+
+TSNode comment_at(const SyntaxTree& tree, std::uint32_t offset) {
+  if (!tree) return TSNode{};
+  TSNode n = ts_node_descendant_for_byte_range(tree.root(), offset, offset);
+  TSSymbol comment = kinds().comment;
+  // a comment is a leaf; a zero-width lookup at its end lands on what follows
+  for (; !ts_node_is_null(n); n = ts_node_parent(n)) {
+    if (ts_node_symbol(n) == comment && ts_node_start_byte(n) <= offset && offset <= ts_node_end_byte(n)) return n;
+  }
+  return TSNode{};
+}
+
+std::optional<Edit> noqa_edit(const SourceFile& source, const SyntaxTree& tree, std::uint32_t line,
+                              std::string_view code) {
+  const LineIndex& lines = source.lines();
+  if (!tree || line >= lines.line_count()) return std::nullopt;
+  std::string_view text = source.text();
+  std::uint32_t begin = std::max(lines.line_start(line), line == 0 ? source.bom_length() : 0u);
+  std::uint32_t end = lines.line_end(line);
+  while (end > begin && (text[end - 1] == ' ' || text[end - 1] == '\t' || text[end - 1] == '\f')) --end;
+  if (end <= begin) return std::nullopt;
+  const std::string suffix = "  # noqa: " + std::string(code);
+  // what covers the line's last byte: a comment, or a string running on past the line
+  const Kinds& k = kinds();
+  for (TSNode n = ts_node_descendant_for_byte_range(tree.root(), end - 1, end); !ts_node_is_null(n);
+       n = ts_node_parent(n)) {
+    TSSymbol sym = ts_node_symbol(n);
+    if (sym == k.comment) {
+      std::string_view comment = node_text(n, text);
+      auto at = ts_node_start_byte(n);
+      if (std::optional<NoqaDirective> d = find_noqa(comment, false)) {
+        if (d->blanket) return std::nullopt;
+        for (const NoqaDirective::Code& c : d->codes)
+          if (c.code == code) return std::nullopt;
+        std::uint32_t after = at + d->codes.back().end;
+        return Edit{after, after, ", " + std::string(code)};
+      }
+      return Edit{end, end, suffix};
+    }
+    if ((sym == k.string || sym == k.string_content) && ts_node_end_byte(n) > end) return std::nullopt;
+  }
+  if (text[end - 1] == '\\') return std::nullopt;
+  return Edit{end, end, suffix};
 }
 
 Suppressions Suppressions::collect(const SemanticModel& model) {

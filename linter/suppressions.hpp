@@ -6,7 +6,12 @@
 #include <unordered_map>
 #include <vector>
 
+#include <optional>
+#include <string_view>
+
 #include "linter/diagnostic.hpp"
+#include "linter/source.hpp"
+#include "linter/syntax.hpp"
 
 namespace ddplint {
 
@@ -33,8 +38,39 @@ struct Suppressions {
   bool suppresses(const Diagnostic& d, std::uint32_t line) const;
 };
 
+/// A noqa directive found in a comment, with where its codes are.
+struct NoqaDirective {
+  /// Byte range of one listed code, relative to the comment's first byte.
+  struct Code {
+    std::string_view code;
+    std::uint32_t start = 0;
+    std::uint32_t end = 0;
+  };
+  bool blanket = false;     ///< `# noqa` / `# noqa:` with no code: silences everything
+  std::vector<Code> codes;  ///< the listed codes in order (empty when blanket)
+};
+
+/// Finds the noqa directive in one comment's text (`# type: ignore  # noqa: X`
+/// counts), or std::nullopt. `file_level` selects the `# ddplint: noqa` form.
+std::optional<NoqaDirective> find_noqa(std::string_view comment, bool file_level);
+
 /// Parses one comment's text. Returns true and fills `entry` if it holds a
 /// noqa directive; `file_level` selects the `ddplint: noqa` form.
 bool parse_noqa(std::string_view comment, bool file_level, Suppressions::Entry& entry);
+
+/// The edit that silences `code` on 0-based `line` of `source` (parsed into
+/// `tree`), as a "disable for this line" action would make it:
+/// - a line whose comment already lists codes (`# noqa: A`) gets `, CODE`
+///   after the last one, so the list stays valid;
+/// - a line with another comment gets `  # noqa: CODE` after it;
+/// - any other line gets `  # noqa: CODE` after its last non-blank byte.
+/// std::nullopt when no comment can go there: the line ends inside a string
+/// that continues on the next line, ends with a `\` continuation, is blank,
+/// already has a blanket `# noqa`, or already lists `code`.
+std::optional<Edit> noqa_edit(const SourceFile& source, const SyntaxTree& tree, std::uint32_t line,
+                              std::string_view code);
+
+/// The comment node covering byte `offset`, or a null node.
+TSNode comment_at(const SyntaxTree& tree, std::uint32_t offset);
 
 }  // namespace ddplint

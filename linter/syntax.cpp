@@ -132,7 +132,7 @@ std::vector<TSNode> children(TSNode node, bool named_only) {
   return out;
 }
 
-SyntaxTree parse_python(const SourceFile& source) {
+SyntaxTree parse_python(const SourceFile& source, const SyntaxTree* previous) {
   std::unique_ptr<TSParser, void (*)(TSParser*)> parser(ts_parser_new(), &ts_parser_delete);
   if (!parser || !ts_parser_set_language(parser.get(), tree_sitter_python())) return {};
   std::string_view text = source.text();
@@ -144,7 +144,8 @@ SyntaxTree parse_python(const SourceFile& source) {
     range.end_point = {UINT32_MAX, UINT32_MAX};
     ts_parser_set_included_ranges(parser.get(), &range, 1);
   }
-  TSTree* tree = ts_parser_parse_string_encoding(parser.get(), nullptr, text.data(),
+  TSTree* old = previous != nullptr ? previous->get() : nullptr;
+  TSTree* tree = ts_parser_parse_string_encoding(parser.get(), old, text.data(),
                                                  static_cast<uint32_t>(text.size()), TSInputEncodingUTF8);
   return SyntaxTree(tree);
 }

@@ -21,6 +21,14 @@ class SyntaxTree {
   explicit SyntaxTree(TSTree* tree) : tree_(tree, &ts_tree_delete) {}
   TSNode root() const { return ts_tree_root_node(tree_.get()); }
   explicit operator bool() const { return tree_ != nullptr; }
+  /// The tree-sitter tree (owned by this object), or nullptr.
+  TSTree* get() const { return tree_.get(); }
+  /// Records an edit of the text this tree was parsed from (byte offsets and
+  /// row/byte-column points, as tree-sitter's TSInputEdit), so that a later
+  /// parse_python(new_source, this) reuses the unchanged subtrees.
+  void edit(const TSInputEdit& e) {
+    if (tree_) ts_tree_edit(tree_.get(), &e);
+  }
 
  private:
   std::unique_ptr<TSTree, void (*)(TSTree*)> tree_{nullptr, &ts_tree_delete};
@@ -30,7 +38,13 @@ class SyntaxTree {
 /// parsing (offsets stay relative to the whole buffer). Never fails on bad
 /// syntax: errors appear as ERROR/MISSING nodes. Returns an empty tree only if
 /// tree-sitter itself fails (out of memory).
-SyntaxTree parse_python(const SourceFile& source);
+///
+/// `previous`, if given, is the tree of the text before a series of edits, each
+/// recorded with SyntaxTree::edit: parsing is then incremental and costs about
+/// the size of the change (the language server's path). The result is the
+/// same tree a parse from scratch gives. `previous` must have been parsed with
+/// the same BOM length as `source`.
+SyntaxTree parse_python(const SourceFile& source, const SyntaxTree* previous = nullptr);
 
 /// Node kinds (grammar symbols) and field ids of tree-sitter-python, looked up
 /// once. Comparing ids avoids string compares in the hot walk.

@@ -12,17 +12,27 @@ void check(const SemanticModel& model, RuleContext& ctx) {
     TSNode pin = model.argument(*call, "pin_memory", 7);
     if (ts_node_is_null(pin)) {
       if (model.has_unpacked_arguments(*call)) continue;
+      std::optional<Fix> fix;
+      if (std::optional<Edit> e = append_argument(model, *call, "pin_memory=True"))
+        fix = Fix{Fix::Applicability::Safe, "Add `pin_memory=True`", {std::move(*e)}};
       ctx.report(ts_node_start_byte(call->callee), ts_node_end_byte(call->callee),
                  "DataLoader without pin_memory=True in a CUDA script: every batch is copied to the GPU "
-                 "from pageable memory, which is slower and cannot overlap with compute");
+                 "from pageable memory, which is slower and cannot overlap with compute",
+                 std::move(fix));
       continue;
     }
     Value v = model.value_of(pin);
     if (v.known() && !v.truthy()) {
       TSNode at = argument_node(pin);
+      std::optional<Fix> fix;
+      // only a literal False is rewritten; a named constant may be used elsewhere
+      if (model.text(pin) == "False")
+        fix = Fix{Fix::Applicability::Safe, "Set `pin_memory=True`",
+                  {Edit{ts_node_start_byte(pin), ts_node_end_byte(pin), "True"}}};
       ctx.report(ts_node_start_byte(at), ts_node_end_byte(at),
                  "DataLoader with pin_memory=False in a CUDA script: every batch is copied to the GPU "
-                 "from pageable memory, which is slower and cannot overlap with compute");
+                 "from pageable memory, which is slower and cannot overlap with compute",
+                 std::move(fix));
     }
   }
 }
@@ -31,7 +41,7 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 extern const Rule kDataloaderWithoutPinMemory{
     {"DDP102", "dataloader-without-pin-memory", Severity::Warning,
      "DataLoader without pin_memory=True in a script that trains on CUDA",
-     "https://pytorch.org/docs/stable/data.html#memory-pinning", {}, false},
+     "https://pytorch.org/docs/stable/data.html#memory-pinning", {}, true},
     &check};
 
 }  // namespace ddplint::rules

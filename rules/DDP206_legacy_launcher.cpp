@@ -60,7 +60,7 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 extern const Rule kLegacyLauncher{
     {"DDP206", "legacy-launcher", Severity::Warning,
      "`--local_rank` argument or torch.distributed.launch: deprecated, use torchrun and LOCAL_RANK",
-     "https://pytorch.org/docs/stable/elastic/run.html", {}, false},
+     "https://pytorch.org/docs/stable/elastic/run.html", {}, false, true},
     &check};
 
 }  // namespace ddplint::rules

@@ -13,25 +13,61 @@ std::string_view deprecated_name(std::string_view canonical) {
   return {};
 }
 
-void report(RuleContext& ctx, TSNode at, std::string_view name) {
+// The mechanical rewrite, when the code spells the full `torch.cuda.amp.NAME`
+// (an imported `autocast` needs its import changed too: no fix then):
+// - autocast(...) -> torch.amp.autocast("cuda", ...), keyword arguments only
+//   (its positional order differs: cuda's (enabled, dtype, cache_enabled)
+//   against (device_type, dtype, enabled, cache_enabled));
+// - GradScaler(...) -> torch.amp.GradScaler("cuda", ...): same order after `device`;
+// - custom_fwd/custom_bwd -> torch.amp.custom_fwd(device_type="cuda", ...),
+//   bare decorator or keyword arguments.
+// Defaults are the same (autocast on CUDA is float16 in both spellings).
+std::optional<Fix> rewrite(const SemanticModel& model, TSNode callee, const CallSite* call, std::string_view name) {
+  std::string full = "torch.cuda.amp." + std::string(name);
+  if (model.text(callee) != full) return std::nullopt;
+  Fix fix{Fix::Applicability::Safe, "Use `torch.amp." + std::string(name) + "` with \"cuda\"", {}};
+  fix.edits.push_back(Edit{ts_node_start_byte(callee), ts_node_end_byte(callee), "torch.amp." + std::string(name)});
+  bool custom = name == "custom_fwd" || name == "custom_bwd";
+  std::string device = custom ? "device_type=\"cuda\"" : "\"cuda\"";
+  if (call == nullptr) {  // bare decorator
+    if (!custom) return std::nullopt;
+    std::uint32_t end = ts_node_end_byte(callee);
+    fix.edits.back().replacement += "(" + device + ")";
+    fix.edits.back().end = end;
+    return fix;
+  }
+  TSNode args = field(call->node, kinds().f_arguments);
+  if (ts_node_is_null(args) || ts_node_symbol(args) != kinds().argument_list) return std::nullopt;
+  if (name != "GradScaler" && (model.positional_count(*call) > 0 || model.has_unpacked_arguments(*call)))
+    return std::nullopt;
+  bool empty = true;
+  for (TSNode a : children(args))
+    if (ts_node_symbol(a) != kinds().comment) empty = false;
+  std::uint32_t at = ts_node_start_byte(args) + 1;
+  fix.edits.push_back(Edit{at, at, empty ? device : device + ", "});
+  return fix;
+}
+
+void report(RuleContext& ctx, TSNode at, std::string_view name, std::optional<Fix> fix) {
   std::string instead = name == "autocast"     ? "torch.amp.autocast(\"cuda\", ...)"
                         : name == "GradScaler" ? "torch.amp.GradScaler(\"cuda\", ...)"
                                                : "torch.amp." + std::string(name) + "(device_type=\"cuda\", ...)";
   ctx.report(ts_node_start_byte(at), ts_node_end_byte(at),
              "torch.cuda.amp." + std::string(name) + " is deprecated (a FutureWarning since PyTorch 2.4): use " +
-                 instead);
+                 instead,
+             std::move(fix));
 }
 
 void check(const SemanticModel& model, RuleContext& ctx) {
   for (const CallSite& call : model.calls()) {
     std::string_view name = deprecated_name(call.canonical);
-    if (!name.empty()) report(ctx, call.callee, name);
+    if (!name.empty()) report(ctx, call.callee, name, rewrite(model, call.callee, &call, name));
   }
   // bare decorators: `@custom_bwd` (the called form is a call, handled above)
   for (TSNode d : model.decorators()) {
     if (ts_node_symbol(d) == kinds().call) continue;
     std::string_view name = deprecated_name(model.canonical_name(d));
-    if (!name.empty()) report(ctx, d, name);
+    if (!name.empty()) report(ctx, d, name, rewrite(model, d, nullptr, name));
   }
 }
 }  // namespace
@@ -39,7 +75,7 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 extern const Rule kDeprecatedCudaAmp{
     {"DDP502", "deprecated-cuda-amp", Severity::Warning,
      "torch.cuda.amp.autocast / GradScaler: deprecated, use torch.amp with \"cuda\"",
-     "https://pytorch.org/docs/stable/amp.html", {}, false},
+     "https://pytorch.org/docs/stable/amp.html", {}, true, true},
     &check};
 
 }  // namespace ddplint::rules

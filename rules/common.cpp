@@ -66,6 +66,24 @@ TSNode argument_node(TSNode value) {
   return value;
 }
 
+std::optional<Edit> append_argument(const SemanticModel& model, const CallSite& call, std::string_view text) {
+  const Kinds& k = kinds();
+  TSNode args = field(call.node, k.f_arguments);
+  if (ts_node_is_null(args) || ts_node_symbol(args) != k.argument_list) return std::nullopt;
+  TSNode last{};
+  for (TSNode a : children(args))
+    if (ts_node_symbol(a) != k.comment) last = a;
+  std::string add(text);
+  if (ts_node_is_null(last)) {
+    // `f()`: right after the opening parenthesis
+    std::uint32_t at = ts_node_start_byte(args) + 1;
+    if (model.source().text().substr(ts_node_start_byte(args), 1) != "(") return std::nullopt;
+    return Edit{at, at, add};
+  }
+  std::uint32_t at = ts_node_end_byte(last);
+  return Edit{at, at, ", " + add};
+}
+
 std::string lowercase(std::string_view s) {
   std::string out(s);
   std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });

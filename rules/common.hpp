@@ -1,6 +1,7 @@
 // Small named predicates shared by several rules.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -31,6 +32,12 @@ std::pair<std::uint32_t, std::uint32_t> first_line_range(const SemanticModel& mo
 
 /// For a keyword argument's value, the whole `name=value` node; otherwise the node itself.
 TSNode argument_node(TSNode value);
+
+/// An edit adding the argument `text` (e.g. `pin_memory=True`) at the end of
+/// `call`'s argument list, after its last argument (keeping a trailing comma,
+/// comments and line breaks as they are). std::nullopt when the call has no
+/// parenthesised argument list (a generator argument `f(x for x in y)`).
+std::optional<Edit> append_argument(const SemanticModel& model, const CallSite& call, std::string_view text);
 
 /// ASCII lower case of `s`.
 std::string lowercase(std::string_view s);

@@ -1,0 +1,562 @@
+#include "lsp/server.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <stdexcept>
+
+#include "linter/lint.hpp"
+#include "linter/suppressions.hpp"
+
+namespace ddplint::lsp {
+
+namespace {
+
+// LSP DiagnosticSeverity: Error 1, Warning 2, Information 3.
+int lsp_severity(Severity s) {
+  switch (s) {
+    case Severity::Error: return 1;
+    case Severity::Warning: return 2;
+    case Severity::Info: return 3;
+  }
+  return 2;
+}
+
+// `only` filters code actions by kind: a requested kind matches an action kind
+// equal to it or nested under it ("source" matches "source.fixAll.ddplint").
+bool kind_requested(const json& only, std::string_view kind) {
+  if (!only.is_array()) return true;
+  for (const json& k : only) {
+    if (!k.is_string()) continue;
+    const std::string& want = k.get_ref<const std::string&>();
+    if (kind == want || (kind.size() > want.size() && kind.substr(0, want.size()) == want && kind[want.size()] == '.'))
+      return true;
+  }
+  return false;
+}
+
+std::vector<std::string> string_list(const json& v) {
+  std::vector<std::string> out;
+  if (v.is_string()) return split_codes(v.get<std::string>());
+  if (v.is_array())
+    for (const json& item : v)
+      if (item.is_string())
+        for (auto& c : split_codes(item.get<std::string>())) out.push_back(std::move(c));
+  return out;
+}
+
+int hex_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// A request's params lack something it needs: answered with InvalidParams.
+struct InvalidParams : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+const json& member(const json& obj, const char* key) {
+  static const json null_value;
+  if (!obj.is_object()) return null_value;
+  auto it = obj.find(key);
+  return it == obj.end() ? null_value : *it;
+}
+
+TextPosition to_position(const json& p) {
+  return {p.at("line").get<std::uint32_t>(), p.at("character").get<std::uint32_t>()};
+}
+
+}  // namespace
+
+std::string uri_to_path(std::string_view uri) {
+  constexpr std::string_view scheme = "file://";
+  if (uri.substr(0, scheme.size()) != scheme) return std::string(uri);
+  std::string_view rest = uri.substr(scheme.size());
+  // file://host/path: a non-empty authority other than localhost is kept as //host
+  std::string out;
+  if (!rest.empty() && rest.front() != '/') {
+    std::size_t slash = rest.find('/');
+    std::string_view host = rest.substr(0, slash);
+    if (host != "localhost") out = "//" + std::string(host);
+    rest = slash == std::string_view::npos ? std::string_view{} : rest.substr(slash);
+  }
+  for (std::size_t i = 0; i < rest.size(); ++i) {
+    if (rest[i] == '%' && i + 2 < rest.size() + 0 && hex_value(rest[i + 1]) >= 0 && hex_value(rest[i + 2]) >= 0) {
+      out.push_back(static_cast<char>(hex_value(rest[i + 1]) * 16 + hex_value(rest[i + 2])));
+      i += 2;
+    } else {
+      out.push_back(rest[i]);
+    }
+  }
+  return out;
+}
+
+Server::Server(std::span<const Rule> rules, std::function<void(const json&)> send,
+               std::function<void(const std::string&)> log)
+    : rules_(rules), send_(std::move(send)), log_(std::move(log)) {}
+
+// --- messages ------------------------------------------------------------------
+
+void Server::reply(const json& id, json result) {
+  send_(json{{"jsonrpc", "2.0"}, {"id", id}, {"result", std::move(result)}});
+}
+
+void Server::reply_error(const json& id, int code, const std::string& message) {
+  send_(json{{"jsonrpc", "2.0"}, {"id", id}, {"error", {{"code", code}, {"message", message}}}});
+}
+
+void Server::notify(const std::string& method, json params) {
+  send_(json{{"jsonrpc", "2.0"}, {"method", method}, {"params", std::move(params)}});
+}
+
+void Server::request(const std::string& method, json params) {
+  send_(json{{"jsonrpc", "2.0"}, {"id", "ddplint-" + std::to_string(next_request_id_++)}, {"method", method},
+             {"params", std::move(params)}});
+}
+
+void Server::show_message(int type, const std::string& text) {
+  notify("window/showMessage", {{"type", type}, {"message", text}});
+}
+
+void Server::handle_unparsable(const std::string& detail) {
+  log_("message is not JSON: " + detail);
+  reply_error(nullptr, error_code::kParseError, "Parse error: " + detail);
+}
+
+void Server::cancel(const json& id) {
+  if (id.is_string() || id.is_number_integer()) cancelled_.insert(id.dump());
+}
+
+void Server::handle(const json& message) {
+  if (!message.is_object()) {
+    log_("message is not a JSON object");
+    reply_error(nullptr, error_code::kInvalidRequest, "Invalid Request: a message must be a JSON object");
+    return;
+  }
+  const json& id = member(message, "id");
+  const json& method = member(message, "method");
+  bool has_id = message.contains("id");
+  bool valid_id = id.is_string() || id.is_number_integer() || (has_id && id.is_null() && !method.is_string());
+  if (!method.is_string()) {
+    if (has_id && (message.contains("result") || message.contains("error"))) return;  // a response to our request
+    log_("message without a method");
+    reply_error(valid_id ? id : json(nullptr), error_code::kInvalidRequest, "Invalid Request: no method");
+    return;
+  }
+  if (has_id && !valid_id) {
+    log_("request with an invalid id");
+    reply_error(nullptr, error_code::kInvalidRequest, "Invalid Request: id must be a string or an integer");
+    return;
+  }
+  const std::string& name = method.get_ref<const std::string&>();
+  const json& params = member(message, "params");
+  if (has_id) {
+    if (cancelled_.count(id.dump()) > 0) {
+      reply_error(id, error_code::kRequestCancelled, "request cancelled");
+      return;
+    }
+    try {
+      on_request(id, name, params);
+    } catch (const InvalidParams& e) {
+      log_(name + ": invalid params: " + e.what());
+      reply_error(id, error_code::kInvalidParams, std::string("Invalid params: ") + e.what());
+    } catch (const json::exception& e) {
+      log_(name + ": invalid params: " + e.what());
+      reply_error(id, error_code::kInvalidParams, std::string("Invalid params: ") + e.what());
+    } catch (const std::exception& e) {
+      log_(name + ": internal error: " + e.what());
+      reply_error(id, error_code::kInternalError, std::string("Internal error: ") + e.what());
+    }
+  } else {
+    try {
+      on_notification(name, params);
+    } catch (const std::exception& e) {
+      log_(name + ": ignored: " + e.what());  // notifications are never answered
+    }
+  }
+}
+
+void Server::on_request(const json& id, const std::string& method, const json& params) {
+  if (method == "initialize") {
+    if (initialized_) {
+      reply_error(id, error_code::kInvalidRequest, "initialize was already received");
+      return;
+    }
+    reply(id, initialize(params));
+    return;
+  }
+  if (!initialized_) {
+    reply_error(id, error_code::kServerNotInitialized, "the server is not initialized: send initialize first");
+    return;
+  }
+  if (shutdown_) {
+    reply_error(id, error_code::kInvalidRequest, "the server is shutting down");
+    return;
+  }
+  if (method == "shutdown") {
+    shutdown_ = true;
+    reply(id, nullptr);
+  } else if (method == "textDocument/diagnostic") {
+    reply(id, pull_diagnostics(params));
+  } else if (method == "textDocument/codeAction") {
+    reply(id, code_actions(params));
+  } else if (method == "textDocument/hover") {
+    reply(id, hover(params));
+  } else {
+    reply_error(id, error_code::kMethodNotFound, "method not found: " + method);
+  }
+}
+
+void Server::on_notification(const std::string& method, const json& params) {
+  if (method == "exit") {
+    exit_requested_ = true;
+    return;
+  }
+  if (!initialized_) {
+    log_("dropped before initialize: " + method);  // the spec: notifications before initialize are dropped
+    return;
+  }
+  if (method == "$/cancelRequest") {
+    cancel(member(params, "id"));
+  } else if (method == "initialized") {
+    if (caps_.watched_files_registration) {
+      json watchers = json::array();
+      for (const char* glob : {"**/pyproject.toml", "**/ddplint.toml", "**/.ddplint.toml"})
+        watchers.push_back({{"globPattern", glob}});
+      request("client/registerCapability",
+              {{"registrations",
+                {{{"id", "ddplint-config-files"},
+                  {"method", "workspace/didChangeWatchedFiles"},
+                  {"registerOptions", {{"watchers", watchers}}}}}}});
+    }
+  } else if (shutdown_) {
+    log_("ignored after shutdown: " + method);
+  } else if (method == "textDocument/didOpen") {
+    did_open(params);
+  } else if (method == "textDocument/didChange") {
+    did_change(params);
+  } else if (method == "textDocument/didSave") {
+    if (Document* doc = find(member(params, "textDocument"))) mark_pending(doc->uri());
+  } else if (method == "textDocument/didClose") {
+    did_close(params);
+  } else if (method == "workspace/didChangeConfiguration") {
+    apply_settings(member(params, "settings"), false);
+  } else if (method == "workspace/didChangeWatchedFiles") {
+    ++generation_;  // a configuration file changed: every buffer's findings may change
+    relint_all();
+  } else if (method == "workspace/didChangeWorkspaceFolders") {
+    const json& event = member(params, "event");
+    for (const json& f : member(event, "removed"))
+      std::erase(workspace_folders_, uri_to_path(f.at("uri").get<std::string>()));
+    for (const json& f : member(event, "added")) workspace_folders_.push_back(uri_to_path(f.at("uri").get<std::string>()));
+    ++generation_;
+    relint_all();
+  } else if (method.rfind("$/", 0) != 0) {
+    log_("ignored notification: " + method);
+  }
+}
+
+// --- lifecycle and settings ------------------------------------------------------
+
+json Server::initialize(const json& params) {
+  const json& caps = member(params, "capabilities");
+  const json& general = member(caps, "general");
+  // positionEncoding: prefer utf-8, then utf-32, else the mandatory utf-16
+  bool utf8 = false, utf32 = false;
+  for (const json& e : member(general, "positionEncodings")) {
+    if (e == "utf-8") utf8 = true;
+    if (e == "utf-32") utf32 = true;
+  }
+  encoding_ = utf8 ? PositionEncoding::Utf8 : utf32 ? PositionEncoding::Utf32 : PositionEncoding::Utf16;
+  const json& text_document = member(caps, "textDocument");
+  const json& workspace = member(caps, "workspace");
+  caps_.pull_diagnostics = member(text_document, "diagnostic").is_object();
+  caps_.diagnostic_refresh = member(member(workspace, "diagnostics"), "refreshSupport") == true;
+  caps_.document_changes = member(member(workspace, "workspaceEdit"), "documentChanges") == true;
+  caps_.watched_files_registration = member(member(workspace, "didChangeWatchedFiles"), "dynamicRegistration") == true;
+  for (const json& f : member(params, "workspaceFolders"))
+    if (f.contains("uri")) workspace_folders_.push_back(uri_to_path(f.at("uri").get<std::string>()));
+  if (workspace_folders_.empty() && member(params, "rootUri").is_string())
+    workspace_folders_.push_back(uri_to_path(member(params, "rootUri").get<std::string>()));
+  apply_settings(member(params, "initializationOptions"), true);
+  initialized_ = true;
+  log_(std::string("initialized: position encoding ") + std::string(to_string(encoding_)) +
+       (caps_.pull_diagnostics ? ", pull diagnostics" : ", push diagnostics"));
+
+  json capabilities = {
+      {"positionEncoding", to_string(encoding_)},
+      {"textDocumentSync", {{"openClose", true}, {"change", 2}, {"save", {{"includeText", false}}}}},
+      {"codeActionProvider", {{"codeActionKinds", {"quickfix", "source.fixAll.ddplint"}}, {"resolveProvider", false}}},
+      {"hoverProvider", true},
+      {"workspace", {{"workspaceFolders", {{"supported", true}, {"changeNotifications", true}}}}},
+  };
+  if (caps_.pull_diagnostics)
+    capabilities["diagnosticProvider"] = {
+        {"identifier", "ddplint"}, {"interFileDependencies", false}, {"workspaceDiagnostics", false}};
+  return {{"capabilities", std::move(capabilities)}, {"serverInfo", {{"name", "ddplint"}, {"version", DDPLINT_VERSION}}}};
+}
+
+void Server::apply_settings(const json& value, bool from_init) {
+  const json& s = value.is_object() && value.contains("ddplint") ? value.at("ddplint") : value;
+  if (!s.is_object()) return;  // null or another tool's settings: keep the current ones
+  Settings next;
+  next.select = string_list(member(s, "select"));
+  next.ignore = string_list(member(s, "ignore"));
+  if (member(s, "configPath").is_string()) next.config_path = member(s, "configPath").get<std::string>();
+  if (member(s, "debounceMs").is_number_integer())
+    next.debounce_ms = std::clamp(member(s, "debounceMs").get<int>(), 0, 10'000);
+  RuleSelection selection(next.select, next.ignore);
+  if (std::optional<std::string> err = selection.validate(rules_)) {
+    log_("settings rejected: " + *err);
+    show_message(1, "ddplint: settings not applied: " + *err);
+    return;
+  }
+  settings_ = std::move(next);
+  selection_ = std::move(selection);
+  ++generation_;
+  if (!from_init) relint_all();
+}
+
+void Server::relint_all() {
+  if (caps_.pull_diagnostics) {
+    if (caps_.diagnostic_refresh) request("workspace/diagnostic/refresh", nullptr);
+    return;
+  }
+  for (auto& [uri, doc] : documents_) mark_pending(uri);
+}
+
+// --- documents -------------------------------------------------------------------
+
+Document* Server::find(const json& text_document) {
+  const json& uri = member(text_document, "uri");
+  if (!uri.is_string()) throw InvalidParams("textDocument.uri is missing");
+  auto it = documents_.find(uri.get<std::string>());
+  return it == documents_.end() ? nullptr : it->second.get();
+}
+
+void Server::mark_pending(const std::string& uri) {
+  pending_[uri] = std::chrono::steady_clock::now() + std::chrono::milliseconds(settings_.debounce_ms);
+}
+
+void Server::did_open(const json& params) {
+  const json& td = params.at("textDocument");
+  std::string uri = td.at("uri").get<std::string>();
+  std::string language = member(td, "languageId").is_string() ? td.at("languageId").get<std::string>() : "";
+  if (language != "python") {
+    log_("not linted (languageId '" + language + "'): " + uri);
+    return;
+  }
+  auto doc = std::make_unique<Document>(uri, uri_to_path(uri), td.at("version").get<std::int64_t>(),
+                                        td.at("text").get<std::string>());
+  documents_[uri] = std::move(doc);
+  mark_pending(uri);
+}
+
+void Server::did_change(const json& params) {
+  Document* doc = find(params.at("textDocument"));
+  if (doc == nullptr) {
+    log_("change to a document that is not open: " + member(params.at("textDocument"), "uri").dump());
+    return;
+  }
+  for (const json& change : params.at("contentChanges")) {
+    const std::string& text = change.at("text").get_ref<const std::string&>();
+    if (change.contains("range")) {
+      const json& r = change.at("range");
+      doc->replace(to_position(r.at("start")), to_position(r.at("end")), text, encoding_);
+    } else {
+      doc->replace_all(text);
+    }
+  }
+  const json& version = member(params.at("textDocument"), "version");
+  if (version.is_number_integer()) doc->set_version(version.get<std::int64_t>());
+  mark_pending(doc->uri());
+}
+
+void Server::did_close(const json& params) {
+  std::string uri = params.at("textDocument").at("uri").get<std::string>();
+  if (documents_.erase(uri) == 0) return;
+  pending_.erase(uri);
+  if (!caps_.pull_diagnostics) notify("textDocument/publishDiagnostics", {{"uri", uri}, {"diagnostics", json::array()}});
+}
+
+const LintResult& Server::lint_of(Document& doc) {
+  if (const LintResult* cached = doc.cached_lint(generation_)) return *cached;
+  LintResult result = lint(doc.source(), doc.tree(), rules_, selection_);
+  if (!result.error.empty()) log_(doc.uri() + ": not linted: " + result.error);
+  return doc.store_lint(generation_, std::move(result));
+}
+
+json Server::range_of(const Document& doc, std::uint32_t start, std::uint32_t end) const {
+  TextPosition a = position_at(doc.text(), doc.source().lines(), start, encoding_);
+  TextPosition b = position_at(doc.text(), doc.source().lines(), end, encoding_);
+  return {{"start", {{"line", a.line}, {"character", a.character}}}, {"end", {{"line", b.line}, {"character", b.character}}}};
+}
+
+json Server::to_lsp(const Document& doc, const Diagnostic& d) const {
+  json out = {{"range", range_of(doc, d.start, d.end)},
+              {"severity", lsp_severity(d.rule->severity)},
+              {"code", d.rule->code},
+              {"source", "ddplint"},
+              {"message", d.message}};
+  if (!d.rule->url.empty()) out["codeDescription"] = {{"href", d.rule->url}};
+  if (d.rule->deprecated_api) out["tags"] = {2};  // DiagnosticTag.Deprecated
+  return out;
+}
+
+std::string Server::result_id(const Document& doc) const {
+  return std::to_string(generation_) + ":" + std::to_string(doc.version()) + ":" + std::to_string(doc.text().size());
+}
+
+void Server::publish(Document& doc) {
+  const LintResult& result = lint_of(doc);
+  json items = json::array();
+  for (const Diagnostic& d : result.diagnostics) items.push_back(to_lsp(doc, d));
+  notify("textDocument/publishDiagnostics", {{"uri", doc.uri()}, {"version", doc.version()}, {"diagnostics", std::move(items)}});
+}
+
+std::chrono::steady_clock::time_point Server::next_due() const {
+  auto due = std::chrono::steady_clock::time_point::max();
+  for (const auto& [uri, t] : pending_) due = std::min(due, t);
+  return due;
+}
+
+void Server::publish_due(std::chrono::steady_clock::time_point now,
+                         const std::function<bool(const std::string& uri)>& superseded) {
+  for (auto it = pending_.begin(); it != pending_.end();) {
+    if (it->second > now || (superseded && superseded(it->first))) {
+      ++it;
+      continue;
+    }
+    auto doc = documents_.find(it->first);
+    std::string uri = it->first;
+    it = pending_.erase(it);
+    if (doc == documents_.end() || caps_.pull_diagnostics) continue;
+    try {
+      publish(*doc->second);
+    } catch (const std::exception& e) {
+      log_(uri + ": lint failed: " + e.what());
+    }
+  }
+}
+
+// --- requests --------------------------------------------------------------------------
+
+json Server::pull_diagnostics(const json& params) {
+  Document* doc = find(params.at("textDocument"));
+  if (doc == nullptr) return {{"kind", "full"}, {"items", json::array()}};
+  std::string id = result_id(*doc);
+  const json& previous = member(params, "previousResultId");
+  if (previous.is_string() && previous.get<std::string>() == id && doc->cached_lint(generation_) != nullptr)
+    return {{"kind", "unchanged"}, {"resultId", id}};
+  const LintResult& result = lint_of(*doc);
+  json items = json::array();
+  for (const Diagnostic& d : result.diagnostics) items.push_back(to_lsp(*doc, d));
+  return {{"kind", "full"}, {"resultId", id}, {"items", std::move(items)}};
+}
+
+json Server::workspace_edit(const Document& doc, const std::vector<Edit>& edits) const {
+  json text_edits = json::array();
+  for (const Edit& e : edits) text_edits.push_back({{"range", range_of(doc, e.start, e.end)}, {"newText", e.replacement}});
+  if (caps_.document_changes)
+    return {{"documentChanges",
+             {{{"textDocument", {{"uri", doc.uri()}, {"version", doc.version()}}}, {"edits", std::move(text_edits)}}}}};
+  return {{"changes", {{doc.uri(), std::move(text_edits)}}}};
+}
+
+json Server::code_actions(const json& params) {
+  Document* doc = find(params.at("textDocument"));
+  json actions = json::array();
+  if (doc == nullptr) return actions;
+  const json& r = params.at("range");
+  std::uint32_t from = offset_at(doc->text(), doc->source().lines(), to_position(r.at("start")), encoding_);
+  std::uint32_t to = offset_at(doc->text(), doc->source().lines(), to_position(r.at("end")), encoding_);
+  if (from > to) std::swap(from, to);
+  const json& only = member(member(params, "context"), "only");
+  const LintResult& result = lint_of(*doc);
+  const LineIndex& lines = doc->source().lines();
+
+  if (kind_requested(only, "quickfix")) {
+    std::set<std::pair<std::uint32_t, std::string_view>> noqa_done;
+    for (const Diagnostic& d : result.diagnostics) {
+      if (d.end < from || d.start > to) continue;
+      std::string code(d.rule->code);
+      json diagnostic = to_lsp(*doc, d);
+      if (d.fix && !d.fix->edits.empty()) {
+        actions.push_back({{"title", "ddplint (" + code + "): " + d.fix->description},
+                           {"kind", "quickfix"},
+                           {"diagnostics", {diagnostic}},
+                           {"isPreferred", d.fix->applicability == Fix::Applicability::Safe},
+                           {"edit", workspace_edit(*doc, d.fix->edits)}});
+      }
+      std::uint32_t line = lines.line_of(d.start);
+      if (!noqa_done.insert({line, d.rule->code}).second) continue;
+      if (std::optional<Edit> e = noqa_edit(doc->source(), doc->tree(), line, d.rule->code)) {
+        actions.push_back({{"title", "ddplint (" + code + "): Disable for this line"},
+                           {"kind", "quickfix"},
+                           {"diagnostics", {diagnostic}},
+                           {"edit", workspace_edit(*doc, {*e})}});
+      }
+    }
+  }
+  if (only.is_array() && kind_requested(only, "source.fixAll.ddplint")) {
+    // every safe fix whose edits do not touch another's, in document order
+    std::vector<Edit> edits;
+    std::uint32_t last_end = 0;
+    bool any = false;
+    for (const Diagnostic& d : result.diagnostics) {
+      if (!d.fix || d.fix->applicability != Fix::Applicability::Safe || d.fix->edits.empty()) continue;
+      std::vector<Edit> mine = d.fix->edits;
+      std::sort(mine.begin(), mine.end(), [](const Edit& a, const Edit& b) { return a.start < b.start; });
+      if (any && mine.front().start <= last_end) continue;
+      bool overlapping = false;
+      for (std::size_t i = 1; i < mine.size(); ++i) overlapping |= mine[i].start < mine[i - 1].end;
+      if (overlapping) continue;
+      for (Edit& e : mine) {
+        last_end = std::max(last_end, e.end);
+        edits.push_back(std::move(e));
+      }
+      any = true;
+    }
+    if (!edits.empty())
+      actions.push_back({{"title", "ddplint: Fix all auto-fixable problems"},
+                         {"kind", "source.fixAll.ddplint"},
+                         {"edit", workspace_edit(*doc, edits)}});
+  }
+  return actions;
+}
+
+json Server::hover(const json& params) {
+  Document* doc = find(params.at("textDocument"));
+  if (doc == nullptr) return nullptr;
+  std::uint32_t at = offset_at(doc->text(), doc->source().lines(), to_position(params.at("position")), encoding_);
+  auto docs_of = [](const RuleInfo& info) {
+    return "**" + std::string(info.code) + "** `" + std::string(info.name) + "`\n\n" + std::string(info.docs);
+  };
+  // a code inside a `# noqa: ...` comment
+  TSNode comment = comment_at(doc->tree(), at);
+  if (!ts_node_is_null(comment)) {
+    std::uint32_t start = ts_node_start_byte(comment);
+    std::string_view text = node_text(comment, doc->text());
+    for (bool file_level : {false, true}) {
+      std::optional<NoqaDirective> d = find_noqa(text, file_level);
+      if (!d) continue;
+      for (const NoqaDirective::Code& c : d->codes) {
+        if (at < start + c.start || at > start + c.end) continue;
+        for (const Rule& rule : rules_) {
+          if (rule.info.code != c.code) continue;
+          return {{"contents", {{"kind", "markdown"}, {"value", docs_of(rule.info)}}},
+                  {"range", range_of(*doc, start + c.start, start + c.end)}};
+        }
+      }
+    }
+  }
+  const LintResult& result = lint_of(*doc);
+  for (const Diagnostic& d : result.diagnostics) {
+    if (at < d.start || at > d.end) continue;
+    return {{"contents", {{"kind", "markdown"}, {"value", docs_of(*d.rule)}}}, {"range", range_of(*doc, d.start, d.end)}};
+  }
+  return nullptr;
+}
+
+}  // namespace ddplint::lsp

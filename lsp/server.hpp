@@ -1,0 +1,149 @@
+// ddplint's language server: LSP 3.17 over JSON-RPC, linting editor buffers
+// with the same core as the command line.
+// https://microsoft.github.io/language-server-protocol/specifications/lsp/3.17/specification/
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "linter/diagnostic.hpp"
+#include "linter/selection.hpp"
+#include "lsp/document.hpp"
+
+namespace ddplint::lsp {
+
+using json = nlohmann::json;
+
+/// JSON-RPC and LSP error codes used in responses.
+namespace error_code {
+inline constexpr int kParseError = -32700;
+inline constexpr int kInvalidRequest = -32600;
+inline constexpr int kMethodNotFound = -32601;
+inline constexpr int kInvalidParams = -32602;
+inline constexpr int kInternalError = -32603;
+inline constexpr int kServerNotInitialized = -32002;
+inline constexpr int kRequestCancelled = -32800;
+}  // namespace error_code
+
+/// User settings, from `initializationOptions` or
+/// `workspace/didChangeConfiguration` (either bare or under a `ddplint` key).
+struct Settings {
+  std::vector<std::string> select;  ///< `select`: codes or prefixes (array, or a comma-separated string)
+  std::vector<std::string> ignore;  ///< `ignore`: codes or prefixes
+  std::string config_path;          ///< `configPath`: a ddplint.toml / pyproject.toml to use
+  /// `debounceMs`: quiet time after the last change before a buffer is linted
+  /// (ms). Default 0: changes already queued are applied together and a lint
+  /// whose buffer has a newer change waiting is skipped, so fast typing never
+  /// queues stale work without delaying the first result.
+  int debounce_ms = 0;
+};
+
+/// The server's state machine. Transport-free: `handle` takes one decoded
+/// message and answers through the `send` callback, so tests drive it in
+/// process. run_server() adds the stdio transport and the debounce loop.
+class Server {
+ public:
+  /// `send` receives each outgoing message (responses, notifications and
+  /// server-to-client requests); `log` receives one line for stderr.
+  Server(std::span<const Rule> rules, std::function<void(const json&)> send,
+         std::function<void(const std::string&)> log);
+
+  /// Handles one incoming JSON-RPC message (request, notification or response).
+  void handle(const json& message);
+  /// Answers a body that is not JSON (ParseError, id null).
+  void handle_unparsable(const std::string& detail);
+  /// Marks request `id` cancelled: when it is handled it gets RequestCancelled.
+  void cancel(const json& id);
+  /// Forgets cancellations of requests already handled.
+  void clear_cancellations() { cancelled_.clear(); }
+
+  /// True once `exit` was received; exit_code() is then 0 if `shutdown` came first, else 1.
+  bool exit_requested() const { return exit_requested_; }
+  int exit_code() const { return shutdown_ ? 0 : 1; }
+
+  /// Buffers changed since their diagnostics were last pushed.
+  bool has_pending() const { return !pending_.empty(); }
+  /// When the earliest pending buffer is due (its last change + debounce).
+  std::chrono::steady_clock::time_point next_due() const;
+  /// Lints and pushes diagnostics for each pending buffer that is due at
+  /// `now`, except those for which `superseded(uri)` says a newer change is
+  /// already waiting (they stay pending).
+  void publish_due(std::chrono::steady_clock::time_point now,
+                   const std::function<bool(const std::string& uri)>& superseded = {});
+
+  /// The negotiated position encoding (after initialize).
+  PositionEncoding encoding() const { return encoding_; }
+  /// Active settings.
+  const Settings& settings() const { return settings_; }
+
+ private:
+  struct ClientCaps {
+    bool pull_diagnostics = false;
+    bool diagnostic_refresh = false;
+    bool document_changes = false;
+    bool watched_files_registration = false;
+    bool code_action_literals = true;
+  };
+
+  void on_request(const json& id, const std::string& method, const json& params);
+  void on_notification(const std::string& method, const json& params);
+  void reply(const json& id, json result);
+  void reply_error(const json& id, int code, const std::string& message);
+  void notify(const std::string& method, json params);
+  void request(const std::string& method, json params);
+  void show_message(int type, const std::string& text);
+
+  json initialize(const json& params);
+  void apply_settings(const json& value, bool from_init);
+  void relint_all();
+  void did_open(const json& params);
+  void did_change(const json& params);
+  void did_close(const json& params);
+  json pull_diagnostics(const json& params);
+  json code_actions(const json& params);
+  json hover(const json& params);
+
+  Document* find(const json& text_document);
+  const LintResult& lint_of(Document& doc);
+  json to_lsp(const Document& doc, const Diagnostic& d) const;
+  json range_of(const Document& doc, std::uint32_t start, std::uint32_t end) const;
+  json workspace_edit(const Document& doc, const std::vector<Edit>& edits) const;
+  void publish(Document& doc);
+  void mark_pending(const std::string& uri);
+  std::string result_id(const Document& doc) const;
+
+  std::span<const Rule> rules_;
+  std::function<void(const json&)> send_;
+  std::function<void(const std::string&)> log_;
+  bool initialized_ = false, shutdown_ = false, exit_requested_ = false;
+  PositionEncoding encoding_ = PositionEncoding::Utf16;
+  ClientCaps caps_;
+  Settings settings_;
+  RuleSelection selection_;
+  std::uint64_t generation_ = 1;  ///< bumped when settings or configuration files change
+  std::vector<std::string> workspace_folders_;
+  std::map<std::string, std::unique_ptr<Document>> documents_;
+  std::map<std::string, std::chrono::steady_clock::time_point> pending_;
+  std::set<std::string> cancelled_;  ///< ids (dumped JSON) of cancelled requests
+  std::int64_t next_request_id_ = 1;
+};
+
+/// Runs the server on file descriptors (stdin/stdout for `ddplint server`),
+/// logging to stderr, until `exit` or the end of input. Returns the process
+/// exit code: 0 after `shutdown` then `exit`, 1 otherwise (LSP 3.17, "exit").
+int run_server(std::span<const Rule> rules, int in_fd, int out_fd);
+
+/// File system path of a `file://` URI (percent-decoded), or the URI itself
+/// for other schemes (`untitled:`).
+std::string uri_to_path(std::string_view uri);
+
+}  // namespace ddplint::lsp
