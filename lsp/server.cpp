@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <stdexcept>
 
+#include "linter/fixes.hpp"
 #include "linter/lint.hpp"
 #include "linter/suppressions.hpp"
 
@@ -478,8 +479,10 @@ json Server::code_actions(const json& params) {
 
   if (kind_requested(only, "quickfix")) {
     std::set<std::pair<std::uint32_t, std::string_view>> noqa_done;
+    // findings on the lines the range touches (a cursor anywhere on the line offers its actions)
+    std::uint32_t first_line = lines.line_of(from), last_line = lines.line_of(to);
     for (const Diagnostic& d : result.diagnostics) {
-      if (d.end < from || d.start > to) continue;
+      if (lines.line_of(d.end) < first_line || lines.line_of(d.start) > last_line) continue;
       std::string code(d.rule->code);
       json diagnostic = to_lsp(*doc, d);
       if (d.fix && !d.fix->edits.empty()) {
@@ -501,23 +504,7 @@ json Server::code_actions(const json& params) {
   }
   if (only.is_array() && kind_requested(only, "source.fixAll.ddplint")) {
     // every safe fix whose edits do not touch another's, in document order
-    std::vector<Edit> edits;
-    std::uint32_t last_end = 0;
-    bool any = false;
-    for (const Diagnostic& d : result.diagnostics) {
-      if (!d.fix || d.fix->applicability != Fix::Applicability::Safe || d.fix->edits.empty()) continue;
-      std::vector<Edit> mine = d.fix->edits;
-      std::sort(mine.begin(), mine.end(), [](const Edit& a, const Edit& b) { return a.start < b.start; });
-      if (any && mine.front().start <= last_end) continue;
-      bool overlapping = false;
-      for (std::size_t i = 1; i < mine.size(); ++i) overlapping |= mine[i].start < mine[i - 1].end;
-      if (overlapping) continue;
-      for (Edit& e : mine) {
-        last_end = std::max(last_end, e.end);
-        edits.push_back(std::move(e));
-      }
-      any = true;
-    }
+    std::vector<Edit> edits = applicable_edits(result.diagnostics, false);
     if (!edits.empty())
       actions.push_back({{"title", "ddplint: Fix all auto-fixable problems"},
                          {"kind", "source.fixAll.ddplint"},

@@ -10,6 +10,7 @@
 #include <set>
 #include <sstream>
 
+#include "linter/fixes.hpp"
 #include "linter/lint.hpp"
 #include "rules/registry.hpp"
 
@@ -68,7 +69,63 @@ std::string check_file(const fs::path& path) {
   return diff.str();
 }
 
+std::size_t count_code(const LintResult& r, std::string_view code) {
+  return static_cast<std::size_t>(std::count_if(r.diagnostics.begin(), r.diagnostics.end(),
+                                                [&](const Diagnostic& d) { return d.rule->code == code; }));
+}
+
+// Fix properties on one file: each fix alone removes its finding and leaves a
+// file without a new syntax error; all safe fixes together do the same, and a
+// second pass over the result finds nothing more to fix (idempotent).
+std::string check_fixes(const fs::path& path, std::size_t& fixes_checked) {
+  std::string error;
+  auto bytes = read_file(path.string(), error);
+  if (!bytes) return "cannot read: " + error;
+  SourceFile source(path.string(), std::move(*bytes));
+  RuleSelection all;
+  LintResult before = lint(source, rules::all(), all);
+  std::ostringstream out;
+  bool had_syntax_error = count_code(before, "DDP001") > 0;
+  for (const Diagnostic& d : before.diagnostics) {
+    if (!d.fix) continue;
+    ++fixes_checked;
+    std::vector<Edit> edits = d.fix->edits;
+    std::sort(edits.begin(), edits.end(), [](const Edit& a, const Edit& b) { return a.start < b.start; });
+    SourceFile fixed(path.string(), apply_edits(source.text(), edits));
+    LintResult after = lint(fixed, rules::all(), all);
+    auto row = source.lines().position(d.start).row;
+    if (!had_syntax_error && count_code(after, "DDP001") > 0)
+      out << "  " << path.string() << ":" << row << ": fix of " << d.rule->code << " makes a syntax error\n";
+    if (count_code(after, d.rule->code) >= count_code(before, d.rule->code))
+      out << "  " << path.string() << ":" << row << ": fix of " << d.rule->code << " leaves the finding\n";
+  }
+  std::vector<Edit> all_safe = applicable_edits(before.diagnostics, false);
+  if (!all_safe.empty()) {
+    SourceFile fixed(path.string(), apply_edits(source.text(), all_safe));
+    LintResult after = lint(fixed, rules::all(), all);
+    if (!had_syntax_error && count_code(after, "DDP001") > 0)
+      out << "  " << path.string() << ": all safe fixes together make a syntax error\n";
+    if (!applicable_edits(after.diagnostics, false).empty())
+      out << "  " << path.string() << ": a second pass of safe fixes still changes the file\n";
+  }
+  return out.str();
+}
+
 }  // namespace
+
+TEST_CASE("fixes: each removes its finding without a syntax error; all safe fixes are idempotent") {
+  fs::path root(DDPLINT_SOURCE_DIR);
+  auto files = python_files(root / "fixtures");
+  auto examples = python_files(root / "examples");
+  files.insert(files.end(), examples.begin(), examples.end());
+  std::size_t fixes = 0;
+  for (const auto& f : files) {
+    std::string diff = check_fixes(f, fixes);
+    CHECK_MESSAGE(diff.empty(), "\n" << diff);
+  }
+  MESSAGE(fixes << " fixes checked");
+  CHECK(fixes >= 20);  // the fixtures exercise the fixes; a silent zero would prove nothing
+}
 
 TEST_CASE("fixtures and examples: exactly the marked findings") {
   fs::path root(DDPLINT_SOURCE_DIR);

@@ -1,0 +1,74 @@
+// The fixes rules offer, checked as text: input, the fix's edits applied, output.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+
+#include "linter/fixes.hpp"
+#include "linter/lint.hpp"
+#include "rules/registry.hpp"
+
+using namespace ddplint;
+
+namespace {
+const std::string kHead = "import torch\nfrom torch.utils.data import DataLoader\nmodel = Net().cuda()\n";
+
+// The file after applying the fix of the one finding of `code`; "" if it has no fix.
+std::string fixed(const std::string& src, std::string_view code) {
+  SourceFile f("t.py", src);
+  LintResult r = lint(f, rules::all(), RuleSelection({std::string(code)}, {}));
+  REQUIRE(r.diagnostics.size() == 1);
+  if (!r.diagnostics[0].fix) return "";
+  std::vector<Edit> edits = r.diagnostics[0].fix->edits;
+  std::sort(edits.begin(), edits.end(), [](const Edit& a, const Edit& b) { return a.start < b.start; });
+  return apply_edits(src, edits);
+}
+}  // namespace
+
+TEST_CASE("DDP102 fix: pin_memory=True after the last argument, formatting kept") {
+  CHECK(fixed(kHead + "l = DataLoader(ds, batch_size=8)\n", "DDP102") ==
+        kHead + "l = DataLoader(ds, batch_size=8, pin_memory=True)\n");
+  CHECK(fixed(kHead + "l = DataLoader(ds, batch_size=8,)\n", "DDP102") ==
+        kHead + "l = DataLoader(ds, batch_size=8, pin_memory=True,)\n");
+  CHECK(fixed(kHead + "l = DataLoader(\n    ds,\n    batch_size=8,  # per GPU\n)\n", "DDP102") ==
+        kHead + "l = DataLoader(\n    ds,\n    batch_size=8, pin_memory=True,  # per GPU\n)\n");
+  CHECK(fixed(kHead + "l = DataLoader()\n", "DDP102") == kHead + "l = DataLoader(pin_memory=True)\n");
+  CHECK(fixed(kHead + "l = DataLoader(ds, pin_memory=False)\n", "DDP102") ==
+        kHead + "l = DataLoader(ds, pin_memory=True)\n");
+  // a named constant may be used elsewhere: reported, not rewritten
+  CHECK(fixed(kHead + "PIN = False\nl = DataLoader(ds, pin_memory=PIN)\n", "DDP102").empty());
+}
+
+TEST_CASE("DDP502 fix: torch.amp with \"cuda\" where the rewrite is mechanical") {
+  const std::string h = "import torch\n";
+  CHECK(fixed(h + "with torch.cuda.amp.autocast():\n    y = m(x)\n", "DDP502") ==
+        h + "with torch.amp.autocast(\"cuda\"):\n    y = m(x)\n");
+  CHECK(fixed(h + "with torch.cuda.amp.autocast(dtype=torch.bfloat16):\n    y = m(x)\n", "DDP502") ==
+        h + "with torch.amp.autocast(\"cuda\", dtype=torch.bfloat16):\n    y = m(x)\n");
+  CHECK(fixed(h + "scaler = torch.cuda.amp.GradScaler(2.0**14)\n", "DDP502") ==
+        h + "scaler = torch.amp.GradScaler(\"cuda\", 2.0**14)\n");
+  CHECK(fixed(h + "class F(torch.autograd.Function):\n    @staticmethod\n    @torch.cuda.amp.custom_fwd\n    def forward(ctx, x):\n        return x\n",
+              "DDP502") ==
+        h + "class F(torch.autograd.Function):\n    @staticmethod\n    @torch.amp.custom_fwd(device_type=\"cuda\")\n    def forward(ctx, x):\n        return x\n");
+  CHECK(fixed(h + "class F(torch.autograd.Function):\n    @staticmethod\n    @torch.cuda.amp.custom_fwd(cast_inputs=torch.float32)\n    def forward(ctx, x):\n        return x\n",
+              "DDP502") ==
+        h + "class F(torch.autograd.Function):\n    @staticmethod\n    @torch.amp.custom_fwd(device_type=\"cuda\", cast_inputs=torch.float32)\n    def forward(ctx, x):\n        return x\n");
+  // positional autocast arguments mean something else in torch.amp.autocast: no fix
+  CHECK(fixed(h + "with torch.cuda.amp.autocast(True):\n    y = m(x)\n", "DDP502").empty());
+  // an imported name needs its import changed as well: no fix
+  CHECK(fixed("from torch.cuda.amp import autocast\nwith autocast():\n    y = m(x)\n", "DDP502").empty());
+}
+
+TEST_CASE("applicable_edits: safe only unless asked, overlapping fixes skipped, sorted") {
+  static const RuleInfo info{"DDP999", "test", Severity::Warning, "", "", "", true};
+  auto diag = [&](std::uint32_t s, std::uint32_t e, Fix::Applicability a) {
+    return Diagnostic{&info, s, e, "m", Fix{a, "f", {Edit{s, e, "X"}}}};
+  };
+  std::vector<Diagnostic> ds{diag(10, 12, Fix::Applicability::Safe), diag(0, 2, Fix::Applicability::Safe),
+                             diag(11, 13, Fix::Applicability::Safe), diag(20, 21, Fix::Applicability::Unsafe)};
+  auto safe = applicable_edits(ds, false);
+  REQUIRE(safe.size() == 2);
+  CHECK(safe[0].start == 0);
+  CHECK(safe[1].start == 10);
+  CHECK(applicable_edits(ds, true).size() == 3);
+  CHECK(apply_edits("abcdefghijklmnopqrstuvwxyz", safe) == "XcdefghijXmnopqrstuvwxyz");
+}

@@ -1,0 +1,499 @@
+// In-process tests of the language server: positions in each encoding,
+// incremental buffers, message framing, and every method through Server::handle.
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <random>
+
+#include "linter/fixes.hpp"
+#include "lsp/document.hpp"
+#include "lsp/server.hpp"
+#include "lsp/transport.hpp"
+#include "rules/registry.hpp"
+
+using namespace ddplint;
+using namespace ddplint::lsp;
+
+namespace {
+
+const std::string kUri = "file:///work/train%20dir/train.py";
+const std::string kHead = "import torch\nfrom torch.utils.data import DataLoader\nmodel = Net().cuda()\n";
+
+// Drives a Server in process and keeps what it sends.
+struct Client {
+  std::vector<json> sent;
+  std::vector<std::string> logs;
+  Server server{rules::all(), [this](const json& m) { sent.push_back(m); },
+                [this](const std::string& l) { logs.push_back(l); }};
+  int next_id = 1;
+
+  json request(const std::string& method, json params = json::object()) {
+    int id = next_id++;
+    server.handle({{"jsonrpc", "2.0"}, {"id", id}, {"method", method}, {"params", std::move(params)}});
+    for (auto it = sent.begin(); it != sent.end(); ++it) {
+      if (it->contains("id") && (*it)["id"] == id && !it->contains("method")) {
+        json m = *it;
+        sent.erase(it);
+        return m;
+      }
+    }
+    FAIL("no response to " << method);
+    return {};
+  }
+  void notify(const std::string& method, json params = json::object()) {
+    server.handle({{"jsonrpc", "2.0"}, {"method", method}, {"params", std::move(params)}});
+  }
+  json initialize(json capabilities = json::object(), json options = nullptr) {
+    json params = {{"processId", nullptr}, {"rootUri", nullptr}, {"capabilities", std::move(capabilities)}};
+    if (!options.is_null()) params["initializationOptions"] = std::move(options);
+    json r = request("initialize", std::move(params));
+    notify("initialized");
+    return r;
+  }
+  void open(const std::string& text, const std::string& uri = kUri, const std::string& language = "python") {
+    notify("textDocument/didOpen",
+           {{"textDocument", {{"uri", uri}, {"languageId", language}, {"version", 1}, {"text", text}}}});
+  }
+  // Publishes what is due and returns the last publishDiagnostics for `uri` (null if none).
+  json publish(const std::string& uri = kUri) {
+    server.publish_due(std::chrono::steady_clock::now() + std::chrono::hours(1));
+    json last;
+    for (auto it = sent.begin(); it != sent.end();) {
+      if (it->value("method", "") == "textDocument/publishDiagnostics" && (*it)["params"]["uri"] == uri) {
+        last = (*it)["params"];
+        it = sent.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    return last;
+  }
+};
+
+std::vector<std::string> codes_of(const json& diagnostics) {
+  std::vector<std::string> out;
+  for (const json& d : diagnostics) out.push_back(d["code"]);
+  return out;
+}
+
+json pos(std::uint32_t line, std::uint32_t character) { return {{"line", line}, {"character", character}}; }
+json range(std::uint32_t l1, std::uint32_t c1, std::uint32_t l2, std::uint32_t c2) {
+  return {{"start", pos(l1, c1)}, {"end", pos(l2, c2)}};
+}
+
+// Applies the single-document TextEdits of a WorkspaceEdit to `text` (positions in `enc`).
+std::string apply_workspace_edit(const std::string& text, const json& edit, PositionEncoding enc) {
+  const json& edits = edit.contains("documentChanges") ? edit["documentChanges"][0]["edits"] : edit["changes"][kUri];
+  LineIndex lines(text);
+  std::vector<Edit> out;
+  for (const json& e : edits) {
+    TextPosition a{e["range"]["start"]["line"], e["range"]["start"]["character"]};
+    TextPosition b{e["range"]["end"]["line"], e["range"]["end"]["character"]};
+    out.push_back({offset_at(text, lines, a, enc), offset_at(text, lines, b, enc), e["newText"]});
+  }
+  std::sort(out.begin(), out.end(), [](const Edit& x, const Edit& y) { return x.start < y.start; });
+  return apply_edits(text, out);
+}
+
+}  // namespace
+
+// --- positions ---------------------------------------------------------------------
+
+TEST_CASE("positions: wide and astral-plane characters before a finding, in each encoding") {
+  // `s = "😀é"; ` then DataLoader: 😀 is 4 bytes / 2 UTF-16 units / 1 code point; é is 2 / 1 / 1
+  std::string line = "s = \"\xF0\x9F\x98\x80\xC3\xA9\"; l = DataLoader(ds)";
+  std::string text = kHead + line + "\n";
+  struct Case {
+    const char* name;
+    std::uint32_t character;
+  };
+  for (auto [name, character] : {Case{"utf-8", 18}, Case{"utf-16", 15}, Case{"utf-32", 14}}) {
+    CAPTURE(name);
+    Client c;
+    json r = c.initialize({{"general", {{"positionEncodings", {name}}}}});
+    CHECK(r["result"]["capabilities"]["positionEncoding"] == name);
+    c.open(text);
+    json published = c.publish();
+    REQUIRE(published["diagnostics"].size() >= 1);
+    json d = published["diagnostics"][0];
+    CHECK(d["range"]["start"] == pos(3, character));
+    CHECK(d["range"]["end"] == pos(3, character + 10));
+  }
+}
+
+TEST_CASE("positions: encoding negotiation prefers utf-8, then utf-32, else utf-16") {
+  auto negotiated = [](json encodings) {
+    Client c;
+    json caps = json::object();
+    if (!encodings.is_null()) caps["general"] = {{"positionEncodings", encodings}};
+    return c.initialize(caps)["result"]["capabilities"]["positionEncoding"].get<std::string>();
+  };
+  CHECK(negotiated({"utf-16", "utf-8"}) == "utf-8");
+  CHECK(negotiated({"utf-16", "utf-32"}) == "utf-32");
+  CHECK(negotiated({"utf-16"}) == "utf-16");
+  CHECK(negotiated(nullptr) == "utf-16");
+}
+
+TEST_CASE("positions: offset_at clamps and rounds down inside a code point") {
+  std::string text = "a\xF0\x9F\x98\x80" "b\r\nxy\rz";
+  LineIndex lines(text);
+  CHECK(offset_at(text, lines, {0, 1}, PositionEncoding::Utf16) == 1);
+  CHECK(offset_at(text, lines, {0, 2}, PositionEncoding::Utf16) == 1);  // inside the surrogate pair
+  CHECK(offset_at(text, lines, {0, 3}, PositionEncoding::Utf16) == 5);
+  CHECK(offset_at(text, lines, {0, 2}, PositionEncoding::Utf32) == 5);
+  CHECK(offset_at(text, lines, {0, 3}, PositionEncoding::Utf8) == 1);  // inside the 4-byte sequence
+  CHECK(offset_at(text, lines, {0, 99}, PositionEncoding::Utf16) == 6);  // past the end: the line's end, before CRLF
+  CHECK(offset_at(text, lines, {1, 1}, PositionEncoding::Utf16) == 9);
+  CHECK(offset_at(text, lines, {2, 0}, PositionEncoding::Utf16) == 11);  // a lone CR ends a line
+  CHECK(offset_at(text, lines, {9, 0}, PositionEncoding::Utf16) == text.size());
+  CHECK(position_at(text, lines, 5, PositionEncoding::Utf16) == TextPosition{0, 3});
+  CHECK(position_at(text, lines, 5, PositionEncoding::Utf32) == TextPosition{0, 2});
+  CHECK(position_at(text, lines, 5, PositionEncoding::Utf8) == TextPosition{0, 5});
+  CHECK(position_at(text, lines, 11, PositionEncoding::Utf8) == TextPosition{2, 0});
+}
+
+TEST_CASE("documents: incremental reparsing gives the tree and findings of a parse from scratch") {
+  std::string error;
+  auto bytes = read_file(std::string(DDPLINT_SOURCE_DIR) + "/examples/gpt_grad_accum.py", error);
+  REQUIRE(bytes);
+  Document doc(kUri, "train.py", 1, *bytes);
+  std::mt19937 rng(12345);
+  const char* snippets[] = {"", "x", "\n", "    ", "(", ")", "'", "\"\"\"", "#", "loss.item()", "\n    for i in r:\n",
+                            "\xC3\xA9", "\xF0\x9F\x98\x80", "DataLoader(ds)", ":", "\\\n"};
+  for (int step = 0; step < 300; ++step) {
+    std::string_view text = doc.text();
+    std::uint32_t lines = doc.source().lines().line_count();
+    TextPosition a{static_cast<std::uint32_t>(rng() % (lines + 1)), static_cast<std::uint32_t>(rng() % 60)};
+    TextPosition b = a;
+    if (rng() % 2) b = {a.line + static_cast<std::uint32_t>(rng() % 3), static_cast<std::uint32_t>(rng() % 60)};
+    const char* insert = snippets[rng() % (sizeof snippets / sizeof *snippets)];
+    doc.replace(a, b, insert, step % 3 == 0 ? PositionEncoding::Utf8 : PositionEncoding::Utf16);
+    if (step % 10 != 0) continue;  // several edits between parses, as with fast typing
+    CAPTURE(step);
+    const SyntaxTree& incremental = doc.tree();
+    SyntaxTree scratch = parse_python(doc.source());
+    char* a_str = ts_node_string(incremental.root());
+    char* b_str = ts_node_string(scratch.root());
+    CHECK(std::string(a_str) == std::string(b_str));
+    std::free(a_str);
+    std::free(b_str);
+    LintResult x = lint(doc.source(), incremental, rules::all(), RuleSelection{});
+    LintResult y = lint(doc.source(), rules::all(), RuleSelection{});
+    REQUIRE(x.diagnostics.size() == y.diagnostics.size());
+    for (std::size_t i = 0; i < x.diagnostics.size(); ++i) {
+      CHECK(x.diagnostics[i].start == y.diagnostics[i].start);
+      CHECK(x.diagnostics[i].rule == y.diagnostics[i].rule);
+    }
+    (void)text;
+  }
+}
+
+// --- framing ---------------------------------------------------------------------
+
+namespace {
+MessageReader reader_of(std::string data, std::size_t max_body = kMaxMessageBytes) {
+  auto shared = std::make_shared<std::string>(std::move(data));
+  auto pos = std::make_shared<std::size_t>(0);
+  return MessageReader(
+      [shared, pos](char* buf, std::size_t n) -> long {
+        std::size_t take = std::min<std::size_t>({n, shared->size() - *pos, 7});  // small reads split headers
+        std::memcpy(buf, shared->data() + *pos, take);
+        *pos += take;
+        return static_cast<long>(take);
+      },
+      max_body);
+}
+}  // namespace
+
+TEST_CASE("framing: Content-Length messages, LF-only headers, bad headers, oversize bodies, EOF") {
+  using K = MessageReader::Result::Kind;
+  auto r = reader_of(frame_message("{\"a\":1}") + "Content-Type: application/vscode-jsonrpc; charset=utf-8\r\n" +
+                     "content-length: 2\r\n\r\n{}" + "Content-Length: 2\n\n[]" + "X-Junk: 1\r\n\r\n" +
+                     "Content-Length: abc\r\n\r\n" + "no colon here\r\n\r\n" + frame_message("\"ok\"") +
+                     "Content-Length: 100\r\n\r\n" + std::string(100, 'x') + frame_message("1") +
+                     std::string(10000, 'h') + "\r\n\r\n" + "Content-Length: 10\r\n\r\n{\"trunc", 50);
+  auto m = r.next();
+  CHECK((m.kind == K::Message && m.body == "{\"a\":1}"));
+  m = r.next();
+  CHECK((m.kind == K::Message && m.body == "{}"));
+  m = r.next();
+  CHECK((m.kind == K::Message && m.body == "[]"));
+  m = r.next();
+  CHECK(m.kind == K::BadFrame);
+  m = r.next();
+  CHECK(m.kind == K::BadFrame);
+  CHECK(m.error.find("not a number") != std::string::npos);
+  m = r.next();
+  CHECK(m.kind == K::BadFrame);
+  m = r.next();
+  CHECK((m.kind == K::Message && m.body == "\"ok\""));
+  m = r.next();
+  CHECK(m.kind == K::TooLarge);
+  m = r.next();
+  CHECK((m.kind == K::Message && m.body == "1"));
+  m = r.next();
+  CHECK(m.kind == K::BadFrame);  // a header line over the limit
+  CHECK(m.error.find("longer than") != std::string::npos);
+  m = r.next();
+  CHECK(m.kind == K::Eof);  // the last body ends early: dropped
+  CHECK(r.next().kind == K::Eof);
+}
+
+TEST_CASE("uri_to_path decodes file URIs") {
+  CHECK(uri_to_path("file:///work/train%20dir/train.py") == "/work/train dir/train.py");
+  CHECK(uri_to_path("file://localhost/a/b.py") == "/a/b.py");
+  CHECK(uri_to_path("untitled:Untitled-1") == "untitled:Untitled-1");
+  CHECK(uri_to_path("file:///a%2") == "/a%2");
+}
+
+// --- lifecycle and robustness ---------------------------------------------------------
+
+TEST_CASE("lifecycle: requests before initialize, unknown methods, bad messages, shutdown") {
+  Client c;
+  json early = c.request("textDocument/hover", {{"textDocument", {{"uri", kUri}}}, {"position", pos(0, 0)}});
+  CHECK(early["error"]["code"] == error_code::kServerNotInitialized);
+  c.notify("textDocument/didOpen", {{"textDocument", {{"uri", kUri}, {"languageId", "python"}, {"version", 1}, {"text", "x"}}}});
+  CHECK(c.sent.empty());  // notifications before initialize are dropped, never answered
+  json init = c.initialize();
+  CHECK(init["result"]["serverInfo"]["name"] == "ddplint");
+  CHECK(init["result"]["capabilities"]["textDocumentSync"]["change"] == 2);
+  CHECK_FALSE(init["result"]["capabilities"].contains("diagnosticProvider"));
+  CHECK(c.request("initialize", {{"capabilities", json::object()}})["error"]["code"] == error_code::kInvalidRequest);
+  CHECK(c.request("workspace/symbol", {{"query", ""}})["error"]["code"] == error_code::kMethodNotFound);
+  c.notify("$/setTrace", {{"value", "off"}});
+  c.notify("custom/unknown");
+  CHECK(c.sent.empty());
+  // missing params
+  CHECK(c.request("textDocument/hover", json::object())["error"]["code"] == error_code::kInvalidParams);
+  CHECK(c.request("textDocument/codeAction", {{"textDocument", {{"uri", 5}}}})["error"]["code"] ==
+        error_code::kInvalidParams);
+  // not a request at all
+  c.server.handle(json::array());
+  CHECK(c.sent.back()["error"]["code"] == error_code::kInvalidRequest);
+  CHECK(c.sent.back()["id"].is_null());
+  c.server.handle({{"jsonrpc", "2.0"}, {"id", 9}});
+  CHECK(c.sent.back()["error"]["code"] == error_code::kInvalidRequest);
+  c.server.handle({{"jsonrpc", "2.0"}, {"id", {1, 2}}, {"method", "shutdown"}});
+  CHECK(c.sent.back()["error"]["code"] == error_code::kInvalidRequest);
+  c.server.handle_unparsable("syntax error at byte 3");
+  CHECK(c.sent.back()["error"]["code"] == error_code::kParseError);
+  // a response from the client (to our registerCapability) is not answered
+  std::size_t n = c.sent.size();
+  c.server.handle({{"jsonrpc", "2.0"}, {"id", "ddplint-1"}, {"result", nullptr}});
+  CHECK(c.sent.size() == n);
+  CHECK(c.request("shutdown", nullptr)["result"].is_null());
+  CHECK(c.request("textDocument/hover", {{"textDocument", {{"uri", kUri}}}, {"position", pos(0, 0)}})["error"]["code"] ==
+        error_code::kInvalidRequest);
+  CHECK_FALSE(c.server.exit_requested());
+  c.notify("exit");
+  CHECK(c.server.exit_requested());
+  CHECK(c.server.exit_code() == 0);
+}
+
+TEST_CASE("lifecycle: exit without shutdown is exit code 1; cancelled requests get RequestCancelled") {
+  Client c;
+  c.initialize();
+  c.server.cancel(json(7));
+  c.next_id = 7;
+  CHECK(c.request("shutdown", nullptr)["error"]["code"] == error_code::kRequestCancelled);
+  c.server.clear_cancellations();
+  c.notify("exit");
+  CHECK(c.server.exit_code() == 1);
+}
+
+// --- diagnostics -------------------------------------------------------------------------
+
+TEST_CASE("push diagnostics: open, incremental change, full change, close; fields and tags") {
+  Client c;
+  c.initialize();
+  c.open(kHead + "l = DataLoader(ds, num_workers=4)\nwith torch.cuda.amp.autocast():\n    y = model(x)\n");
+  json p = c.publish();
+  CHECK(p["version"] == 1);
+  CHECK(codes_of(p["diagnostics"]) == std::vector<std::string>{"DDP102", "DDP502"});
+  json d = p["diagnostics"][0];
+  CHECK(d["source"] == "ddplint");
+  CHECK(d["severity"] == 2);
+  CHECK(d["codeDescription"]["href"].get<std::string>().rfind("https://pytorch.org/docs/", 0) == 0);
+  CHECK_FALSE(d.contains("tags"));
+  CHECK(p["diagnostics"][1]["tags"] == json{2});  // DDP502: Deprecated
+  CHECK(c.publish().is_null());  // nothing pending: nothing pushed again
+
+  // the user types `, pin_memory=True` before the `)` of line 3: DDP102 goes away
+  c.notify("textDocument/didChange",
+           {{"textDocument", {{"uri", kUri}, {"version", 2}}},
+            {"contentChanges", {{{"range", range(3, 32, 3, 32)}, {"text", ", pin_memory"}},
+                                {{"range", range(3, 44, 3, 44)}, {"text", "=True"}}}}});
+  p = c.publish();
+  CHECK(p["version"] == 2);
+  CHECK(codes_of(p["diagnostics"]) == std::vector<std::string>{"DDP502"});
+  CHECK(p["diagnostics"][0]["range"]["start"]["line"] == 4);
+  // a full-text change
+  c.notify("textDocument/didChange", {{"textDocument", {{"uri", kUri}, {"version", 3}}},
+                                      {"contentChanges", {{{"text", kHead + "l = DataLoader(ds)\n"}}}}});
+  p = c.publish();
+  CHECK(codes_of(p["diagnostics"]) == std::vector<std::string>{"DDP101", "DDP102"});
+  c.notify("textDocument/didClose", {{"textDocument", {{"uri", kUri}}}});
+  CHECK(c.sent.back()["params"]["diagnostics"] == json::array());
+  CHECK(c.sent.back()["params"]["uri"] == kUri);
+  // edits out of range are clamped, never a crash
+  c.open("x = 1\n");
+  c.notify("textDocument/didChange",
+           {{"textDocument", {{"uri", kUri}, {"version", 2}}},
+            {"contentChanges", {{{"range", range(90, 4, 3, 999)}, {"text", "y"}}}}});
+  CHECK(c.publish()["diagnostics"] == json::array());
+}
+
+TEST_CASE("documents that are not Python, unknown documents and a 5 MB buffer") {
+  Client c;
+  c.initialize();
+  c.open(kHead + "l = DataLoader(ds)\n", "file:///a/notes.md", "markdown");
+  CHECK(c.publish("file:///a/notes.md").is_null());
+  c.notify("textDocument/didChange", {{"textDocument", {{"uri", "file:///never/opened.py"}, {"version", 2}}},
+                                      {"contentChanges", {{{"text", "x"}}}}});
+  CHECK(c.request("textDocument/hover", {{"textDocument", {{"uri", "file:///never/opened.py"}}}, {"position", pos(0, 0)}})
+            ["result"].is_null());
+  std::string big = kHead;
+  while (big.size() < 5 * 1024 * 1024) big += "for step, batch in enumerate(loader):\n    loss = model(batch)\n";
+  big += "l = DataLoader(ds)\n";
+  c.open(big);
+  json p = c.publish();
+  CHECK(codes_of(p["diagnostics"]).size() >= 2);
+}
+
+TEST_CASE("pull diagnostics when the client supports them: no push, resultId, unchanged") {
+  Client c;
+  json init = c.initialize({{"textDocument", {{"diagnostic", {{"dynamicRegistration", false}}}}}});
+  CHECK(init["result"]["capabilities"]["diagnosticProvider"]["identifier"] == "ddplint");
+  c.open(kHead + "l = DataLoader(ds)\n");
+  CHECK(c.publish().is_null());
+  json r = c.request("textDocument/diagnostic", {{"textDocument", {{"uri", kUri}}}})["result"];
+  CHECK(r["kind"] == "full");
+  CHECK(codes_of(r["items"]) == std::vector<std::string>{"DDP101", "DDP102"});
+  json again = c.request("textDocument/diagnostic", {{"textDocument", {{"uri", kUri}}}, {"previousResultId", r["resultId"]}});
+  CHECK(again["result"]["kind"] == "unchanged");
+  c.notify("textDocument/didChange", {{"textDocument", {{"uri", kUri}, {"version", 2}}},
+                                      {"contentChanges", {{{"text", "x = 1\n"}}}}});
+  json after = c.request("textDocument/diagnostic", {{"textDocument", {{"uri", kUri}}}, {"previousResultId", r["resultId"]}});
+  CHECK(after["result"]["kind"] == "full");
+  CHECK(after["result"]["items"] == json::array());
+}
+
+// --- code actions and hover ------------------------------------------------------------------
+
+TEST_CASE("code actions: disable for this line (new, after a comment, extending a list), quick fix, fix all") {
+  Client c;
+  c.initialize({{"workspace", {{"workspaceEdit", {{"documentChanges", true}}}}}});
+  std::string text = kHead + "a = DataLoader(ds)\n" + "b = DataLoader(ds, num_workers=2)  # eval loader\n" +
+                     "c = DataLoader(ds, num_workers=2)  # noqa: DDP999\n";
+  c.open(text);
+  auto actions_at = [&](std::uint32_t line, json only = nullptr) {
+    json ctx = {{"diagnostics", json::array()}};
+    if (!only.is_null()) ctx["only"] = only;
+    return c.request("textDocument/codeAction",
+                     {{"textDocument", {{"uri", kUri}}}, {"range", range(line, 0, line, 0)}, {"context", ctx}})["result"];
+  };
+  auto find_title = [](const json& actions, const std::string& title) {
+    for (const json& a : actions)
+      if (a["title"] == title) return a;
+    return json();
+  };
+  json a3 = actions_at(3);
+  json disable = find_title(a3, "ddplint (DDP101): Disable for this line");
+  REQUIRE(disable.is_object());
+  CHECK(disable["kind"] == "quickfix");
+  CHECK(disable["diagnostics"][0]["code"] == "DDP101");
+  CHECK(disable["edit"]["documentChanges"][0]["textDocument"]["version"] == 1);
+  std::string after = apply_workspace_edit(text, disable["edit"], PositionEncoding::Utf16);
+  CHECK(after.find("a = DataLoader(ds)  # noqa: DDP101\n") != std::string::npos);
+  json pin = find_title(a3, "ddplint (DDP102): Add `pin_memory=True`");
+  REQUIRE(pin.is_object());
+  CHECK(pin["isPreferred"] == true);
+  CHECK(apply_workspace_edit(text, pin["edit"], PositionEncoding::Utf16).find("a = DataLoader(ds, pin_memory=True)\n") !=
+        std::string::npos);
+  CHECK(find_title(a3, "ddplint: Fix all auto-fixable problems").is_null());  // only when asked for source actions
+
+  json b = find_title(actions_at(4), "ddplint (DDP102): Disable for this line");
+  CHECK(apply_workspace_edit(text, b["edit"], PositionEncoding::Utf16)
+            .find("b = DataLoader(ds, num_workers=2)  # eval loader  # noqa: DDP102\n") != std::string::npos);
+  json c5 = find_title(actions_at(5), "ddplint (DDP102): Disable for this line");
+  std::string extended = apply_workspace_edit(text, c5["edit"], PositionEncoding::Utf16);
+  CHECK(extended.find("# noqa: DDP999, DDP102\n") != std::string::npos);
+
+  // applying an action's edit and re-linting: the finding is gone
+  c.notify("textDocument/didChange", {{"textDocument", {{"uri", kUri}, {"version", 2}}},
+                                      {"contentChanges", {{{"text", extended}}}}});
+  std::vector<std::string> left = codes_of(c.publish()["diagnostics"]);
+  CHECK(std::count(left.begin(), left.end(), "DDP102") == 2);
+
+  json all = actions_at(0, {"source.fixAll"});
+  REQUIRE(all.size() == 1);
+  CHECK(all[0]["kind"] == "source.fixAll.ddplint");
+  std::string fixed = apply_workspace_edit(extended, all[0]["edit"], PositionEncoding::Utf16);
+  CHECK(fixed.find("a = DataLoader(ds, pin_memory=True)") != std::string::npos);
+  CHECK(fixed.find("b = DataLoader(ds, num_workers=2, pin_memory=True)  # eval loader") != std::string::npos);
+  CHECK(actions_at(3, {"quickfix"}).size() >= 2);
+  CHECK(actions_at(3, {"refactor"}).empty());
+}
+
+TEST_CASE("code actions: no noqa action where a comment cannot go") {
+  Client c;
+  c.initialize();
+  // the finding's line ends inside a string that continues on the next line
+  std::string text = kHead + "a = DataLoader(ds); s = \"\"\"doc\nmore\"\"\"\n";
+  c.open(text);
+  json actions = c.request("textDocument/codeAction", {{"textDocument", {{"uri", kUri}}},
+                                                       {"range", range(3, 4, 3, 4)},
+                                                       {"context", {{"diagnostics", json::array()}}}})["result"];
+  for (const json& a : actions) CHECK(a["title"].get<std::string>().find("Disable") == std::string::npos);
+  CHECK(actions.size() == 1);  // the pin_memory quick fix is still offered
+}
+
+TEST_CASE("hover: a finding's range and a code in a noqa comment show the rule's documentation") {
+  Client c;
+  c.initialize({{"general", {{"positionEncodings", {"utf-8"}}}}});
+  c.open(kHead + "a = DataLoader(ds, pin_memory=True)\nb = 1  # noqa: DDP303, DDP401\n");
+  auto hover = [&](std::uint32_t line, std::uint32_t character) {
+    return c.request("textDocument/hover", {{"textDocument", {{"uri", kUri}}}, {"position", pos(line, character)}})["result"];
+  };
+  json h = hover(3, 6);
+  REQUIRE(h.is_object());
+  CHECK(h["contents"]["kind"] == "markdown");
+  std::string value = h["contents"]["value"];
+  CHECK(value.find("DDP101") != std::string::npos);
+  CHECK(value.find("## What it does") != std::string::npos);
+  CHECK(h["range"] == range(3, 4, 3, 14));
+  json n = hover(4, 25);  // on DDP401
+  REQUIRE(n.is_object());
+  CHECK(n["contents"]["value"].get<std::string>().find("DDP401") != std::string::npos);
+  CHECK(n["range"] == range(4, 23, 4, 29));
+  CHECK(hover(4, 2).is_null());
+  CHECK(hover(0, 0).is_null());
+}
+
+// --- settings ------------------------------------------------------------------------
+
+TEST_CASE("settings: initializationOptions and didChangeConfiguration select and ignore; bad codes rejected") {
+  Client c;
+  c.initialize(json::object(), {{"select", {"DDP101"}}});
+  c.open(kHead + "l = DataLoader(ds)\n");
+  CHECK(codes_of(c.publish()["diagnostics"]) == std::vector<std::string>{"DDP101"});
+  c.notify("workspace/didChangeConfiguration", {{"settings", {{"ddplint", {{"ignore", "DDP101"}}}}}});
+  CHECK(codes_of(c.publish()["diagnostics"]) == std::vector<std::string>{"DDP102"});
+  c.notify("workspace/didChangeConfiguration", {{"settings", {{"ddplint", {{"select", {"XYZ9"}}}}}}});
+  REQUIRE_FALSE(c.sent.empty());
+  CHECK(c.sent.back()["method"] == "window/showMessage");
+  CHECK(c.sent.back()["params"]["message"].get<std::string>().find("XYZ9") != std::string::npos);
+  CHECK(c.server.settings().ignore == std::vector<std::string>{"DDP101"});  // kept
+  c.notify("workspace/didChangeWatchedFiles", {{"changes", {{{"uri", "file:///work/pyproject.toml"}, {"type", 2}}}}});
+  CHECK(codes_of(c.publish()["diagnostics"]) == std::vector<std::string>{"DDP102"});  // re-linted
+}
+
+TEST_CASE("config file watching is registered when the client allows dynamic registration") {
+  Client c;
+  c.initialize({{"workspace", {{"didChangeWatchedFiles", {{"dynamicRegistration", true}}}}}});
+  REQUIRE_FALSE(c.sent.empty());
+  json reg = c.sent.back();
+  CHECK(reg["method"] == "client/registerCapability");
+  CHECK(reg["params"]["registrations"][0]["method"] == "workspace/didChangeWatchedFiles");
+  CHECK(reg["params"]["registrations"][0]["registerOptions"]["watchers"].size() == 3);
+}
