@@ -48,6 +48,7 @@ class LspClient {
     }
     ::close(in[0]);
     ::close(out[1]);
+    ::fcntl(in[1], F_SETFL, ::fcntl(in[1], F_GETFL) | O_NONBLOCK);
     to_server_ = in[1];
     from_server_ = out[0];
   }
@@ -64,12 +65,22 @@ class LspClient {
 
   pid_t pid() const { return pid_; }
 
-  /// Writes raw bytes; false once the server has closed its input.
+  /// Writes raw bytes; false once the server has closed its input. While the
+  /// server's input is full, its output is read into the inbox, so that a
+  /// server blocked writing to us never deadlocks with us writing to it.
   bool send_raw(std::string_view bytes) {
     while (!bytes.empty()) {
-      ssize_t w = ::write(to_server_, bytes.data(), bytes.size());
-      if (w < 0) {
+      pollfd p[2] = {{to_server_, POLLOUT, 0}, {from_server_, POLLIN, 0}};
+      if (::poll(p, 2, 10000) <= 0) {
         if (errno == EINTR) continue;
+        return false;
+      }
+      if (p[1].revents & (POLLIN | POLLHUP)) drain_available();
+      if (p[0].revents & (POLLERR | POLLHUP)) return false;
+      if (!(p[0].revents & POLLOUT)) continue;
+      ssize_t w = ::write(to_server_, bytes.data(), std::min<std::size_t>(bytes.size(), 4096));
+      if (w < 0) {
+        if (errno == EINTR || errno == EAGAIN) continue;
         return false;
       }
       bytes.remove_prefix(static_cast<std::size_t>(w));
@@ -164,20 +175,30 @@ class LspClient {
   }
 
  private:
+  // Reads what the server has written so far into the inbox, without blocking.
+  void drain_available() {
+    char chunk[65536];
+    ssize_t n = ::read(from_server_, chunk, sizeof chunk);
+    if (n <= 0) return;
+    buf_.append(chunk, static_cast<std::size_t>(n));
+    while (auto m = parse_buffered()) inbox_.push_back(std::move(*m));
+  }
+  std::optional<json> parse_buffered() {
+    std::size_t header_end = buf_.find("\r\n\r\n");
+    if (header_end == std::string::npos) return std::nullopt;
+    std::size_t at = buf_.find("Content-Length:");
+    if (at == std::string::npos || at > header_end) std::abort();  // the server must always frame
+    std::size_t n = std::stoul(buf_.substr(at + 15, header_end - at - 15));
+    if (buf_.size() < header_end + 4 + n) return std::nullopt;
+    json m = json::parse(buf_.substr(header_end + 4, n));
+    buf_.erase(0, header_end + 4 + n);
+    return m;
+  }
+
   std::optional<json> read_message(std::chrono::milliseconds timeout) {
     auto deadline = std::chrono::steady_clock::now() + timeout;
     for (;;) {
-      std::size_t header_end = buf_.find("\r\n\r\n");
-      if (header_end != std::string::npos) {
-        std::size_t at = buf_.find("Content-Length:");
-        if (at == std::string::npos || at > header_end) std::abort();  // the server must always frame
-        std::size_t n = std::stoul(buf_.substr(at + 15, header_end - at - 15));
-        if (buf_.size() >= header_end + 4 + n) {
-          json m = json::parse(buf_.substr(header_end + 4, n));
-          buf_.erase(0, header_end + 4 + n);
-          return m;
-        }
-      }
+      if (auto m = parse_buffered()) return m;
       auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
       if (left.count() < 0) return std::nullopt;
       pollfd p{from_server_, POLLIN, 0};

@@ -1,0 +1,187 @@
+// End-to-end tests of `ddplint server` as a process: stdio framing, exit
+// codes, bad input of every kind, a client that disappears, and coalescing of
+// fast edits.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "tests/support/lsp_client.hpp"
+
+using ddplint::testing::json;
+using ddplint::testing::LspClient;
+using namespace std::chrono_literals;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kUri = "file:///tmp/ddplint-e2e/train.py";
+const std::string kHead = "import torch\nfrom torch.utils.data import DataLoader\nmodel = Net().cuda()\n";
+
+std::string stderr_file() {
+  static int n = 0;
+  return (fs::temp_directory_path() / ("ddplint-lsp-e2e-" + std::to_string(::getpid()) + "-" + std::to_string(n++) + ".log"))
+      .string();
+}
+std::string slurp(const std::string& p) {
+  std::ifstream f(p, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+json initialize(LspClient& c, json caps = json::object()) {
+  auto r = c.request("initialize", {{"processId", ::getpid()}, {"rootUri", "file:///tmp"}, {"capabilities", caps}});
+  REQUIRE(r);
+  c.notify("initialized", json::object());
+  return *r;
+}
+
+void open(LspClient& c, const std::string& text, const std::string& uri = kUri) {
+  c.notify("textDocument/didOpen",
+           {{"textDocument", {{"uri", uri}, {"languageId", "python"}, {"version", 1}, {"text", text}}}});
+}
+
+std::vector<std::string> codes_of(const json& publish) {
+  std::vector<std::string> out;
+  for (const json& d : publish["params"]["diagnostics"]) out.push_back(d["code"]);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("server process: initialize, diagnostics, shutdown and exit 0; stdout carries only framed messages") {
+  std::string log = stderr_file();
+  LspClient c(DDPLINT_BIN, {"server"}, log);
+  json init = initialize(c);
+  CHECK(init["result"]["capabilities"]["positionEncoding"] == "utf-16");
+  open(c, kHead + "l = DataLoader(ds)\n");
+  auto p = c.wait_notification("textDocument/publishDiagnostics");
+  REQUIRE(p);
+  CHECK(codes_of(*p) == std::vector<std::string>{"DDP101", "DDP102"});
+  auto shut = c.request("shutdown", nullptr);
+  REQUIRE(shut);
+  CHECK((*shut)["result"].is_null());
+  c.notify("exit", nullptr);
+  CHECK(c.wait_exit() == 0);
+  CHECK(slurp(log).find("ddplint server: started") != std::string::npos);  // logs go to stderr
+  fs::remove(log);
+}
+
+TEST_CASE("server process: exit without shutdown is 1; closed input ends the server") {
+  {
+    LspClient c(DDPLINT_BIN);
+    initialize(c);
+    c.notify("exit", nullptr);
+    CHECK(c.wait_exit() == 1);
+  }
+  {
+    LspClient c(DDPLINT_BIN);
+    initialize(c);
+    open(c, kHead + "l = DataLoader(ds)\n");
+    c.close_input();  // the editor crashed
+    CHECK(c.wait_exit() == 1);
+  }
+  {
+    LspClient c(DDPLINT_BIN);
+    c.close_input();  // before anything at all
+    CHECK(c.wait_exit() == 1);
+  }
+}
+
+TEST_CASE("server process: malformed JSON, bad headers, wrong lengths, floods, and it keeps serving") {
+  std::string log = stderr_file();
+  LspClient c(DDPLINT_BIN, {"server"}, log);
+  initialize(c);
+  // malformed JSON body: ParseError with id null
+  c.send_raw("Content-Length: 9\r\n\r\n{\"jsonrpc");
+  auto e = c.wait_for([](const json& m) { return m.contains("error"); }, 5s);
+  REQUIRE(e);
+  CHECK((*e)["error"]["code"] == -32700);
+  CHECK((*e)["id"].is_null());
+  // a header block without Content-Length, and a non-numeric one: logged, skipped
+  c.send_raw("Content-Type: x\r\n\r\n");
+  c.send_raw("Content-Length: twelve\r\n\r\n");
+  // a wrong (too short) Content-Length cuts the JSON: a ParseError, then the rest is garbage headers
+  std::string body = R"({"jsonrpc":"2.0","id":50,"method":"shutdown"})";
+  c.send_raw("Content-Length: 20\r\n\r\n" + body + "\r\n\r\n");
+  auto cut = c.wait_for([](const json& m) { return m.contains("error") && m["error"]["code"] == -32700; }, 5s);
+  CHECK(cut);
+  // 10,000 malformed messages
+  std::string flood;
+  for (int i = 0; i < 10000; ++i) flood += i % 2 ? "Content-Length: 3\r\n\r\n{x}" : "Content-Length: 2\r\n\r\n[]";
+  CHECK(c.send_raw(flood));
+  // a message far over the size limit (65 MiB), skipped without being held
+  std::string huge_header = "Content-Length: " + std::to_string(65u * 1024u * 1024u) + "\r\n\r\n";
+  CHECK(c.send_raw(huge_header));
+  std::string mib(1024 * 1024, ' ');
+  for (int i = 0; i < 65; ++i) CHECK(c.send_raw(mib));
+  // still serving: a real request is answered
+  auto hover = c.request("textDocument/hover", {{"textDocument", {{"uri", kUri}}}, {"position", {{"line", 0}, {"character", 0}}}}, 60s);
+  REQUIRE(hover);
+  CHECK((*hover)["result"].is_null());
+  long rss = c.rss_kib();
+  CHECK(rss > 0);
+  CHECK(rss < 200 * 1024);  // the 65 MiB body was never buffered
+  std::size_t errors = 0;
+  for (const json& m : c.inbox()) errors += m.contains("error") ? 1 : 0;
+  while (auto m = c.receive(200ms)) errors += m->contains("error") ? 1 : 0;
+  CHECK(errors >= 5000);  // each malformed body answered (the `[]` ones are Invalid Request)
+  auto shut = c.request("shutdown", nullptr);
+  REQUIRE(shut);
+  c.notify("exit", nullptr);
+  CHECK(c.wait_exit() == 0);
+  std::string text = slurp(log);
+  CHECK(text.find("without Content-Length") != std::string::npos);
+  CHECK(text.find("larger than the limit") != std::string::npos);
+  fs::remove(log);
+}
+
+TEST_CASE("server process: fast edits are coalesced; the last version's diagnostics arrive") {
+  LspClient c(DDPLINT_BIN);
+  initialize(c);
+  std::string text = kHead;
+  for (int i = 0; i < 300; ++i) text += "x" + std::to_string(i) + " = torch.ones(3)\n";
+  open(c, text + "l = DataLoader(ds)\n");
+  REQUIRE(c.wait_notification("textDocument/publishDiagnostics"));
+  // 200 keystrokes sent at once: each appends a character to the last line
+  std::string burst;
+  for (int v = 2; v <= 201; ++v) {
+    json at = {{"line", 303}, {"character", 0}};  // the `l = DataLoader(ds)` line
+    json edit = {{"range", {{"start", at}, {"end", at}}}, {"text", "#"}};
+    json params = {{"textDocument", {{"uri", kUri}, {"version", v}}}, {"contentChanges", json::array({edit})}};
+    json change = {{"jsonrpc", "2.0"}, {"method", "textDocument/didChange"}, {"params", params}};
+    std::string b = change.dump();
+    burst += "Content-Length: " + std::to_string(b.size()) + "\r\n\r\n" + b;
+  }
+  c.send_raw(burst);
+  int publishes = 0;
+  json last;
+  while (auto m = c.wait_notification("textDocument/publishDiagnostics", 1500ms)) {
+    ++publishes;
+    last = *m;
+    if (last["params"]["version"] == 201) break;
+  }
+  REQUIRE(last.is_object());
+  CHECK(last["params"]["version"] == 201);
+  CHECK(last["params"]["diagnostics"] == json::array());  // `l = ...` became a comment
+  CHECK(publishes < 200);  // stale intermediate versions were skipped
+  MESSAGE(publishes << " publishes for 200 queued edits");
+}
+
+TEST_CASE("server process: a 5 MB buffer is linted") {
+  LspClient c(DDPLINT_BIN);
+  initialize(c);
+  std::string big = kHead;
+  while (big.size() < 5 * 1024 * 1024) big += "for step, batch in enumerate(loader):\n    loss = model(batch)\n";
+  big += "l = DataLoader(ds)\n";
+  open(c, big);
+  auto p = c.wait_notification("textDocument/publishDiagnostics", 30s);
+  REQUIRE(p);
+  CHECK(codes_of(*p).size() >= 2);
+  auto shut = c.request("shutdown", nullptr);
+  c.notify("exit", nullptr);
+  CHECK(c.wait_exit() == 0);
+}
