@@ -16,6 +16,7 @@ DEBS=(
   "nlohmann-json3-dev:-"
   "libtomlplusplus-dev:-"
   "doctest-dev:-"
+  "neovim:nvim"
 )
 
 say() { printf 'ddplint setup: %s\n' "$*" >&2; }
@@ -57,6 +58,13 @@ setup() {
     say "installing the pinned npm packages (tree-sitter C sources) with npm ci --ignore-scripts"
     npm ci --ignore-scripts --no-audit --no-fund >&2 || { say "npm ci failed: is the npm registry reachable?"; exit 1; }
     cp package-lock.json "$stamp"
+  fi
+  # the VS Code extension's pinned TypeScript and vscode-languageclient (the test suite type-checks it)
+  local vstamp=editors/vscode/node_modules/.ddplint-lock
+  if [ ! -f "$vstamp" ] || ! cmp -s editors/vscode/package-lock.json "$vstamp"; then
+    say "installing the VS Code extension's pinned npm packages (npm ci --ignore-scripts in editors/vscode)"
+    (cd editors/vscode && npm ci --ignore-scripts --no-audit --no-fund >&2) || { say "npm ci failed in editors/vscode"; exit 1; }
+    cp editors/vscode/package-lock.json "$vstamp"
   fi
 }
 
