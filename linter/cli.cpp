@@ -13,9 +13,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <filesystem>
 #include <iterator>
+#include <memory>
 #include <sstream>
 
+#include "linter/config.hpp"
 #include "linter/discovery.hpp"
 #include "linter/lint.hpp"
 #include "linter/output.hpp"
@@ -57,7 +60,8 @@ int run_cli(int argc, char** argv, std::span<const Rule> rules) {
   std::string format = "text";
   std::string explain;
   std::string stdin_filename;
-  bool list = false, exit_zero = false, quiet = false;
+  bool list = false, exit_zero = false, quiet = false, isolated = false;
+  std::string config_path;
   app.add_option("paths", paths, "Files or folders to lint (folders: every *.py inside); - reads standard input")
       ->type_name("PATH");
   app.add_option("--select", select_args, "Rules to enable: codes or prefixes, comma-separated (DDP4,DDP101); default ALL")
@@ -75,6 +79,11 @@ int run_cli(int argc, char** argv, std::span<const Rule> rules) {
   app.add_flag("--list-rules", list, "Print a table of every rule and exit");
   app.add_option("--stdin-filename", stdin_filename, "Name shown for source read from standard input (-)")
       ->type_name("PATH");
+  app.add_option("--config", config_path,
+                 "Configuration file to use for every file (ddplint.toml, or pyproject.toml with [tool.ddplint]) "
+                 "instead of the closest one to each file")
+      ->type_name("PATH");
+  app.add_flag("--isolated", isolated, "Ignore every configuration file");
   app.add_flag("--exit-zero", exit_zero, "Exit with 0 even when findings are reported");
   app.add_flag("-q,--quiet", quiet, "Print findings only: no summary line");
   unsigned jobs = std::max(1u, std::thread::hardware_concurrency());
@@ -118,11 +127,53 @@ int run_cli(int argc, char** argv, std::span<const Rule> rules) {
     for (auto& c : split_codes(s)) select.push_back(std::move(c));
   for (const auto& s : ignore_args)
     for (auto& c : split_codes(s)) ignore.push_back(std::move(c));
-  RuleSelection selection(select, ignore);
-  if (auto err = selection.validate(rules)) {
+  if (auto err = RuleSelection(select, ignore).validate(rules)) {
     std::fprintf(stderr, "ddplint: %s\n", err->c_str());
     return kExitError;
   }
+  if (isolated && !config_path.empty()) {
+    std::fprintf(stderr, "ddplint: --config and --isolated cannot be used together\n");
+    return kExitError;
+  }
+  // Configuration: --config for every file, else the closest file to each one.
+  std::shared_ptr<const Config> fixed_config;
+  if (!config_path.empty()) {
+    auto loaded = load_config(config_path, rules);
+    if (auto* err = std::get_if<ConfigError>(&loaded)) {
+      std::fprintf(stderr, "ddplint: %s\n", err->to_string().c_str());
+      return kExitError;
+    }
+    auto& config = std::get<std::optional<Config>>(loaded);
+    if (!config) {
+      std::error_code ec;
+      std::fprintf(stderr, "ddplint: %s: %s\n", config_path.c_str(),
+                   std::filesystem::exists(config_path, ec) ? "no [tool.ddplint] table" : "no such file");
+      return kExitError;
+    }
+    fixed_config = std::make_shared<const Config>(std::move(*config));
+  }
+  ConfigResolver resolver(rules);
+  std::vector<std::string> config_errors;  // each reported once
+  // The configuration of `path`; nullptr for none; false on a configuration error.
+  auto config_of = [&](const std::string& path, std::shared_ptr<const Config>& out) {
+    out.reset();
+    if (isolated) return true;
+    if (fixed_config) {
+      out = fixed_config;
+      return true;
+    }
+    auto found = resolver.for_file(path);
+    if (auto* err = std::get_if<ConfigError>(&found)) {
+      std::string line = err->to_string();
+      if (std::find(config_errors.begin(), config_errors.end(), line) == config_errors.end()) {
+        config_errors.push_back(line);
+        std::fprintf(stderr, "ddplint: %s\n", line.c_str());
+      }
+      return false;
+    }
+    out = std::get<std::shared_ptr<const Config>>(found);
+    return true;
+  };
 
   if (paths.empty()) paths.push_back(".");
   bool had_error = false;
@@ -137,7 +188,7 @@ int run_cli(int argc, char** argv, std::span<const Rule> rules) {
     std::size_t findings = 0;
     bool linted = false, error = false;
   };
-  auto lint_source = [&](SourceFile source) {
+  auto lint_source = [&](SourceFile source, const RuleSelection& selection) {
     Outcome o;
     LintResult result = lint(source, rules, selection);
     if (!result.error.empty()) {
@@ -162,7 +213,7 @@ int run_cli(int argc, char** argv, std::span<const Rule> rules) {
     if (!o.out.empty()) std::fwrite(o.out.data(), 1, o.out.size(), stdout);
     for (auto& item : o.json) json_out.push_back(std::move(item));
   };
-  auto lint_path = [&](const DiscoveredPath& entry) {
+  auto lint_path = [&](const DiscoveredPath& entry, const RuleSelection& selection) {
     if (!entry.error.empty()) {
       Outcome o;
       o.err = "ddplint: " + entry.path + ": " + entry.error + "\n";
@@ -177,7 +228,7 @@ int run_cli(int argc, char** argv, std::span<const Rule> rules) {
       o.error = true;
       return o;
     }
-    return lint_source(SourceFile(entry.path, std::move(*bytes)));
+    return lint_source(SourceFile(entry.path, std::move(*bytes)), selection);
   };
 
   std::vector<std::string> file_args;
@@ -199,17 +250,29 @@ int run_cli(int argc, char** argv, std::span<const Rule> rules) {
       had_error = true;
       continue;
     }
-    Outcome o = lint_source(SourceFile(name, std::move(*data)));
+    std::shared_ptr<const Config> config;
+    std::string where = stdin_filename.empty() ? "stdin.py" : stdin_filename;
+    if (!config_of(where, config)) return kExitError;
+    Outcome o = lint_source(SourceFile(name, std::move(*data)), selection_for(config.get(), where, select, ignore));
     emit(o);
   }
 
   // Files are linted by `jobs` threads; outcomes are emitted strictly in input
   // order as soon as each is ready, and at most a bounded window of them is held.
   std::vector<DiscoveredPath> entries = discover(file_args);
+  // every file's configuration is resolved before any is linted: a bad configuration stops the run
+  std::vector<RuleSelection> selections;
+  selections.reserve(entries.size());
+  for (const DiscoveredPath& entry : entries) {
+    std::shared_ptr<const Config> config;
+    if (entry.error.empty()) config_of(entry.path, config);  // errors are collected in config_errors
+    selections.push_back(selection_for(config.get(), entry.path, select, ignore));
+  }
+  if (!config_errors.empty()) return kExitError;
   std::size_t workers = std::max<std::size_t>(1, std::min<std::size_t>(jobs, entries.size()));
   if (workers <= 1) {
     for (const DiscoveredPath& entry : entries) {
-      Outcome o = lint_path(entry);
+      Outcome o = lint_path(entry, selections[static_cast<std::size_t>(&entry - entries.data())]);
       emit(o);
     }
   } else {
@@ -229,7 +292,7 @@ int run_cli(int argc, char** argv, std::span<const Rule> rules) {
         }
         Outcome o;
         try {
-          o = lint_path(entries[i]);
+          o = lint_path(entries[i], selections[i]);
         } catch (const std::exception& e) {  // one bad file never stops the others
           o = Outcome{};
           o.err = "ddplint: " + entries[i].path + ": internal error: " + e.what() + "\n";

@@ -26,22 +26,37 @@ int longest_match(const std::vector<std::string>& prefixes, std::string_view cod
 }
 }  // namespace
 
+RuleSelection& RuleSelection::add_layer(std::vector<std::string> select, std::vector<std::string> extend_select,
+                                        std::vector<std::string> ignore) {
+  layers_.push_back(Layer{std::move(select), std::move(extend_select), std::move(ignore)});
+  return *this;
+}
+
 bool RuleSelection::enabled(std::string_view code) const {
-  int sel = select_.empty() ? 0 : longest_match(select_, code);
-  if (sel < 0) return false;
-  int ign = longest_match(ignore_, code);
-  return ign < sel || ign < 0 ? true : false;
+  bool on = true;
+  for (const Layer& layer : layers_) {
+    int sel = std::max(longest_match(layer.select, code), longest_match(layer.extend_select, code));
+    int ign = longest_match(layer.ignore, code);
+    if (sel < 0 && ign < 0) on = layer.select.empty() ? on : false;
+    else on = ign < sel;
+  }
+  return on;
+}
+
+std::optional<std::string> unknown_code(const std::vector<std::string>& prefixes, std::span<const Rule> rules) {
+  for (const auto& p : prefixes) {
+    if (p == "ALL") continue;
+    bool any = std::any_of(rules.begin(), rules.end(),
+                           [&](const Rule& r) { return r.info.code.substr(0, p.size()) == p; });
+    if (!any) return p;
+  }
+  return std::nullopt;
 }
 
 std::optional<std::string> RuleSelection::validate(std::span<const Rule> rules) const {
-  for (const auto* list : {&select_, &ignore_}) {
-    for (const auto& p : *list) {
-      if (p == "ALL") continue;
-      bool any = std::any_of(rules.begin(), rules.end(),
-                             [&](const Rule& r) { return r.info.code.substr(0, p.size()) == p; });
-      if (!any) return "unknown rule code or prefix '" + p + "' (see --list-rules)";
-    }
-  }
+  for (const Layer& layer : layers_)
+    for (const auto* list : {&layer.select, &layer.extend_select, &layer.ignore})
+      if (auto bad = unknown_code(*list, rules)) return "unknown rule code or prefix '" + *bad + "' (see --list-rules)";
   return std::nullopt;
 }
 

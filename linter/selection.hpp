@@ -11,14 +11,26 @@
 
 namespace ddplint {
 
-/// Rule selection by code prefixes. `ALL` selects every rule. The most specific
-/// (longest) matching prefix decides; on a tie, ignore wins. An empty `select`
-/// means every rule.
+/// Rule selection by code prefixes, in layers (Ruff's model): a configuration
+/// file, then the command line or editor settings, then per-file ignores.
+/// With no layer every rule runs. In each layer:
+/// - a non-empty `select` replaces what the layers below enabled;
+/// - `extend_select` adds to it, `ignore` removes from it;
+/// - for each rule the most specific (longest) matching prefix of the layer
+///   decides, and on a tie ignore wins; `ALL` matches every rule with length 0;
+/// - a rule the layer does not mention keeps its state (or is off, when the
+///   layer has a `select`).
 class RuleSelection {
  public:
   RuleSelection() = default;
-  RuleSelection(std::vector<std::string> select, std::vector<std::string> ignore)
-      : select_(std::move(select)), ignore_(std::move(ignore)) {}
+  /// One layer: `select` (empty: every rule) minus `ignore`.
+  RuleSelection(std::vector<std::string> select, std::vector<std::string> ignore) {
+    add_layer(std::move(select), {}, std::move(ignore));
+  }
+
+  /// Adds a layer on top of the existing ones.
+  RuleSelection& add_layer(std::vector<std::string> select, std::vector<std::string> extend_select,
+                           std::vector<std::string> ignore);
 
   /// True if the rule with `code` runs.
   bool enabled(std::string_view code) const;
@@ -28,8 +40,15 @@ class RuleSelection {
   std::optional<std::string> validate(std::span<const Rule> rules) const;
 
  private:
-  std::vector<std::string> select_, ignore_;
+  struct Layer {
+    std::vector<std::string> select, extend_select, ignore;
+  };
+  std::vector<Layer> layers_;
 };
+
+/// Checks one list of codes or prefixes against `rules`: the first item that
+/// matches no rule, or std::nullopt.
+std::optional<std::string> unknown_code(const std::vector<std::string>& prefixes, std::span<const Rule> rules);
 
 /// Splits a comma-separated option value (`DDP1,DDP401`) into trimmed, non-empty items.
 std::vector<std::string> split_codes(std::string_view list);

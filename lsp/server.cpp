@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <stdexcept>
 
 #include "linter/fixes.hpp"
@@ -95,7 +96,7 @@ std::string uri_to_path(std::string_view uri) {
 
 Server::Server(std::span<const Rule> rules, std::function<void(const json&)> send,
                std::function<void(const std::string&)> log)
-    : rules_(rules), send_(std::move(send)), log_(std::move(log)) {}
+    : rules_(rules), send_(std::move(send)), log_(std::move(log)), configs_(rules) {}
 
 // --- messages ------------------------------------------------------------------
 
@@ -244,14 +245,14 @@ void Server::on_notification(const std::string& method, const json& params) {
   } else if (method == "workspace/didChangeConfiguration") {
     apply_settings(member(params, "settings"), false);
   } else if (method == "workspace/didChangeWatchedFiles") {
-    ++generation_;  // a configuration file changed: every buffer's findings may change
+    reload_configuration();  // a configuration file changed: every buffer's findings may change
     relint_all();
   } else if (method == "workspace/didChangeWorkspaceFolders") {
     const json& event = member(params, "event");
     for (const json& f : member(event, "removed"))
       std::erase(workspace_folders_, uri_to_path(f.at("uri").get<std::string>()));
     for (const json& f : member(event, "added")) workspace_folders_.push_back(uri_to_path(f.at("uri").get<std::string>()));
-    ++generation_;
+    reload_configuration();
     relint_all();
   } else if (method.rfind("$/", 0) != 0) {
     log_("ignored notification: " + method);
@@ -307,16 +308,53 @@ void Server::apply_settings(const json& value, bool from_init) {
   if (member(s, "configPath").is_string()) next.config_path = member(s, "configPath").get<std::string>();
   if (member(s, "debounceMs").is_number_integer())
     next.debounce_ms = std::clamp(member(s, "debounceMs").get<int>(), 0, 10'000);
-  RuleSelection selection(next.select, next.ignore);
-  if (std::optional<std::string> err = selection.validate(rules_)) {
+  if (std::optional<std::string> err = RuleSelection(next.select, next.ignore).validate(rules_)) {
     log_("settings rejected: " + *err);
     show_message(1, "ddplint: settings not applied: " + *err);
     return;
   }
   settings_ = std::move(next);
-  selection_ = std::move(selection);
-  ++generation_;
+  reload_configuration();
   if (!from_init) relint_all();
+}
+
+void Server::reload_configuration() {
+  ++generation_;
+  configs_.clear();
+  reported_config_errors_.clear();
+  fixed_config_.reset();
+  if (settings_.config_path.empty()) return;
+  std::filesystem::path path = settings_.config_path;
+  if (path.is_relative() && !workspace_folders_.empty()) path = std::filesystem::path(workspace_folders_.front()) / path;
+  auto loaded = load_config(path, rules_);
+  std::string problem;
+  if (auto* err = std::get_if<ConfigError>(&loaded)) problem = err->to_string();
+  else if (auto& config = std::get<std::optional<Config>>(loaded)) fixed_config_ = std::make_shared<const Config>(std::move(*config));
+  else problem = path.string() + ": no such file, or no [tool.ddplint] table";
+  if (!problem.empty()) {
+    log_("configPath: " + problem);
+    show_message(1, "ddplint: configuration not used: " + problem);
+    reported_config_errors_.insert(problem);
+  }
+}
+
+RuleSelection Server::selection_for_document(const Document& doc) {
+  std::string path = doc.source().path();
+  bool on_disk = doc.uri().rfind("file://", 0) == 0;
+  std::shared_ptr<const Config> config = fixed_config_;
+  if (!config && settings_.config_path.empty() && on_disk) {
+    auto found = configs_.for_file(path);
+    if (auto* err = std::get_if<ConfigError>(&found)) {
+      std::string problem = err->to_string();
+      if (reported_config_errors_.insert(problem).second) {
+        log_("configuration: " + problem);
+        show_message(1, "ddplint: configuration not used: " + problem);
+      }
+    } else {
+      config = std::get<std::shared_ptr<const Config>>(found);
+    }
+  }
+  return selection_for(config.get(), path, settings_.select, settings_.ignore);
 }
 
 void Server::relint_all() {
@@ -383,7 +421,7 @@ void Server::did_close(const json& params) {
 
 const LintResult& Server::lint_of(Document& doc) {
   if (const LintResult* cached = doc.cached_lint(generation_)) return *cached;
-  LintResult result = lint(doc.source(), doc.tree(), rules_, selection_);
+  LintResult result = lint(doc.source(), doc.tree(), rules_, selection_for_document(doc));
   if (!result.error.empty()) log_(doc.uri() + ": not linted: " + result.error);
   return doc.store_lint(generation_, std::move(result));
 }

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "linter/config.hpp"
 #include "linter/diagnostic.hpp"
 #include "linter/selection.hpp"
 #include "lsp/document.hpp"
@@ -104,6 +105,8 @@ class Server {
 
   json initialize(const json& params);
   void apply_settings(const json& value, bool from_init);
+  void reload_configuration();
+  RuleSelection selection_for_document(const Document& doc);
   void relint_all();
   void did_open(const json& params);
   void did_change(const json& params);
@@ -128,7 +131,9 @@ class Server {
   PositionEncoding encoding_ = PositionEncoding::Utf16;
   ClientCaps caps_;
   Settings settings_;
-  RuleSelection selection_;
+  ConfigResolver configs_;                       ///< closest configuration file of each buffer
+  std::shared_ptr<const Config> fixed_config_;   ///< from `configPath`, when set
+  std::set<std::string> reported_config_errors_; ///< shown once until the files change
   std::uint64_t generation_ = 1;  ///< bumped when settings or configuration files change
   std::vector<std::string> workspace_folders_;
   std::map<std::string, std::unique_ptr<Document>> documents_;

@@ -390,3 +390,48 @@ TEST_CASE("-j N lints in parallel with output identical to -j 1, errors included
   }
   CHECK(ddplint({"-j", "0", "proj"}, "", d.path).rc == 2);
 }
+
+TEST_CASE("configuration files: closest wins, --config, --isolated, per-file-ignores, errors exit 2") {
+  TempDir d;
+  const std::string script = "import torch\nfrom torch.utils.data import DataLoader\nl = DataLoader(ds)\nmodel.cuda()\n";
+  d.write("proj/pyproject.toml", "[tool.ddplint]\nignore = [\"DDP101\"]\n\n[tool.ddplint.per-file-ignores]\n\"tests/*\" = [\"DDP102\"]\n");
+  d.write("proj/train.py", script);
+  d.write("proj/tests/test_train.py", script);
+  d.write("proj/legacy/ddplint.toml", "select = [\"DDP101\"]\n");
+  d.write("proj/legacy/old.py", script);
+  Run r = ddplint({"-q", "proj"}, "", d.path);
+  CHECK(r.rc == 1);
+  CHECK(r.out == "proj/legacy/old.py:3:5: DDP101 DataLoader without num_workers loads every batch in the training "
+                 "process: the GPU waits while the next batch is read and augmented\n"
+                 "proj/train.py:3:5: DDP102 DataLoader without pin_memory=True in a CUDA script: every batch is copied "
+                 "to the GPU from pageable memory, which is slower and cannot overlap with compute\n");
+  // the command line's --select replaces the file's select; --ignore adds to its ignore
+  Run sel = ddplint({"-q", "--select", "DDP102", "proj/legacy/old.py"}, "", d.path);
+  CHECK(sel.out.find("DDP102") != std::string::npos);
+  CHECK(sel.out.find("DDP101") == std::string::npos);
+  CHECK(ddplint({"-q", "--ignore", "DDP102", "proj/train.py"}, "", d.path).rc == 0);
+  Run iso = ddplint({"-q", "--isolated", "proj/train.py"}, "", d.path);
+  CHECK(iso.out.find("DDP101") != std::string::npos);
+  CHECK(iso.out.find("DDP102") != std::string::npos);
+  Run cfg = ddplint({"-q", "--config", "proj/legacy/ddplint.toml", "proj/train.py"}, "", d.path);
+  CHECK(cfg.out.find("DDP101") != std::string::npos);
+  CHECK(cfg.out.find("DDP102") == std::string::npos);
+  // standard input uses the configuration of --stdin-filename's folder
+  Run in = ddplint({"-q", "--stdin-filename", "proj/legacy/x.py", "-"}, script, d.path);
+  CHECK(in.out.find("DDP102") == std::string::npos);
+  CHECK(in.out.find("DDP101") != std::string::npos);
+  // bad configuration: exit 2 naming file, line and what is wrong; nothing is linted
+  d.write("proj/legacy/ddplint.toml", "select = [\"DDP101\"]\nignore = [\"DDP9\"]\n");
+  Run bad = ddplint({"proj"}, "", d.path);
+  CHECK(bad.rc == 2);
+  CHECK(bad.out.empty());
+  CHECK(bad.err == "ddplint: " + (d.path / "proj/legacy/ddplint.toml").string() +
+                       ":2:11: unknown rule code or prefix 'DDP9' in `ignore`\n");
+  Run missing = ddplint({"--config", "nope.toml", "proj/train.py"}, "", d.path);
+  CHECK(missing.rc == 2);
+  CHECK(missing.err == "ddplint: nope.toml: no such file\n");
+  CHECK(ddplint({"--config", "x.toml", "--isolated", "proj/train.py"}, "", d.path).rc == 2);
+  // unknown codes in # noqa are not errors
+  d.write("noqa.py", "x = 1  # noqa: XYZ123\n");
+  CHECK(ddplint({"-q", "--isolated", "noqa.py"}, "", d.path).rc == 0);
+}

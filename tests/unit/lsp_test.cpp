@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <chrono>
+#include <fstream>
 #include <random>
 
 #include "linter/fixes.hpp"
@@ -496,4 +497,49 @@ TEST_CASE("config file watching is registered when the client allows dynamic reg
   CHECK(reg["method"] == "client/registerCapability");
   CHECK(reg["params"]["registrations"][0]["method"] == "workspace/didChangeWatchedFiles");
   CHECK(reg["params"]["registrations"][0]["registerOptions"]["watchers"].size() == 3);
+}
+
+TEST_CASE("configuration files: the closest one to the buffer, configPath, reload on change, errors shown once") {
+  std::string tmpl = (std::filesystem::temp_directory_path() / "ddplint-lsp-config-XXXXXX").string();
+  std::filesystem::path root = ::mkdtemp(tmpl.data());
+  auto write = [&](const std::string& rel, const std::string& text) {
+    std::filesystem::create_directories((root / rel).parent_path());
+    std::ofstream(root / rel) << text;
+  };
+  write("pyproject.toml", "[tool.ddplint]\nignore = [\"DDP101\"]\n");
+  write("alt.toml", "select = [\"DDP101\"]\n");
+  std::string uri = "file://" + (root / "src" / "train.py").string();
+  const std::string text = kHead + "l = DataLoader(ds)\n";
+  {
+    Client c;
+    c.initialize();
+    c.open(text, uri);
+    CHECK(codes_of(c.publish(uri)["diagnostics"]) == std::vector<std::string>{"DDP102"});
+    // the editor's ignore adds to the file's
+    c.notify("workspace/didChangeConfiguration", {{"settings", {{"ddplint", {{"ignore", {"DDP102"}}}}}}});
+    CHECK(c.publish(uri)["diagnostics"] == json::array());
+    c.notify("workspace/didChangeConfiguration", {{"settings", {{"ddplint", json::object()}}}});
+    CHECK(codes_of(c.publish(uri)["diagnostics"]) == std::vector<std::string>{"DDP102"});
+    // the file changes on disk: the watcher's notification re-reads it
+    write("pyproject.toml", "[tool.ddplint]\nignore = [\"DDP102\"]\n");
+    c.notify("workspace/didChangeWatchedFiles", {{"changes", {{{"uri", "file://" + (root / "pyproject.toml").string()}, {"type", 2}}}}});
+    CHECK(codes_of(c.publish(uri)["diagnostics"]) == std::vector<std::string>{"DDP101"});
+    // a broken file: shown once, and the buffer is linted without it
+    write("pyproject.toml", "[tool.ddplint]\nignore = [\"DDP102\"]\nbogus = true\n");
+    c.notify("workspace/didChangeWatchedFiles", {{"changes", json::array()}});
+    CHECK(codes_of(c.publish(uri)["diagnostics"]) == std::vector<std::string>{"DDP101", "DDP102"});
+    int shown = 0;
+    for (const json& m : c.sent)
+      if (m.value("method", "") == "window/showMessage" &&
+          m["params"]["message"].get<std::string>().find("pyproject.toml:3:1") != std::string::npos)
+        ++shown;
+    CHECK(shown == 1);
+  }
+  {
+    Client c;
+    c.initialize(json::object(), {{"configPath", (root / "alt.toml").string()}});
+    c.open(text, uri);
+    CHECK(codes_of(c.publish(uri)["diagnostics"]) == std::vector<std::string>{"DDP101"});
+  }
+  std::filesystem::remove_all(root);
 }

@@ -1,0 +1,157 @@
+#include "linter/config.hpp"
+
+#include <fnmatch.h>
+
+#include <toml++/toml.h>
+
+namespace ddplint {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+ConfigError error_at(const fs::path& file, const toml::source_region& where, std::string message) {
+  return ConfigError{file.string(), static_cast<std::uint32_t>(where.begin.line),
+                     static_cast<std::uint32_t>(where.begin.column), std::move(message)};
+}
+
+// A list of codes: an array of strings. Each must match a rule.
+std::optional<ConfigError> read_codes(const fs::path& file, std::string_view key, const toml::node& node,
+                                      std::span<const Rule> rules, std::vector<std::string>& out) {
+  const toml::array* array = node.as_array();
+  if (array == nullptr) return error_at(file, node.source(), "`" + std::string(key) + "` must be an array of rule codes");
+  for (const toml::node& item : *array) {
+    const auto* s = item.as_string();
+    if (s == nullptr) return error_at(file, item.source(), "`" + std::string(key) + "` must hold strings (rule codes)");
+    std::string code = s->get();
+    if (unknown_code({code}, rules))
+      return error_at(file, item.source(), "unknown rule code or prefix '" + code + "' in `" + std::string(key) + "`");
+    out.push_back(std::move(code));
+  }
+  return std::nullopt;
+}
+
+std::optional<ConfigError> read_table(const fs::path& file, const toml::table& table, std::span<const Rule> rules,
+                                      Config& config) {
+  for (const auto& [key, node] : table) {
+    std::string_view k = key.str();
+    std::optional<ConfigError> err;
+    if (k == "select") {
+      err = read_codes(file, k, node, rules, config.select);
+    } else if (k == "extend-select") {
+      err = read_codes(file, k, node, rules, config.extend_select);
+    } else if (k == "ignore") {
+      err = read_codes(file, k, node, rules, config.ignore);
+    } else if (k == "per-file-ignores") {
+      const toml::table* globs = node.as_table();
+      if (globs == nullptr) return error_at(file, node.source(), "`per-file-ignores` must be a table of pattern = [codes]");
+      for (const auto& [pattern, codes] : *globs) {
+        std::vector<std::string> list;
+        if (auto e = read_codes(file, "per-file-ignores", codes, rules, list)) return e;
+        config.per_file_ignores.emplace_back(std::string(pattern.str()), std::move(list));
+      }
+    } else {
+      return error_at(file, key.source(), "unknown key `" + std::string(k) +
+                                              "` (known: select, extend-select, ignore, per-file-ignores)");
+    }
+    if (err) return err;
+  }
+  return std::nullopt;
+}
+
+bool glob_matches(const std::string& pattern, const std::string& path) {
+  return ::fnmatch(pattern.c_str(), path.c_str(), 0) == 0;
+}
+
+}  // namespace
+
+std::string ConfigError::to_string() const {
+  if (line == 0) return file + ": " + message;
+  return file + ":" + std::to_string(line) + ":" + std::to_string(column) + ": " + message;
+}
+
+std::variant<std::optional<Config>, ConfigError> load_config(const fs::path& file, std::span<const Rule> rules) {
+  std::error_code ec;
+  if (!fs::exists(file, ec)) return std::optional<Config>{};
+  if (!fs::is_regular_file(file, ec)) return ConfigError{file.string(), 0, 0, "not a regular file"};
+  toml::table doc;
+  try {
+    doc = toml::parse_file(file.string());
+  } catch (const toml::parse_error& e) {
+    return ConfigError{file.string(), static_cast<std::uint32_t>(e.source().begin.line),
+                       static_cast<std::uint32_t>(e.source().begin.column), std::string(e.description())};
+  }
+  Config config;
+  config.file = file;
+  config.directory = file.parent_path();
+  const toml::table* table = &doc;
+  if (file.filename() == "pyproject.toml") {
+    const toml::node* tool = doc.get("tool");
+    const toml::node* own = tool != nullptr && tool->is_table() ? tool->as_table()->get("ddplint") : nullptr;
+    if (own == nullptr) return std::optional<Config>{};
+    if (!own->is_table()) return error_at(file, own->source(), "`tool.ddplint` must be a table");
+    table = own->as_table();
+  }
+  if (auto err = read_table(file, *table, rules, config)) return *err;
+  return std::optional<Config>{std::move(config)};
+}
+
+RuleSelection selection_for(const Config* config, const fs::path& file, const std::vector<std::string>& select,
+                            const std::vector<std::string>& ignore) {
+  RuleSelection selection;
+  if (config != nullptr) selection.add_layer(config->select, config->extend_select, config->ignore);
+  if (!select.empty() || !ignore.empty()) selection.add_layer(select, {}, ignore);
+  if (config != nullptr && !config->per_file_ignores.empty()) {
+    std::error_code ec;
+    fs::path absolute = fs::absolute(file, ec).lexically_normal();
+    std::string relative = absolute.lexically_relative(config->directory).generic_string();
+    std::string name = file.filename().string();
+    std::vector<std::string> codes;
+    for (const auto& [pattern, list] : config->per_file_ignores) {
+      if (glob_matches(pattern, relative) || glob_matches(pattern, name) || glob_matches(pattern, absolute.string()))
+        codes.insert(codes.end(), list.begin(), list.end());
+    }
+    if (!codes.empty()) selection.add_layer({}, {}, std::move(codes));
+  }
+  return selection;
+}
+
+std::variant<std::shared_ptr<const Config>, ConfigError> ConfigResolver::for_directory(const fs::path& dir) {
+  {
+    std::lock_guard lock(mutex_);
+    auto it = by_directory_.find(dir);
+    if (it != by_directory_.end()) return it->second;
+  }
+  std::variant<std::shared_ptr<const Config>, ConfigError> result = std::shared_ptr<const Config>{};
+  bool found = false;
+  for (const char* name : {".ddplint.toml", "ddplint.toml", "pyproject.toml"}) {
+    auto loaded = load_config(dir / name, rules_);
+    if (auto* err = std::get_if<ConfigError>(&loaded)) {
+      result = *err;
+      found = true;
+      break;
+    }
+    if (auto& config = std::get<std::optional<Config>>(loaded)) {
+      result = std::make_shared<const Config>(std::move(*config));
+      found = true;
+      break;
+    }
+  }
+  if (!found && dir.has_parent_path() && dir.parent_path() != dir) result = for_directory(dir.parent_path());
+  std::lock_guard lock(mutex_);
+  return by_directory_.emplace(dir, std::move(result)).first->second;
+}
+
+std::variant<std::shared_ptr<const Config>, ConfigError> ConfigResolver::for_file(const fs::path& file) {
+  std::error_code ec;
+  fs::path absolute = fs::absolute(file, ec).lexically_normal();
+  if (ec) return std::shared_ptr<const Config>{};
+  return for_directory(absolute.parent_path());
+}
+
+void ConfigResolver::clear() {
+  std::lock_guard lock(mutex_);
+  by_directory_.clear();
+}
+
+}  // namespace ddplint

@@ -1,0 +1,77 @@
+// Configuration files: `[tool.ddplint]` in pyproject.toml, or ddplint.toml /
+// .ddplint.toml with the same keys at the top level (Ruff's conventions).
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "linter/diagnostic.hpp"
+#include "linter/selection.hpp"
+
+namespace ddplint {
+
+/// One configuration file's settings.
+struct Config {
+  std::filesystem::path file;       ///< where it was read from
+  std::filesystem::path directory;  ///< its folder: per-file-ignores patterns are relative to it
+  std::vector<std::string> select;         ///< `select`: replaces the default (every rule)
+  std::vector<std::string> extend_select;  ///< `extend-select`: added to `select`
+  std::vector<std::string> ignore;         ///< `ignore`
+  /// `per-file-ignores`: glob pattern → codes, in file order.
+  std::vector<std::pair<std::string, std::vector<std::string>>> per_file_ignores;
+};
+
+/// A configuration file that cannot be used: where and why.
+struct ConfigError {
+  std::string file;
+  std::uint32_t line = 0;    ///< 1-based; 0 when the problem has no line (unreadable file)
+  std::uint32_t column = 0;  ///< 1-based
+  std::string message;
+  /// `file:line:column: message` (or `file: message`).
+  std::string to_string() const;
+};
+
+/// Reads one configuration file and checks it against `rules`: unknown keys,
+/// wrong types, unknown codes and malformed TOML are errors naming the line.
+/// A pyproject.toml without a `[tool.ddplint]` table gives std::nullopt (it is
+/// not a ddplint configuration); so does a missing file.
+std::variant<std::optional<Config>, ConfigError> load_config(const std::filesystem::path& file,
+                                                             std::span<const Rule> rules);
+
+/// The rule selection for `file` under `config` (nullable), with the command
+/// line's or the editor's `select`/`ignore` on top, and the per-file ignores
+/// matching `file` last. Patterns match the path relative to the
+/// configuration's folder, or the file name alone (`*` also crosses `/`).
+RuleSelection selection_for(const Config* config, const std::filesystem::path& file,
+                            const std::vector<std::string>& select, const std::vector<std::string>& ignore);
+
+/// Finds and caches the configuration closest to each linted file: the first
+/// folder, from the file's own upwards, holding `.ddplint.toml`,
+/// `ddplint.toml` or a `pyproject.toml` with `[tool.ddplint]` (checked in that
+/// order). Thread-safe; each file is read once.
+class ConfigResolver {
+ public:
+  explicit ConfigResolver(std::span<const Rule> rules) : rules_(rules) {}
+  /// The configuration governing `file` (nullptr when there is none), or the
+  /// error of the closest configuration file.
+  std::variant<std::shared_ptr<const Config>, ConfigError> for_file(const std::filesystem::path& file);
+  /// Forgets everything read (a configuration file changed).
+  void clear();
+
+ private:
+  std::variant<std::shared_ptr<const Config>, ConfigError> for_directory(const std::filesystem::path& dir);
+
+  std::span<const Rule> rules_;
+  std::mutex mutex_;
+  std::map<std::filesystem::path, std::variant<std::shared_ptr<const Config>, ConfigError>> by_directory_;
+};
+
+}  // namespace ddplint

@@ -1,0 +1,134 @@
+// Configuration files: parsing, errors with lines, closest-file discovery,
+// and how configuration, command line and per-file ignores combine.
+#include <doctest/doctest.h>
+
+#include <fstream>
+
+#include "linter/config.hpp"
+#include "linter/selection.hpp"
+#include "rules/registry.hpp"
+
+using namespace ddplint;
+namespace fs = std::filesystem;
+
+namespace {
+struct Scratch {
+  fs::path root;
+  Scratch() {
+    std::string tmpl = (fs::temp_directory_path() / "ddplint-config-XXXXXX").string();
+    root = ::mkdtemp(tmpl.data());
+  }
+  ~Scratch() {
+    std::error_code ec;
+    fs::remove_all(root, ec);
+  }
+  fs::path write(const std::string& rel, const std::string& text) const {
+    fs::path p = root / rel;
+    fs::create_directories(p.parent_path());
+    std::ofstream(p) << text;
+    return p;
+  }
+};
+
+ConfigError error_of(const fs::path& p) {
+  auto r = load_config(p, rules::all());
+  REQUIRE(std::holds_alternative<ConfigError>(r));
+  return std::get<ConfigError>(r);
+}
+Config config_of(const fs::path& p) {
+  auto r = load_config(p, rules::all());
+  REQUIRE(std::holds_alternative<std::optional<Config>>(r));
+  REQUIRE(std::get<std::optional<Config>>(r).has_value());
+  return *std::get<std::optional<Config>>(r);
+}
+}  // namespace
+
+TEST_CASE("config: keys of ddplint.toml and [tool.ddplint]") {
+  Scratch s;
+  Config c = config_of(s.write("ddplint.toml",
+                               "select = [\"DDP1\", \"DDP4\"]\nextend-select = [\"DDP201\"]\nignore = [\"DDP103\"]\n"
+                               "[per-file-ignores]\n\"tests/*\" = [\"DDP4\"]\n\"__init__.py\" = [\"DDP101\"]\n"));
+  CHECK(c.select == std::vector<std::string>{"DDP1", "DDP4"});
+  CHECK(c.extend_select == std::vector<std::string>{"DDP201"});
+  CHECK(c.ignore == std::vector<std::string>{"DDP103"});
+  REQUIRE(c.per_file_ignores.size() == 2);
+  Config p = config_of(s.write("py/pyproject.toml", "[project]\nname = \"x\"\n[tool.ddplint]\nignore = [\"DDP5\"]\n"));
+  CHECK(p.ignore == std::vector<std::string>{"DDP5"});
+  // a pyproject.toml without [tool.ddplint] is not a ddplint configuration
+  auto none = load_config(s.write("other/pyproject.toml", "[tool.ruff]\nline-length = 100\n"), rules::all());
+  REQUIRE(std::holds_alternative<std::optional<Config>>(none));
+  CHECK_FALSE(std::get<std::optional<Config>>(none).has_value());
+}
+
+TEST_CASE("config errors name the file, line and column") {
+  Scratch s;
+  ConfigError unknown = error_of(s.write("a/ddplint.toml", "select = [\"DDP1\"]\n\nline-length = 88\n"));
+  CHECK(unknown.line == 3);
+  CHECK(unknown.message.find("unknown key `line-length`") != std::string::npos);
+  CHECK(unknown.to_string().find("ddplint.toml:3:1: unknown key") != std::string::npos);
+  ConfigError type = error_of(s.write("b/ddplint.toml", "ignore = \"DDP101\"\n"));
+  CHECK(type.line == 1);
+  CHECK(type.message.find("must be an array") != std::string::npos);
+  ConfigError code = error_of(s.write("c/ddplint.toml", "ignore = [\n  \"DDP101\",\n  \"XYZ1\",\n]\n"));
+  CHECK(code.line == 3);
+  CHECK(code.message.find("'XYZ1'") != std::string::npos);
+  ConfigError toml = error_of(s.write("d/pyproject.toml", "[tool.ddplint\nselect = 1\n"));
+  CHECK(toml.line == 1);
+  ConfigError pfi = error_of(s.write("e/ddplint.toml", "per-file-ignores = [\"x\"]\n"));
+  CHECK(pfi.message.find("per-file-ignores") != std::string::npos);
+  ConfigError nested = error_of(s.write("f/pyproject.toml", "[tool]\nddplint = 3\n"));
+  CHECK(nested.line == 2);
+}
+
+TEST_CASE("selection layers: configuration, then command line, then per-file ignores") {
+  Config c;
+  c.directory = "/proj";
+  c.select = {"DDP1"};
+  c.extend_select = {"DDP401"};
+  c.ignore = {"DDP103"};
+  c.per_file_ignores = {{"tests/*", {"DDP101"}}, {"conftest.py", {"DDP401"}}};
+  RuleSelection s = selection_for(&c, "/proj/train.py", {}, {});
+  CHECK(s.enabled("DDP101"));
+  CHECK(s.enabled("DDP401"));
+  CHECK_FALSE(s.enabled("DDP103"));
+  CHECK_FALSE(s.enabled("DDP201"));
+  // the command line's select replaces the configuration's; its ignore adds
+  RuleSelection cli = selection_for(&c, "/proj/train.py", {"DDP2"}, {});
+  CHECK(cli.enabled("DDP201"));
+  CHECK_FALSE(cli.enabled("DDP101"));
+  CHECK_FALSE(selection_for(&c, "/proj/train.py", {}, {"DDP401"}).enabled("DDP401"));
+  CHECK_FALSE(selection_for(&c, "/proj/train.py", {}, {"DDP401"}).enabled("DDP103"));
+  // per-file ignores: relative path, or the file name alone
+  CHECK_FALSE(selection_for(&c, "/proj/tests/unit/test_x.py", {}, {}).enabled("DDP101"));
+  CHECK(selection_for(&c, "/proj/tests/unit/test_x.py", {}, {}).enabled("DDP102"));
+  CHECK_FALSE(selection_for(&c, "/proj/sub/conftest.py", {}, {}).enabled("DDP401"));
+  CHECK(selection_for(&c, "/elsewhere/tests/x.py", {}, {}).enabled("DDP101"));
+  // no configuration: every rule, minus the command line's ignore
+  CHECK(selection_for(nullptr, "x.py", {}, {}).enabled("DDP603"));
+  CHECK_FALSE(selection_for(nullptr, "x.py", {}, {"DDP6"}).enabled("DDP603"));
+}
+
+TEST_CASE("the closest configuration wins; pyproject.toml without [tool.ddplint] is skipped") {
+  Scratch s;
+  s.write("pyproject.toml", "[tool.ddplint]\nignore = [\"DDP101\"]\n");
+  s.write("pkg/pyproject.toml", "[project]\nname = \"pkg\"\n");
+  s.write("pkg/inner/.ddplint.toml", "ignore = [\"DDP102\"]\n");
+  s.write("pkg/inner/ddplint.toml", "ignore = [\"DDP103\"]\n");
+  s.write("bad/ddplint.toml", "nonsense = 1\n");
+  ConfigResolver resolver(rules::all());
+  auto top = resolver.for_file(s.root / "pkg/train.py");
+  REQUIRE(std::holds_alternative<std::shared_ptr<const Config>>(top));
+  CHECK(std::get<std::shared_ptr<const Config>>(top)->file == s.root / "pyproject.toml");
+  auto inner = resolver.for_file(s.root / "pkg/inner/deep/train.py");
+  CHECK(std::get<std::shared_ptr<const Config>>(inner)->file == s.root / "pkg/inner/.ddplint.toml");
+  auto bad = resolver.for_file(s.root / "bad/train.py");
+  REQUIRE(std::holds_alternative<ConfigError>(bad));
+  CHECK(std::get<ConfigError>(bad).line == 1);
+  // a change is seen after clear()
+  s.write("pkg/inner/.ddplint.toml", "ignore = [\"DDP104\"]\n");
+  CHECK(std::get<std::shared_ptr<const Config>>(resolver.for_file(s.root / "pkg/inner/x.py"))->ignore ==
+        std::vector<std::string>{"DDP102"});
+  resolver.clear();
+  CHECK(std::get<std::shared_ptr<const Config>>(resolver.for_file(s.root / "pkg/inner/x.py"))->ignore ==
+        std::vector<std::string>{"DDP104"});
+}
