@@ -7,6 +7,8 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
+#include <algorithm>
 
 #include "tests/support/lsp_client.hpp"
 
@@ -182,6 +184,55 @@ TEST_CASE("server process: a 5 MB buffer is linted") {
   REQUIRE(p);
   CHECK(codes_of(*p).size() >= 2);
   auto shut = c.request("shutdown", nullptr);
+  c.notify("exit", nullptr);
+  CHECK(c.wait_exit() == 0);
+}
+
+TEST_CASE("server process: code actions, hover, pull diagnostics, settings, save, close and cancellation") {
+  LspClient c(DDPLINT_BIN);
+  json init = initialize(c, {{"textDocument", {{"diagnostic", json::object()}}},
+                             {"general", {{"positionEncodings", {"utf-32"}}}}});
+  CHECK(init["result"]["capabilities"]["positionEncoding"] == "utf-32");
+  CHECK(init["result"]["capabilities"].contains("diagnosticProvider"));
+  open(c, kHead + "l = DataLoader(ds)\n");
+  auto pulled = c.request("textDocument/diagnostic", {{"textDocument", {{"uri", kUri}}}});
+  REQUIRE(pulled);
+  CHECK((*pulled)["result"]["items"].size() == 2);
+  json where = {{"start", {{"line", 3}, {"character", 0}}}, {"end", {{"line", 3}, {"character", 0}}}};
+  auto actions = c.request("textDocument/codeAction",
+                           {{"textDocument", {{"uri", kUri}}}, {"range", where}, {"context", {{"diagnostics", json::array()}}}});
+  REQUIRE(actions);
+  std::vector<std::string> titles;
+  for (const json& a : (*actions)["result"]) titles.push_back(a["title"]);
+  CHECK(std::find(titles.begin(), titles.end(), "ddplint (DDP101): Disable for this line") != titles.end());
+  CHECK(std::find(titles.begin(), titles.end(), "ddplint (DDP102): Add `pin_memory=True`") != titles.end());
+  auto hover = c.request("textDocument/hover", {{"textDocument", {{"uri", kUri}}}, {"position", {{"line", 3}, {"character", 6}}}});
+  REQUIRE(hover);
+  CHECK((*hover)["result"]["contents"]["value"].get<std::string>().find("DDP101") != std::string::npos);
+  c.notify("workspace/didChangeConfiguration", {{"settings", {{"ddplint", {{"ignore", {"DDP101"}}}}}}});
+  c.notify("textDocument/didSave", {{"textDocument", {{"uri", kUri}}}});
+  auto after = c.request("textDocument/diagnostic", {{"textDocument", {{"uri", kUri}}}});
+  REQUIRE(after);
+  CHECK((*after)["result"]["items"].size() == 1);
+  c.notify("textDocument/didClose", {{"textDocument", {{"uri", kUri}}}});
+
+  // cancellation: while the server lints a 5 MB buffer, a hover and its
+  // $/cancelRequest queue up; the hover is answered RequestCancelled
+  std::string big = kHead;
+  while (big.size() < 5 * 1024 * 1024) big += "for step, batch in enumerate(loader):\n    loss = model(batch)\n";
+  const std::string big_uri = "file:///tmp/ddplint-e2e/big.py";
+  open(c, big, big_uri);
+  c.send({{"jsonrpc", "2.0"}, {"id", 900}, {"method", "textDocument/diagnostic"},
+          {"params", {{"textDocument", {{"uri", big_uri}}}}}});
+  std::this_thread::sleep_for(100ms);  // the server is now linting
+  c.send({{"jsonrpc", "2.0"}, {"id", 901}, {"method", "textDocument/hover"},
+          {"params", {{"textDocument", {{"uri", big_uri}}}, {"position", {{"line", 0}, {"character", 0}}}}}});
+  c.notify("$/cancelRequest", {{"id", 901}});
+  auto cancelled = c.wait_for([](const json& m) { return m.value("id", json()) == 901; }, 60s);
+  REQUIRE(cancelled);
+  CHECK((*cancelled)["error"]["code"] == -32800);
+  auto shut = c.request("shutdown", nullptr, 60s);
+  REQUIRE(shut);
   c.notify("exit", nullptr);
   CHECK(c.wait_exit() == 0);
 }
