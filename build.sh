@@ -16,6 +16,7 @@ DEBS=(
   "nlohmann-json3-dev:-"
   "libtomlplusplus-dev:-"
   "doctest-dev:-"
+  "libdtl-dev:-"
   "neovim:nvim"
 )
 

@@ -15,11 +15,13 @@
 #include <iostream>
 #include <filesystem>
 #include <iterator>
+#include <map>
 #include <memory>
 #include <sstream>
 
 #include "linter/config.hpp"
 #include "linter/discovery.hpp"
+#include "linter/fixes.hpp"
 #include "linter/lint.hpp"
 #include "linter/output.hpp"
 #include "lsp/server.hpp"
@@ -61,6 +63,7 @@ int run_cli(int argc, char** argv, std::span<const Rule> rules) {
   std::string explain;
   std::string stdin_filename;
   bool list = false, exit_zero = false, quiet = false, isolated = false;
+  bool fix = false, unsafe_fixes = false, diff = false, show_fixes = false;
   std::string config_path;
   app.add_option("paths", paths, "Files or folders to lint (folders: every *.py inside); - reads standard input")
       ->type_name("PATH");
@@ -84,6 +87,10 @@ int run_cli(int argc, char** argv, std::span<const Rule> rules) {
                  "instead of the closest one to each file")
       ->type_name("PATH");
   app.add_flag("--isolated", isolated, "Ignore every configuration file");
+  app.add_flag("--fix", fix, "Apply safe fixes to the files (atomically); report what is left");
+  app.add_flag("--unsafe-fixes", unsafe_fixes, "With --fix or --diff: apply unsafe fixes too");
+  app.add_flag("--diff", diff, "Print the fixes as a unified diff and change nothing (exit 1 if there is one)");
+  app.add_flag("--show-fixes", show_fixes, "With --fix: list the fixes applied, per file and rule");
   app.add_flag("--exit-zero", exit_zero, "Exit with 0 even when findings are reported");
   app.add_flag("-q,--quiet", quiet, "Print findings only: no summary line");
   unsigned jobs = std::max(1u, std::thread::hardware_concurrency());
@@ -187,31 +194,99 @@ int run_cli(int argc, char** argv, std::span<const Rule> rules) {
     nlohmann::ordered_json json = nlohmann::ordered_json::array();
     std::size_t findings = 0;
     bool linted = false, error = false;
+    std::string path;
+    std::map<std::string_view, std::size_t> fixed;  // rule code -> findings fixed (or fixable, with --diff)
+    std::size_t fixed_total = 0;
+    std::string diff;       // --diff: this file's diff
+    std::string stdin_fixed;  // --fix on standard input: the fixed source
+    bool stdin_source = false;
   };
-  auto lint_source = [&](SourceFile source, const RuleSelection& selection) {
+  const bool fixing = fix || diff;
+  // `write_back`: the file on disk to replace with the fixed text (empty for standard input)
+  auto lint_source = [&](SourceFile source, const RuleSelection& selection, bool write_back) {
     Outcome o;
-    LintResult result = lint(source, rules, selection);
+    o.path = source.path();
+    std::string original;
+    LintResult result;
+    SourceFile* shown = &source;
+    std::optional<FixOutcome> fixed;
+    if (fixing) {
+      original = std::string(source.text());
+      fixed.emplace(fix_source(std::move(source), rules, selection, unsafe_fixes));
+      result = std::move(fixed->remaining);
+      shown = &fixed->source;
+      o.fixed = fixed->fixed;
+      o.fixed_total = fixed->fixed_total;
+    } else {
+      result = lint(source, rules, selection);
+    }
     if (!result.error.empty()) {
-      o.err = "ddplint: " + source.path() + ": " + result.error + "\n";
+      o.err = "ddplint: " + o.path + ": " + result.error + "\n";
       o.error = true;
       return o;
     }
     o.linted = true;
+    if (fixed && fixed->changed) {
+      if (diff) {
+        o.diff = unified_diff(original, fixed->source.text(), o.path);
+      } else if (!write_back) {
+        // standard input: the fixed source is the output (below)
+      } else {
+        std::string why;
+        if (!write_file_atomically(o.path, original, fixed->source.text(), why)) {
+          o.err = "ddplint: " + o.path + ": fixes not written: " + why + "\n";
+          o.error = true;
+          o.fixed.clear();
+          o.fixed_total = 0;
+          return o;
+        }
+      }
+    }
+    if (diff) return o;  // --diff shows the changes only
+    if (fix && !write_back) {
+      o.stdin_fixed = std::string(shown->text());  // printed whole, changed or not
+      o.stdin_source = true;
+    }
     o.findings = result.diagnostics.size();
     if (format == "json") {
-      for (const auto& d : result.diagnostics) o.json.push_back(to_json(source, d));
+      for (const auto& d : result.diagnostics) o.json.push_back(to_json(*shown, d));
     } else {
-      o.out = format_text(source, result.diagnostics, color);
+      o.out = format_text(*shown, result.diagnostics, color);
     }
     return o;
   };
+  std::size_t fixed_total = 0;
+  std::string fixes_report;
+  bool any_diff = false, summary_to_stderr = false;
   auto emit = [&](Outcome& o) {
     if (!o.err.empty()) std::fwrite(o.err.data(), 1, o.err.size(), stderr);
     had_error = had_error || o.error;
     if (o.linted) ++files;
     findings += o.findings;
+    fixed_total += o.fixed_total;
+    if (!o.diff.empty()) {
+      any_diff = true;
+      std::fwrite(o.diff.data(), 1, o.diff.size(), stdout);
+    }
+    if (o.stdin_source) {
+      summary_to_stderr = true;
+      std::fwrite(o.stdin_fixed.data(), 1, o.stdin_fixed.size(), stdout);
+      // the findings left go to stderr: stdout is the fixed source
+      std::fwrite(o.out.data(), 1, o.out.size(), stderr);
+      o.out.clear();
+    }
     if (!o.out.empty()) std::fwrite(o.out.data(), 1, o.out.size(), stdout);
     for (auto& item : o.json) json_out.push_back(std::move(item));
+    if (show_fixes && !o.fixed.empty()) {
+      fixes_report += "  " + o.path + ":\n";
+      for (const auto& [code, n] : o.fixed) {
+        const Rule* rule = nullptr;
+        for (const Rule& r : rules)
+          if (r.info.code == code) rule = &r;
+        fixes_report += "    " + std::to_string(n) + " x " + std::string(code) + " (" +
+                        (rule ? std::string(rule->info.name) : std::string()) + ")\n";
+      }
+    }
   };
   auto lint_path = [&](const DiscoveredPath& entry, const RuleSelection& selection) {
     if (!entry.error.empty()) {
@@ -228,7 +303,7 @@ int run_cli(int argc, char** argv, std::span<const Rule> rules) {
       o.error = true;
       return o;
     }
-    return lint_source(SourceFile(entry.path, std::move(*bytes)), selection);
+    return lint_source(SourceFile(entry.path, std::move(*bytes)), selection, true);
   };
 
   std::vector<std::string> file_args;
@@ -253,7 +328,8 @@ int run_cli(int argc, char** argv, std::span<const Rule> rules) {
     std::shared_ptr<const Config> config;
     std::string where = stdin_filename.empty() ? "stdin.py" : stdin_filename;
     if (!config_of(where, config)) return kExitError;
-    Outcome o = lint_source(SourceFile(name, std::move(*data)), selection_for(config.get(), where, select, ignore));
+    Outcome o =
+        lint_source(SourceFile(name, std::move(*data)), selection_for(config.get(), where, select, ignore), false);
     emit(o);
   }
 
@@ -322,17 +398,29 @@ int run_cli(int argc, char** argv, std::span<const Rule> rules) {
     for (auto& t : pool) t.join();
   }
 
-  if (format == "json") {
+  std::FILE* summary = summary_to_stderr ? stderr : stdout;
+  if (diff) {
+    if (!quiet) std::fprintf(stderr, "Would fix %s.\n", plural(fixed_total, "finding").c_str());
+  } else if (format == "json") {
     std::string s = json_out.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
-    std::printf("%s\n", s.c_str());
+    std::fprintf(summary, "%s\n", s.c_str());
   } else if (!quiet) {
-    std::printf("Found %s in %s.\n", plural(findings, "finding").c_str(), plural(files, "file").c_str());
+    if (fix)
+      std::fprintf(summary, "Found %s (%zu fixed, %zu remaining) in %s.\n", plural(findings + fixed_total, "finding").c_str(),
+                   fixed_total, findings, plural(files, "file").c_str());
+    else
+      std::fprintf(summary, "Found %s in %s.\n", plural(findings, "finding").c_str(), plural(files, "file").c_str());
+  }
+  if (show_fixes && fix && !quiet) {
+    if (fixed_total > 0) std::fprintf(summary, "Fixed %s:\n%s", plural(fixed_total, "finding").c_str(), fixes_report.c_str());
+    else std::fprintf(summary, "No fixes applied.\n");
   }
   if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
     std::fprintf(stderr, "ddplint: cannot write the output: %s\n", std::strerror(errno ? errno : EIO));
     return kExitError;
   }
   if (had_error) return kExitError;
+  if (diff) return any_diff && !exit_zero ? kExitFindings : kExitClean;
   if (findings > 0 && !exit_zero) return kExitFindings;
   return kExitClean;
 }

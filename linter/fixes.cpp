@@ -1,6 +1,7 @@
 #include "linter/fixes.hpp"
 
 #include <algorithm>
+#include <dtl/dtl.hpp>
 
 namespace ddplint {
 
@@ -47,6 +48,81 @@ std::string apply_edits(std::string_view text, std::span<const Edit> edits) {
     at = e.end;
   }
   out.append(text.substr(std::min<std::size_t>(at, text.size())));
+  return out;
+}
+
+FixOutcome fix_source(SourceFile source, std::span<const Rule> rules, const RuleSelection& selection,
+                      bool include_unsafe) {
+  FixOutcome out{std::move(source), {}, {}, 0, false};
+  out.remaining = lint(out.source, rules, selection);
+  for (int pass = 0; pass < kMaxFixPasses; ++pass) {
+    if (!out.remaining.error.empty()) break;
+    bool syntax_error = std::any_of(out.remaining.diagnostics.begin(), out.remaining.diagnostics.end(),
+                                    [](const Diagnostic& d) { return d.rule->code == "DDP001"; });
+    if (syntax_error) break;  // a file that does not parse gets no fixes
+    std::vector<Edit> edits = applicable_edits(out.remaining.diagnostics, include_unsafe);
+    if (edits.empty()) break;
+    // count the findings whose fix went in: their edits are all among `edits`
+    for (const Diagnostic& d : out.remaining.diagnostics) {
+      if (!d.fix || d.fix->edits.empty()) continue;
+      bool all_in = std::all_of(d.fix->edits.begin(), d.fix->edits.end(), [&](const Edit& e) {
+        return std::any_of(edits.begin(), edits.end(), [&](const Edit& t) {
+          return t.start == e.start && t.end == e.end && t.replacement == e.replacement;
+        });
+      });
+      if (!all_in) continue;
+      ++out.fixed[d.rule->code];
+      ++out.fixed_total;
+    }
+    std::string text = apply_edits(out.source.text(), edits);
+    if (text == out.source.text()) break;
+    out.source = SourceFile(out.source.path(), std::move(text));
+    out.changed = true;
+    out.remaining = lint(out.source, rules, selection);
+  }
+  return out;
+}
+
+namespace {
+// Lines of `text`, each with its line terminator (so a missing final newline is kept).
+std::vector<std::string> split_lines(std::string_view text) {
+  std::vector<std::string> lines;
+  std::size_t start = 0;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '\n') {
+      lines.emplace_back(text.substr(start, i + 1 - start));
+      start = i + 1;
+    }
+  }
+  if (start < text.size()) lines.emplace_back(text.substr(start));
+  return lines;
+}
+}  // namespace
+
+std::string unified_diff(std::string_view before, std::string_view after, const std::string& path) {
+  if (before == after) return "";
+  std::vector<std::string> a = split_lines(before), b = split_lines(after);
+  dtl::Diff<std::string, std::vector<std::string>> diff(a, b);
+  diff.onHuge();
+  diff.compose();
+  diff.composeUnifiedHunks();
+  // each line keeps its own terminator; a last line without one is marked as diff does
+  std::string out = "--- a/" + path + "\n+++ b/" + path + "\n";
+  for (const auto& hunk : diff.getUniHunks()) {
+    out += "@@ -" + std::to_string(hunk.a) + "," + std::to_string(hunk.b) + " +" + std::to_string(hunk.c) + "," +
+           std::to_string(hunk.d) + " @@\n";
+    auto emit = [&](const auto& elems) {
+      for (const auto& e : elems) {
+        char mark = e.second.type == dtl::SES_ADD ? '+' : e.second.type == dtl::SES_DELETE ? '-' : ' ';
+        out += mark;
+        out += e.first;
+        if (e.first.empty() || e.first.back() != '\n') out += "\n\\ No newline at end of file\n";
+      }
+    };
+    emit(hunk.common[0]);
+    emit(hunk.change);
+    emit(hunk.common[1]);
+  }
   return out;
 }
 

@@ -8,6 +8,10 @@
 #include <sstream>
 
 #include <sys/stat.h>
+#include <unistd.h>
+
+#include <climits>
+#include <cstdlib>
 
 namespace ddplint {
 
@@ -172,6 +176,61 @@ std::optional<std::string> read_file(const std::string& path, std::string& error
   auto data = read_stream(f, error);
   std::fclose(f);
   return data;
+}
+
+bool write_file_atomically(const std::string& path, std::string_view expected, std::string_view text,
+                           std::string& error) {
+  char resolved[PATH_MAX];
+  if (::realpath(path.c_str(), resolved) == nullptr) {
+    error = std::strerror(errno);
+    return false;
+  }
+  std::string target = resolved;
+  struct stat st {};
+  if (::stat(target.c_str(), &st) != 0) {
+    error = std::strerror(errno);
+    return false;
+  }
+  std::string folder = target.substr(0, target.rfind('/') + 1);
+  std::string base = target.substr(target.rfind('/') + 1);
+  std::string tmp = folder + "." + base + ".ddplint-XXXXXX";
+  int fd = ::mkstemp(tmp.data());
+  if (fd < 0) {
+    error = std::string("cannot create a temporary file beside it: ") + std::strerror(errno);
+    return false;
+  }
+  auto fail = [&](const std::string& why) {
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    error = why;
+    return false;
+  };
+  std::string_view rest = text;
+  while (!rest.empty()) {
+    ssize_t w = ::write(fd, rest.data(), rest.size());
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return fail(std::string("cannot write: ") + std::strerror(errno));
+    }
+    rest.remove_prefix(static_cast<std::size_t>(w));
+  }
+  if (::fchmod(fd, st.st_mode & 07777) != 0) return fail(std::string("cannot set permissions: ") + std::strerror(errno));
+  if (::fsync(fd) != 0) return fail(std::string("cannot write: ") + std::strerror(errno));
+  // the file must be what was linted: someone may have saved it meanwhile
+  std::string now_error;
+  std::optional<std::string> now = read_file(target, now_error);
+  if (!now || *now != expected) return fail("the file changed while it was being fixed; not written");
+  if (::close(fd) != 0) {
+    ::unlink(tmp.c_str());
+    error = std::string("cannot write: ") + std::strerror(errno);
+    return false;
+  }
+  if (::rename(tmp.c_str(), target.c_str()) != 0) {
+    error = std::string("cannot replace the file: ") + std::strerror(errno);
+    ::unlink(tmp.c_str());
+    return false;
+  }
+  return true;
 }
 
 }  // namespace ddplint

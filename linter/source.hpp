@@ -94,4 +94,15 @@ std::optional<std::string> read_file(const std::string& path, std::string& error
 /// std::nullopt and `error` set on a read error or when the input is larger.
 std::optional<std::string> read_stream(std::FILE* f, std::string& error);
 
+/// Replaces the contents of the file at `path` with `text`, atomically: the
+/// bytes go to a temporary file beside it (same folder, so the rename cannot
+/// cross file systems), which takes the original's permission bits and then
+/// replaces it with rename(2). A symbolic link is followed: its target is
+/// replaced. Before the rename the file is read again and must still equal
+/// `expected` (it was not changed by someone else since it was linted). On any
+/// failure (read-only folder, disk full, changed file) the original is left
+/// untouched, the temporary file removed, and false returned with `error` set.
+bool write_file_atomically(const std::string& path, std::string_view expected, std::string_view text,
+                           std::string& error);
+
 }  // namespace ddplint

@@ -2,7 +2,9 @@
 // stdin, suppressions, discovery and every kind of bad input.
 #include <doctest/doctest.h>
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <csignal>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -65,7 +67,15 @@ Run ddplint(const std::vector<std::string>& args, const std::string& input = "",
     ::dup2(fe, 2);
     if (::chdir(cwd.c_str()) != 0) ::_exit(127);
     ::unsetenv("NO_COLOR");
-    for (const auto& e : env) ::putenv(const_cast<char*>(e.c_str()));
+    for (const auto& e : env) {
+      if (e.rfind("RLIMIT_FSIZE=", 0) == 0) {  // simulates a full disk: writes past N bytes fail (EFBIG)
+        ::signal(SIGXFSZ, SIG_IGN);
+        rlimit lim{std::stoul(e.substr(13)), std::stoul(e.substr(13))};
+        ::setrlimit(RLIMIT_FSIZE, &lim);
+        continue;
+      }
+      ::putenv(const_cast<char*>(e.c_str()));
+    }
     std::vector<char*> argv{const_cast<char*>(DDPLINT_BIN)};
     for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
@@ -434,4 +444,76 @@ TEST_CASE("configuration files: closest wins, --config, --isolated, per-file-ign
   // unknown codes in # noqa are not errors
   d.write("noqa.py", "x = 1  # noqa: XYZ123\n");
   CHECK(ddplint({"-q", "--isolated", "noqa.py"}, "", d.path).rc == 0);
+}
+
+TEST_CASE("--fix: writes safe fixes atomically, keeps the mode, is idempotent; --diff changes nothing") {
+  TempDir d;
+  const std::string before = "import torch\nfrom torch.utils.data import DataLoader\n"
+                             "l = DataLoader(ds, num_workers=2)  # train loader\n"
+                             "with torch.cuda.amp.autocast():\n    y = model(x)\n";
+  const std::string after = "import torch\nfrom torch.utils.data import DataLoader\n"
+                            "l = DataLoader(ds, num_workers=2, pin_memory=True)  # train loader\n"
+                            "with torch.amp.autocast(\"cuda\"):\n    y = model(x)\n";
+  fs::path f = d.write("train.py", before);
+  ::chmod(f.c_str(), 0640);
+  Run diff = ddplint({"--isolated", "--diff", "train.py"}, "", d.path);
+  CHECK(diff.rc == 1);
+  CHECK(diff.out == "--- a/train.py\n+++ b/train.py\n@@ -1,5 +1,5 @@\n import torch\n from torch.utils.data import DataLoader\n"
+                    "-l = DataLoader(ds, num_workers=2)  # train loader\n-with torch.cuda.amp.autocast():\n"
+                    "+l = DataLoader(ds, num_workers=2, pin_memory=True)  # train loader\n"
+                    "+with torch.amp.autocast(\"cuda\"):\n     y = model(x)\n");
+  CHECK(contains(diff.err, "Would fix 2 findings."));
+  CHECK(slurp(f) == before);
+  Run fixed = ddplint({"--isolated", "--fix", "--show-fixes", "train.py"}, "", d.path);
+  CHECK(fixed.rc == 0);
+  CHECK(slurp(f) == after);
+  CHECK(contains(fixed.out, "Found 2 findings (2 fixed, 0 remaining) in 1 file."));
+  CHECK(contains(fixed.out, "1 x DDP102 (dataloader-without-pin-memory)"));
+  struct stat st {};
+  ::stat(f.c_str(), &st);
+  CHECK((st.st_mode & 0777) == 0640);
+  Run again = ddplint({"--isolated", "--fix", "train.py"}, "", d.path);
+  CHECK(again.rc == 0);
+  CHECK(slurp(f) == after);
+  CHECK(ddplint({"--isolated", "--diff", "train.py"}, "", d.path).rc == 0);
+  // no temporary files left beside it
+  std::size_t entries = 0;
+  for (auto& e : fs::directory_iterator(d.path)) entries += e.path().filename() == "train.py" ? 0 : 1;
+  CHECK(entries == 0);
+}
+
+TEST_CASE("--fix: remaining findings reported, syntax errors get no fixes, stdin prints the fixed source") {
+  TempDir d;
+  const std::string broken = "import torch\nfrom torch.utils.data import DataLoader\nl = DataLoader(ds, num_workers=2)\nmodel.cuda()\ndef f(:\n";
+  fs::path b = d.write("broken.py", broken);
+  Run r = ddplint({"--isolated", "--fix", "broken.py"}, "", d.path);
+  CHECK(r.rc == 1);
+  CHECK(slurp(b) == broken);
+  CHECK(contains(r.out, "DDP001"));
+  CHECK(contains(r.out, "DDP102"));
+  Run in = ddplint({"--isolated", "--fix", "-"}, "from torch.utils.data import DataLoader\nl = DataLoader(ds)\nmodel.cuda()\n", d.path);
+  CHECK(in.rc == 1);  // DDP101 is left (its fix is not safe)
+  CHECK(in.out == "from torch.utils.data import DataLoader\nl = DataLoader(ds, pin_memory=True)\nmodel.cuda()\n");
+  CHECK(contains(in.err, "DDP101"));
+  CHECK(contains(in.err, "(1 fixed, 1 remaining)"));
+  // a symbolic link is followed: the target changes, the link stays a link
+  fs::path target = d.write("real.py", "from torch.utils.data import DataLoader\nl = DataLoader(ds, num_workers=1)\nmodel.cuda()\n");
+  fs::create_symlink(target, d.path / "link.py");
+  CHECK(ddplint({"--isolated", "--fix", "link.py"}, "", d.path).rc == 0);
+  CHECK(fs::is_symlink(d.path / "link.py"));
+  CHECK(contains(slurp(target), "pin_memory=True"));
+}
+
+TEST_CASE("--fix: a write that fails (full disk) leaves the original intact and exits 2") {
+  TempDir d;
+  std::string before = "from torch.utils.data import DataLoader\nl = DataLoader(ds, num_workers=1)\nmodel.cuda()\n";
+  for (int i = 0; i < 50; ++i) before += "x" + std::to_string(i) + " = 1\n";
+  fs::path f = d.write("train.py", before);
+  Run r = ddplint({"--isolated", "--fix", "train.py"}, "", d.path, {"RLIMIT_FSIZE=64"});
+  CHECK(r.rc == 2);
+  CHECK(contains(r.err, "ddplint: train.py: fixes not written: cannot write:"));
+  CHECK(slurp(f) == before);
+  std::size_t entries = 0;
+  for (auto& e : fs::directory_iterator(d.path)) entries += 1;
+  CHECK(entries == 1);  // the temporary file was removed
 }

@@ -1,5 +1,10 @@
 #include <doctest/doctest.h>
 
+#include <sys/stat.h>
+
+#include <cstdio>
+#include <filesystem>
+
 #include "linter/source.hpp"
 
 using namespace ddplint;
@@ -37,4 +42,31 @@ TEST_CASE("decode checks: binary, invalid UTF-8, BOM") {
   CHECK(bom.bom_length() == 3);
   CHECK(bom.check_decodable() == DecodeError::None);
   CHECK(SourceFile("a.py", "").check_decodable() == DecodeError::None);
+}
+
+TEST_CASE("write_file_atomically: replaces, keeps the mode; refuses a file changed since it was read") {
+  std::string tmpl = (std::filesystem::temp_directory_path() / "ddplint-write-XXXXXX").string();
+  std::filesystem::path dir = ::mkdtemp(tmpl.data());
+  std::string path = (dir / "t.py").string();
+  {
+    std::FILE* f = std::fopen(path.c_str(), "wb");
+    std::fputs("old\n", f);
+    std::fclose(f);
+  }
+  ::chmod(path.c_str(), 0604);
+  std::string error;
+  CHECK(write_file_atomically(path, "old\n", "new\n", error));
+  CHECK(read_file(path, error).value_or("") == "new\n");
+  struct stat st {};
+  ::stat(path.c_str(), &st);
+  CHECK((st.st_mode & 0777) == 0604);
+  // someone saved the file after it was linted: not overwritten
+  CHECK_FALSE(write_file_atomically(path, "old\n", "newer\n", error));
+  CHECK(error.find("changed while it was being fixed") != std::string::npos);
+  CHECK(read_file(path, error).value_or("") == "new\n");
+  CHECK_FALSE(write_file_atomically((dir / "missing.py").string(), "", "x", error));
+  std::size_t entries = 0;
+  for (auto& e : std::filesystem::directory_iterator(dir)) entries += e.is_regular_file() ? 1 : 0;
+  CHECK(entries == 1);  // no temporary file left
+  std::filesystem::remove_all(dir);
 }
