@@ -134,8 +134,12 @@ int run_cli(int argc, char** argv, std::span<const Rule> rules) {
     for (auto& c : split_codes(s)) select.push_back(std::move(c));
   for (const auto& s : ignore_args)
     for (auto& c : split_codes(s)) ignore.push_back(std::move(c));
-  if (auto err = RuleSelection(select, ignore).validate(rules)) {
-    std::fprintf(stderr, "ddplint: %s\n", err->c_str());
+  if (auto bad = unknown_code(select, rules)) {
+    std::fprintf(stderr, "ddplint: --select: unknown rule code or prefix '%s' (see --list-rules)\n", bad->c_str());
+    return kExitError;
+  }
+  if (auto bad = unknown_code(ignore, rules)) {
+    std::fprintf(stderr, "ddplint: --ignore: unknown rule code or prefix '%s' (see --list-rules)\n", bad->c_str());
     return kExitError;
   }
   if (isolated && !config_path.empty()) {

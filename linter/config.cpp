@@ -37,6 +37,7 @@ std::optional<ConfigError> read_table(const fs::path& file, const toml::table& t
     std::string_view k = key.str();
     std::optional<ConfigError> err;
     if (k == "select") {
+      config.select_given = true;
       err = read_codes(file, k, node, rules, config.select);
     } else if (k == "extend-select") {
       err = read_codes(file, k, node, rules, config.extend_select);
@@ -83,7 +84,8 @@ std::variant<std::optional<Config>, ConfigError> load_config(const fs::path& fil
   }
   Config config;
   config.file = file;
-  config.directory = file.parent_path();
+  // absolute, so per-file-ignores patterns match however the file was named (`--config alt.toml`)
+  config.directory = fs::absolute(file, ec).lexically_normal().parent_path();
   const toml::table* table = &doc;
   if (file.filename() == "pyproject.toml") {
     const toml::node* tool = doc.get("tool");
@@ -99,7 +101,8 @@ std::variant<std::optional<Config>, ConfigError> load_config(const fs::path& fil
 RuleSelection selection_for(const Config* config, const fs::path& file, const std::vector<std::string>& select,
                             const std::vector<std::string>& ignore) {
   RuleSelection selection;
-  if (config != nullptr) selection.add_layer(config->select, config->extend_select, config->ignore);
+  if (config != nullptr)
+    selection.add_layer(config->select, config->extend_select, config->ignore, config->select_given);
   if (!select.empty() || !ignore.empty()) selection.add_layer(select, {}, ignore);
   if (config != nullptr && !config->per_file_ignores.empty()) {
     std::error_code ec;

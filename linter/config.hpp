@@ -23,6 +23,7 @@ struct Config {
   std::filesystem::path file;       ///< where it was read from
   std::filesystem::path directory;  ///< its folder: per-file-ignores patterns are relative to it
   std::vector<std::string> select;         ///< `select`: replaces the default (every rule)
+  bool select_given = false;               ///< `select` is present (`select = []` selects nothing)
   std::vector<std::string> extend_select;  ///< `extend-select`: added to `select`
   std::vector<std::string> ignore;         ///< `ignore`
   /// `per-file-ignores`: glob pattern → codes, in file order.

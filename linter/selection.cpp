@@ -27,8 +27,9 @@ int longest_match(const std::vector<std::string>& prefixes, std::string_view cod
 }  // namespace
 
 RuleSelection& RuleSelection::add_layer(std::vector<std::string> select, std::vector<std::string> extend_select,
-                                        std::vector<std::string> ignore) {
-  layers_.push_back(Layer{std::move(select), std::move(extend_select), std::move(ignore)});
+                                        std::vector<std::string> ignore, bool select_given) {
+  bool replaces = select_given || !select.empty();
+  layers_.push_back(Layer{std::move(select), std::move(extend_select), std::move(ignore), replaces});
   return *this;
 }
 
@@ -37,7 +38,7 @@ bool RuleSelection::enabled(std::string_view code) const {
   for (const Layer& layer : layers_) {
     int sel = std::max(longest_match(layer.select, code), longest_match(layer.extend_select, code));
     int ign = longest_match(layer.ignore, code);
-    if (sel < 0 && ign < 0) on = layer.select.empty() ? on : false;
+    if (sel < 0 && ign < 0) on = layer.replaces ? false : on;
     else on = ign < sel;
   }
   return on;

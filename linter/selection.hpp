@@ -28,9 +28,11 @@ class RuleSelection {
     add_layer(std::move(select), {}, std::move(ignore));
   }
 
-  /// Adds a layer on top of the existing ones.
+  /// Adds a layer on top of the existing ones. `select_given` makes an empty
+  /// `select` replace too (a configuration's `select = []` selects nothing);
+  /// by default only a non-empty `select` replaces.
   RuleSelection& add_layer(std::vector<std::string> select, std::vector<std::string> extend_select,
-                           std::vector<std::string> ignore);
+                           std::vector<std::string> ignore, bool select_given = false);
 
   /// True if the rule with `code` runs.
   bool enabled(std::string_view code) const;
@@ -42,6 +44,7 @@ class RuleSelection {
  private:
   struct Layer {
     std::vector<std::string> select, extend_select, ignore;
+    bool replaces = false;  ///< the layer has a select: rules it does not match are off
   };
   std::vector<Layer> layers_;
 };

@@ -169,6 +169,7 @@ TEST_CASE("--select, --ignore and unknown codes") {
   Run bad = ddplint({"--select", "DDP999", "bad.py"}, "", d.path);
   CHECK(bad.rc == 2);
   CHECK(contains(bad.err, "DDP999"));
+  CHECK(contains(bad.err, "--select"));
   Run badfmt = ddplint({"--format", "xml", "bad.py"}, "", d.path);
   CHECK(badfmt.rc == 2);
   CHECK(badfmt.err.rfind("ddplint: --format", 0) == 0);
@@ -441,6 +442,14 @@ TEST_CASE("configuration files: closest wins, --config, --isolated, per-file-ign
   CHECK(missing.rc == 2);
   CHECK(missing.err == "ddplint: nope.toml: no such file\n");
   CHECK(ddplint({"--config", "x.toml", "--isolated", "proj/train.py"}, "", d.path).rc == 2);
+  // a relative --config: its per-file-ignores folders still match
+  d.write("alt.toml", "[per-file-ignores]\n\"proj/*\" = [\"DDP102\"]\n");
+  Run rel = ddplint({"-q", "--config", "alt.toml", "proj/train.py"}, "", d.path);
+  CHECK(rel.out.find("DDP102") == std::string::npos);
+  CHECK(rel.out.find("DDP101") != std::string::npos);
+  // `select = []` selects nothing
+  d.write("none.toml", "select = []\n");
+  CHECK(ddplint({"-q", "--config", "none.toml", "proj/train.py"}, "", d.path).rc == 0);
   // unknown codes in # noqa are not errors
   d.write("noqa.py", "x = 1  # noqa: XYZ123\n");
   CHECK(ddplint({"-q", "--isolated", "noqa.py"}, "", d.path).rc == 0);
