@@ -10,6 +10,7 @@ void check(const SemanticModel& model, RuleContext& ctx) {
   for (const CallSite* call : model.calls_named("item")) {
     if (ts_node_is_null(call->receiver) || model.positional_count(*call) != 0) continue;
     if (!model.runs_every_step(call->node, kRareGuards)) continue;
+    if (host_tensor(model, call->receiver)) continue;  // a CPU tensor: no GPU work to wait for
     auto [start, end] = first_line_range(model, call->node);
     ctx.report(start, end,
                "`.item()` on every training step: a host-device sync that waits for all queued GPU work, "

@@ -66,6 +66,36 @@ TSNode argument_node(TSNode value) {
   return value;
 }
 
+namespace {
+bool host_tensor_rec(const SemanticModel& model, TSNode expr, int depth) {
+  if (ts_node_is_null(expr) || depth > 16) return false;
+  const Kinds& k = kinds();
+  TSSymbol s = ts_node_symbol(expr);
+  if (s == k.identifier) return host_tensor_rec(model, model.single_assignment(expr), depth + 1);
+  if (s != k.call) return false;
+  const CallSite* call = model.call_at(expr);
+  if (call == nullptr) return false;
+  static const std::string_view factories[] = {
+      "torch.tensor", "torch.as_tensor", "torch.from_numpy", "torch.zeros", "torch.ones",  "torch.empty",
+      "torch.full",   "torch.arange",    "torch.linspace",   "torch.rand",  "torch.randn", "torch.randint",
+      "torch.randperm"};
+  for (std::string_view f : factories) {
+    if (call->canonical != f) continue;
+    return ts_node_is_null(model.argument(*call, "device")) && !model.has_unpacked_arguments(*call);
+  }
+  if (ts_node_is_null(call->receiver) || !call->canonical.empty()) return false;
+  // a method that may move the tensor or whose result is not known to stay on the host
+  static const std::string_view keeps_device[] = {"mean", "sum", "max", "min", "float", "double", "long", "int",
+                                                  "abs", "std", "var", "norm", "argmax", "argmin", "clone",
+                                                  "detach", "squeeze", "flatten", "prod"};
+  for (std::string_view m : keeps_device)
+    if (call->method == m) return host_tensor_rec(model, call->receiver, depth + 1);
+  return false;
+}
+}  // namespace
+
+bool host_tensor(const SemanticModel& model, TSNode expr) { return host_tensor_rec(model, expr, 0); }
+
 std::optional<Edit> append_argument(const SemanticModel& model, const CallSite& call, std::string_view text) {
   const Kinds& k = kinds();
   TSNode args = field(call.node, k.f_arguments);

@@ -30,6 +30,13 @@ bool mentions_gradient(const SemanticModel& model, TSNode expr);
 /// Range of `node` cut at the end of its first line (for findings over long nodes).
 std::pair<std::uint32_t, std::uint32_t> first_line_range(const SemanticModel& model, TSNode node);
 
+/// True if `expr` is certainly a tensor in host memory: a torch factory call
+/// (`torch.tensor`, `torch.randint`, `torch.zeros`, ...) without a `device=`
+/// argument, then only methods that keep the device (`.mean()`, `.sum()`;
+/// not `.cuda()` or `.to(...)`), or a name bound once to such an expression.
+/// `.item()` on it is not a host-device sync.
+bool host_tensor(const SemanticModel& model, TSNode expr);
+
 /// For a keyword argument's value, the whole `name=value` node; otherwise the node itself.
 TSNode argument_node(TSNode value);
 
