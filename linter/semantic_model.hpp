@@ -115,6 +115,12 @@ class SemanticModel {
   /// `torch.nn.parallel.DistributedDataParallel`). Empty when the root name is
   /// not imported.
   std::string canonical_name(TSNode expr) const;
+  /// True if `import MODULE` / `import MODULE as LOCAL` (or `from PKG import
+  /// MODULE`) binds `local` to module `module` anywhere in the file.
+  bool imports_module_as(std::string_view local, std::string_view module) const {
+    auto it = aliases_.find(std::string(local));
+    return it != aliases_.end() && it->second == module;
+  }
   /// Dotted path of a plain name or attribute chain (`args.batch_size`), or empty.
   std::string path_of(TSNode expr) const;
   /// Last identifier of a name or attribute chain (`batch_size` in `args.batch_size`).

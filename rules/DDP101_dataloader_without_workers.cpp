@@ -11,9 +11,14 @@ void check(const SemanticModel& model, RuleContext& ctx) {
     TSNode workers = model.argument(*call, "num_workers", 5);
     if (ts_node_is_null(workers)) {
       if (model.has_unpacked_arguments(*call)) continue;  // may come from **kwargs: unknown
+      // unsafe: worker processes need a picklable dataset and change how random state is seeded
+      std::optional<Fix> fix;
+      if (std::optional<Edit> e = append_argument(model, *call, "num_workers=4"))
+        fix = Fix{Fix::Applicability::Unsafe, "Load in 4 worker processes (`num_workers=4`; tune it)", {std::move(*e)}};
       ctx.report(ts_node_start_byte(call->callee), ts_node_end_byte(call->callee),
                  "DataLoader without num_workers loads every batch in the training process: the GPU "
-                 "waits while the next batch is read and augmented");
+                 "waits while the next batch is read and augmented",
+                 std::move(fix));
       continue;
     }
     Value v = model.value_of(workers);
@@ -21,9 +26,14 @@ void check(const SemanticModel& model, RuleContext& ctx) {
       TSNode at = argument_node(workers);
       std::string_view written = model.text(workers);
       std::string what = written == "0" ? "num_workers=0" : "num_workers=" + std::string(written.substr(0, 40)) + " (0)";
+      std::optional<Fix> fix;
+      if (written == "0")
+        fix = Fix{Fix::Applicability::Unsafe, "Load in 4 worker processes (`num_workers=4`; tune it)",
+                  {Edit{ts_node_start_byte(workers), ts_node_end_byte(workers), "4"}}};
       ctx.report(ts_node_start_byte(at), ts_node_end_byte(at),
                  "DataLoader with " + what + " loads every batch in the training process: the GPU "
-                 "waits while the next batch is read and augmented");
+                 "waits while the next batch is read and augmented",
+                 std::move(fix));
     }
   }
 }
@@ -32,7 +42,7 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 extern const Rule kDataloaderWithoutWorkers{
     {"DDP101", "dataloader-without-workers", Severity::Warning,
      "DataLoader with no num_workers or num_workers=0: the GPU waits for data",
-     "https://pytorch.org/docs/stable/data.html#single-and-multi-process-data-loading", {}, false},
+     "https://pytorch.org/docs/stable/data.html#single-and-multi-process-data-loading", {}, true},
     &check};
 
 }  // namespace ddplint::rules

@@ -16,10 +16,20 @@ void check(const SemanticModel& model, RuleContext& ctx) {
       TSNode sampler = model.argument(*call, name, pos);
       if (ts_node_is_null(sampler) || model.value_of(sampler).kind == Value::Kind::None) continue;
       TSNode at = argument_node(shuffle);
+      // the fix: drop `shuffle=True` (a positional True becomes False: later positions must not move)
+      std::optional<Fix> fix;
+      if (!same_node(at, shuffle)) {
+        if (std::optional<Edit> e = remove_argument(model, *call, at))
+          fix = Fix{Fix::Applicability::Safe, "Remove `shuffle=True` (the sampler decides the order)", {std::move(*e)}};
+      } else if (model.text(shuffle) == "True") {
+        fix = Fix{Fix::Applicability::Safe, "Pass shuffle=False (the sampler decides the order)",
+                  {Edit{ts_node_start_byte(shuffle), ts_node_end_byte(shuffle), "False"}}};
+      }
       ctx.report(ts_node_start_byte(at), ts_node_end_byte(at),
                  "shuffle=True together with " + std::string(name) +
                      "=: DataLoader raises ValueError at start-up (the sampler decides the order); drop shuffle "
-                     "and shuffle in the sampler (DistributedSampler(shuffle=True) is the default)");
+                     "and shuffle in the sampler (DistributedSampler(shuffle=True) is the default)",
+                 std::move(fix));
       break;
     }
   }
@@ -29,7 +39,7 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 extern const Rule kSamplerWithShuffle{
     {"DDP106", "sampler-with-shuffle", Severity::Error,
      "DataLoader(shuffle=True, sampler=...): raises ValueError at start-up",
-     "https://pytorch.org/docs/stable/data.html#torch.utils.data.DataLoader", {}, false},
+     "https://pytorch.org/docs/stable/data.html#torch.utils.data.DataLoader", {}, true},
     &check};
 
 }  // namespace ddplint::rules

@@ -20,9 +20,22 @@ void check(const SemanticModel& model, RuleContext& ctx) {
     if (pins.before(model, call->node)) continue;
     if (!ts_node_is_null(default_gpu_move)) continue;  // one root cause: reported as DDP203
     auto [start, end] = first_line_range(model, call->node);
+    // the fix: device_ids=[<this file's local-rank name>]; without one, read LOCAL_RANK (unsafe)
+    std::optional<Fix> fix;
+    std::string name = local_rank_name(model, call->node);
+    Fix::Applicability applicability = Fix::Applicability::Safe;
+    if (name.empty() && imports_os(model)) {
+      name = "int(os.environ[\"LOCAL_RANK\"])";
+      applicability = Fix::Applicability::Unsafe;
+    }
+    if (!name.empty()) {
+      if (std::optional<Edit> e = append_argument(model, *call, "device_ids=[" + name + "]"))
+        fix = Fix{applicability, "Pass `device_ids=[" + name + "]`", {std::move(*e)}};
+    }
     ctx.report(start, end,
                "DistributedDataParallel without device_ids, and nothing before it pins this rank's GPU: "
-               "pass device_ids=[local_rank] (or call torch.cuda.set_device(local_rank) first)");
+               "pass device_ids=[local_rank] (or call torch.cuda.set_device(local_rank) first)",
+               std::move(fix));
   }
 }
 }  // namespace
@@ -30,7 +43,7 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 extern const Rule kDdpWithoutDeviceIds{
     {"DDP201", "ddp-without-device-ids", Severity::Warning,
      "DistributedDataParallel without device_ids where nothing pins the rank's GPU",
-     "https://pytorch.org/docs/stable/generated/torch.nn.parallel.DistributedDataParallel.html", {}, false},
+     "https://pytorch.org/docs/stable/generated/torch.nn.parallel.DistributedDataParallel.html", {}, true},
     &check};
 
 }  // namespace ddplint::rules

@@ -28,9 +28,19 @@ void check(const SemanticModel& model, RuleContext& ctx) {
       Value v = model.value_of(opt);
       if (v.kind != Value::Kind::Str) break;
       if (v.s == "--local_rank" || v.s == "--local-rank") {
+        // the mechanical part: the default reads LOCAL_RANK, so torchrun (which passes no
+        // --local_rank) works and the legacy launcher's argument still wins. Unsafe: the value
+        // changes whenever LOCAL_RANK is set.
+        std::optional<Fix> fix;
+        TSNode def = model.argument(*call, "default");
+        if (!ts_node_is_null(def) && imports_os(model) && model.text(def).find('\n') == std::string_view::npos)
+          fix = Fix{Fix::Applicability::Unsafe, "Default to the LOCAL_RANK that torchrun sets",
+                    {Edit{ts_node_start_byte(def), ts_node_end_byte(def),
+                          "int(os.environ.get(\"LOCAL_RANK\", " + std::string(model.text(def)) + "))"}}};
         ctx.report(ts_node_start_byte(opt), ts_node_end_byte(opt),
                    "`" + v.s + "` is the argument of the deprecated torch.distributed.launch; launch with "
-                   "torchrun and read the local rank from os.environ[\"LOCAL_RANK\"]");
+                   "torchrun and read the local rank from os.environ[\"LOCAL_RANK\"]",
+                   std::move(fix));
         break;
       }
     }
@@ -60,7 +70,7 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 extern const Rule kLegacyLauncher{
     {"DDP206", "legacy-launcher", Severity::Warning,
      "`--local_rank` argument or torch.distributed.launch: deprecated, use torchrun and LOCAL_RANK",
-     "https://pytorch.org/docs/stable/elastic/run.html", {}, false, true},
+     "https://pytorch.org/docs/stable/elastic/run.html", {}, true, true},
     &check};
 
 }  // namespace ddplint::rules

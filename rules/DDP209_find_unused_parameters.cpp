@@ -12,9 +12,14 @@ void check(const SemanticModel& model, RuleContext& ctx) {
     Value v = model.value_of(flag);
     if (!v.known() || !v.truthy()) continue;
     TSNode at = argument_node(flag);
+    // unsafe: with parameters that really get no gradient, DDP then fails in backward
+    std::optional<Fix> fix;
+    if (std::optional<Edit> e = remove_argument(model, *call, at))
+      fix = Fix{Fix::Applicability::Unsafe, "Remove `find_unused_parameters=True`", {std::move(*e)}};
     ctx.report(ts_node_start_byte(at), ts_node_end_byte(at),
                "find_unused_parameters=True makes DDP traverse the autograd graph after every forward to find "
-               "parameters that get no gradient; leave it off unless some parameters really are unused");
+               "parameters that get no gradient; leave it off unless some parameters really are unused",
+               std::move(fix));
   }
 }
 }  // namespace
@@ -22,7 +27,7 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 extern const Rule kFindUnusedParameters{
     {"DDP209", "find-unused-parameters", Severity::Info,
      "find_unused_parameters=True: an extra autograd-graph traversal every iteration",
-     "https://pytorch.org/docs/stable/generated/torch.nn.parallel.DistributedDataParallel.html", {}, false},
+     "https://pytorch.org/docs/stable/generated/torch.nn.parallel.DistributedDataParallel.html", {}, true},
     &check};
 
 }  // namespace ddplint::rules

@@ -114,6 +114,75 @@ std::optional<Edit> append_argument(const SemanticModel& model, const CallSite& 
   return Edit{at, at, ", " + add};
 }
 
+std::optional<Edit> remove_argument(const SemanticModel& model, const CallSite& call, TSNode arg) {
+  const Kinds& k = kinds();
+  TSNode args = field(call.node, k.f_arguments);
+  if (ts_node_is_null(args) || ts_node_symbol(args) != k.argument_list) return std::nullopt;
+  std::vector<TSNode> all = children(args);
+  std::vector<TSNode> real;
+  for (TSNode a : all)
+    if (ts_node_symbol(a) != k.comment) real.push_back(a);
+  auto it = std::find_if(real.begin(), real.end(), [&](TSNode a) { return same_node(a, arg); });
+  if (it == real.end()) return std::nullopt;
+  std::uint32_t start, end;
+  if (it + 1 != real.end()) {  // `arg, next`: up to the next argument
+    start = ts_node_start_byte(arg);
+    end = ts_node_start_byte(*(it + 1));
+  } else if (it != real.begin()) {  // `prev, arg`: from the end of the previous one
+    start = ts_node_end_byte(*(it - 1));
+    end = ts_node_end_byte(arg);
+  } else {  // the only argument
+    start = ts_node_start_byte(arg);
+    end = ts_node_end_byte(arg);
+  }
+  for (TSNode a : all)
+    if (ts_node_symbol(a) == k.comment && ts_node_start_byte(a) < end && ts_node_end_byte(a) > start) return std::nullopt;
+  (void)model;
+  return Edit{start, end, ""};
+}
+
+std::string local_rank_name(const SemanticModel& model, TSNode at) {
+  std::uint32_t before = ts_node_start_byte(at);
+  int scope = model.regions()[static_cast<std::size_t>(model.region_of(at))].scope;
+  std::string best;
+  std::uint32_t best_at = 0;
+  for (const Binding& b : model.bindings()) {
+    std::uint32_t where = ts_node_start_byte(b.target);
+    if (b.scope != scope && b.scope != 0) continue;
+    if (b.scope == scope && where >= before) continue;
+    std::string path = model.path_of(b.target);
+    if (path.empty()) continue;
+    bool local = model.last_name(b.target) == "local_rank";
+    if (!local && !ts_node_is_null(b.value)) local = model.env_var_read(b.value) == "LOCAL_RANK";
+    if (!local) continue;
+    // the innermost (function) binding wins over a module one, then the latest
+    bool better = best.empty() || (b.scope == scope && scope != 0) || where > best_at;
+    if (better) {
+      best = path;
+      best_at = where;
+    }
+  }
+  if (!best.empty()) return best;
+  // argparse: `parser.add_argument("--local_rank", ...)` and `args = parser.parse_args()` give `args.local_rank`
+  bool option = false;
+  for (const CallSite* c : model.calls_named("add_argument")) {
+    Value v = model.value_of(model.argument(*c, "", 0));
+    if (v.kind == Value::Kind::Str && (v.s == "--local_rank" || v.s == "--local-rank")) option = true;
+  }
+  if (!option) return {};
+  for (const Binding& b : model.bindings()) {
+    if (ts_node_is_null(b.value) || ts_node_symbol(b.value) != kinds().call) continue;
+    const CallSite* c = model.call_at(b.value);
+    if (c != nullptr && c->method == "parse_args" && ts_node_start_byte(b.target) < before) {
+      std::string path = model.path_of(b.target);
+      if (!path.empty()) best = path + ".local_rank";
+    }
+  }
+  return best;
+}
+
+bool imports_os(const SemanticModel& model) { return model.imports_module_as("os", "os"); }
+
 std::string lowercase(std::string_view s) {
   std::string out(s);
   std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });

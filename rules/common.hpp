@@ -46,6 +46,20 @@ TSNode argument_node(TSNode value);
 /// parenthesised argument list (a generator argument `f(x for x in y)`).
 std::optional<Edit> append_argument(const SemanticModel& model, const CallSite& call, std::string_view text);
 
+/// An edit deleting the argument `arg` (a `name=value` or positional node) from
+/// `call` with the comma that separates it from its neighbour. std::nullopt
+/// when a comment lies in the text that would go.
+std::optional<Edit> remove_argument(const SemanticModel& model, const CallSite& call, TSNode arg);
+
+/// The name this file gives the process's local rank, as visible at `at`: the
+/// last name or attribute bound before `at` (in `at`'s function or at module
+/// level) to a read of LOCAL_RANK (`int(os.environ["LOCAL_RANK"])`), or an
+/// argparse/parameter/variable literally called `local_rank`. Empty if none.
+std::string local_rank_name(const SemanticModel& model, TSNode at);
+
+/// True if the file imports the module `os` under that name (`import os`).
+bool imports_os(const SemanticModel& model);
+
 /// ASCII lower case of `s`.
 std::string lowercase(std::string_view s);
 

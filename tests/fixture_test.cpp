@@ -99,14 +99,15 @@ std::string check_fixes(const fs::path& path, std::size_t& fixes_checked) {
     if (count_code(after, d.rule->code) >= count_code(before, d.rule->code))
       out << "  " << path.string() << ":" << row << ": fix of " << d.rule->code << " leaves the finding\n";
   }
-  std::vector<Edit> all_safe = applicable_edits(before.diagnostics, false);
-  if (!all_safe.empty()) {
-    SourceFile fixed(path.string(), apply_edits(source.text(), all_safe));
-    LintResult after = lint(fixed, rules::all(), all);
-    if (!had_syntax_error && count_code(after, "DDP001") > 0)
-      out << "  " << path.string() << ": all safe fixes together make a syntax error\n";
-    if (!applicable_edits(after.diagnostics, false).empty())
-      out << "  " << path.string() << ": a second pass of safe fixes still changes the file\n";
+  // what --fix (and --fix --unsafe-fixes) does: every applicable fix, re-linted until stable
+  for (bool unsafe : {false, true}) {
+    FixOutcome fixed = fix_source(SourceFile(path.string(), std::string(source.text())), rules::all(), all, unsafe);
+    if (!fixed.changed) continue;
+    if (!had_syntax_error && count_code(fixed.remaining, "DDP001") > 0)
+      out << "  " << path.string() << ": all fixes together make a syntax error (unsafe: " << unsafe << ")\n";
+    FixOutcome again = fix_source(SourceFile(path.string(), std::string(fixed.source.text())), rules::all(), all, unsafe);
+    if (again.changed)
+      out << "  " << path.string() << ": a second --fix still changes the file (unsafe: " << unsafe << ")\n";
   }
   return out.str();
 }

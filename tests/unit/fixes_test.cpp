@@ -72,3 +72,64 @@ TEST_CASE("applicable_edits: safe only unless asked, overlapping fixes skipped, 
   CHECK(applicable_edits(ds, true).size() == 3);
   CHECK(apply_edits("abcdefghijklmnopqrstuvwxyz", safe) == "XcdefghijXmnopqrstuvwxyz");
 }
+
+namespace {
+// The fix of the one finding of `code`, with its applicability ("" if none).
+std::pair<std::string, std::string> fixed_with(const std::string& src, std::string_view code) {
+  SourceFile f("t.py", src);
+  LintResult r = lint(f, rules::all(), RuleSelection({std::string(code)}, {}));
+  REQUIRE(r.diagnostics.size() == 1);
+  if (!r.diagnostics[0].fix) return {"", ""};
+  std::vector<Edit> edits = r.diagnostics[0].fix->edits;
+  std::sort(edits.begin(), edits.end(), [](const Edit& a, const Edit& b) { return a.start < b.start; });
+  return {apply_edits(src, edits), r.diagnostics[0].fix->applicability == Fix::Applicability::Safe ? "safe" : "unsafe"};
+}
+const std::string kDdpHead =
+    "import os\nimport torch\nimport torch.distributed as dist\nfrom torch.nn.parallel import DistributedDataParallel as DDP\n"
+    "dist.init_process_group(\"nccl\")\n";
+}  // namespace
+
+TEST_CASE("DDP201 fix: device_ids=[the file's local-rank name]; safe when known, unsafe from LOCAL_RANK") {
+  auto [a, sa] = fixed_with(kDdpHead + "local_rank = int(os.environ[\"LOCAL_RANK\"])\nmodel = Net()\nmodel = DDP(model)\n",
+                            "DDP201");
+  CHECK(a == kDdpHead + "local_rank = int(os.environ[\"LOCAL_RANK\"])\nmodel = Net()\nmodel = DDP(model, device_ids=[local_rank])\n");
+  CHECK(sa == "safe");
+  auto [b, sb] = fixed_with(kDdpHead + "lr_id = int(os.environ.get(\"LOCAL_RANK\", 0))\nmodel = DDP(Net().to(dev))\n", "DDP201");
+  CHECK(b == kDdpHead + "lr_id = int(os.environ.get(\"LOCAL_RANK\", 0))\nmodel = DDP(Net().to(dev), device_ids=[lr_id])\n");
+  CHECK(sb == "safe");
+  auto [c, sc] = fixed_with(kDdpHead + "def main(dev):\n    model = DDP(Net().to(dev))\n", "DDP201");
+  CHECK(c == kDdpHead + "def main(dev):\n    model = DDP(Net().to(dev), device_ids=[int(os.environ[\"LOCAL_RANK\"])])\n");
+  CHECK(sc == "unsafe");
+  const std::string argp = "import argparse\nimport torch\nimport torch.distributed as dist\nfrom torch.nn.parallel import DistributedDataParallel as DDP\n"
+                           "p = argparse.ArgumentParser()\np.add_argument(\"--local_rank\", type=int, default=0)\nargs = p.parse_args()\n"
+                           "dist.init_process_group(\"nccl\")\nmodel = DDP(Net().to(dev))\n";
+  auto [d, sd] = fixed_with(argp, "DDP201");
+  CHECK(d.find("model = DDP(Net().to(dev), device_ids=[args.local_rank])") != std::string::npos);
+  CHECK(sd == "safe");
+}
+
+TEST_CASE("DDP101, DDP106, DDP206, DDP209 fixes") {
+  const std::string h = "import torch\nfrom torch.utils.data import DataLoader\n";
+  auto [w, sw] = fixed_with(h + "l = DataLoader(ds, batch_size=8)\n", "DDP101");
+  CHECK(w == h + "l = DataLoader(ds, batch_size=8, num_workers=4)\n");
+  CHECK(sw == "unsafe");
+  CHECK(fixed_with(h + "l = DataLoader(ds, num_workers=0)\n", "DDP101").first == h + "l = DataLoader(ds, num_workers=4)\n");
+  auto [s1, ss] = fixed_with(h + "l = DataLoader(ds, shuffle=True, sampler=smp, batch_size=8)\n", "DDP106");
+  CHECK(s1 == h + "l = DataLoader(ds, sampler=smp, batch_size=8)\n");
+  CHECK(ss == "safe");
+  CHECK(fixed_with(h + "l = DataLoader(ds, sampler=smp, shuffle=True)\n", "DDP106").first ==
+        h + "l = DataLoader(ds, sampler=smp)\n");
+  CHECK(fixed_with(h + "l = DataLoader(ds, 8, True, smp)\n", "DDP106").first == h + "l = DataLoader(ds, 8, False, smp)\n");
+  // a comment in the text that would go: no fix
+  CHECK(fixed_with(h + "l = DataLoader(ds, sampler=smp,  # per rank\n    shuffle=True)\n", "DDP106").first.empty());
+  auto [u, su] = fixed_with(kDdpHead + "model = DDP(net, device_ids=[0], find_unused_parameters=True)\n", "DDP209");
+  CHECK(u == kDdpHead + "model = DDP(net, device_ids=[0])\n");
+  CHECK(su == "unsafe");
+  const std::string legacy = "import argparse\nimport os\np = argparse.ArgumentParser()\n"
+                             "p.add_argument(\"--local_rank\", type=int, default=0)\nargs = p.parse_args()\n"
+                             "torch.cuda.set_device(args.local_rank)\n";
+  auto [l, sl] = fixed_with(legacy, "DDP206");
+  CHECK(l.find("p.add_argument(\"--local_rank\", type=int, default=int(os.environ.get(\"LOCAL_RANK\", 0)))") !=
+        std::string::npos);
+  CHECK(sl == "unsafe");
+}
