@@ -147,7 +147,13 @@ TEST_CASE("json format has exactly the documented fields") {
   CHECK(f["filename"] == "bad.py");
   CHECK(f["location"] == nlohmann::json{{"row", 3}, {"column", 10}});
   CHECK(f["end_location"] == nlohmann::json{{"row", 3}, {"column", 20}});
-  CHECK(f["fix"].is_null());
+  // DDP101's fix: an unsafe edit adding num_workers after the last argument
+  CHECK(f["fix"]["applicability"] == "unsafe");
+  CHECK(f["fix"]["message"].get<std::string>().find("num_workers=4") != std::string::npos);
+  REQUIRE(f["fix"]["edits"].size() == 1);
+  CHECK(f["fix"]["edits"][0]["content"] == ", num_workers=4");
+  CHECK(f["fix"]["edits"][0]["location"] == nlohmann::json{{"row", 3}, {"column", 40}});
+  CHECK(f["fix"]["edits"][0]["end_location"] == nlohmann::json{{"row", 3}, {"column", 40}});
   CHECK(f["url"].is_string());
   d.write("good.py", "x = 1\n");
   Run empty = ddplint({"--format", "json", "good.py"}, "", d.path);
