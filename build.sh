@@ -17,6 +17,7 @@ DEBS=(
   "libtomlplusplus-dev:-"
   "doctest-dev:-"
   "libdtl-dev:-"
+  "python3-jsonschema:-"
   "neovim:nvim"
 )
 
@@ -66,6 +67,13 @@ setup() {
     say "installing the VS Code extension's pinned npm packages (npm ci --ignore-scripts in editors/vscode)"
     (cd editors/vscode && npm ci --ignore-scripts --no-audit --no-fund >&2) || { say "npm ci failed in editors/vscode"; exit 1; }
     cp editors/vscode/package-lock.json "$vstamp"
+  fi
+  # the SARIF validator the test suite runs (Microsoft's SARIF Multitool, pinned)
+  local sstamp=tests/sarif/node_modules/.ddplint-lock
+  if [ ! -f "$sstamp" ] || ! cmp -s tests/sarif/package-lock.json "$sstamp"; then
+    say "installing the pinned SARIF validator (npm ci --ignore-scripts in tests/sarif)"
+    (cd tests/sarif && npm ci --ignore-scripts --no-audit --no-fund >&2) || { say "npm ci failed in tests/sarif"; exit 1; }
+    cp tests/sarif/package-lock.json "$sstamp"
   fi
 }
 

@@ -77,7 +77,14 @@ int run_cli(int argc, char** argv, std::span<const Rule> rules) {
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
       ->allow_extra_args(false);
-  app.add_option("--format", format, "Output format")->check(CLI::IsMember({"text", "json"}))->capture_default_str();
+  app.add_option("--format", format, "Output format")
+      ->check(CLI::IsMember({"text", "full", "grouped", "json", "json-lines", "github", "sarif"}))
+      ->capture_default_str();
+  bool statistics = false;
+  std::string output_file;
+  app.add_flag("--statistics", statistics, "Print a count of findings per rule instead of the findings");
+  app.add_option("-o,--output-file", output_file, "Write the report to this file instead of standard output")
+      ->type_name("PATH");
   app.add_option("--explain", explain, "Print the documentation of a rule and exit")->type_name("CODE");
   app.add_flag("--list-rules", list, "Print a table of every rule and exit");
   app.add_option("--stdin-filename", stdin_filename, "Name shown for source read from standard input (-)")
@@ -188,7 +195,7 @@ int run_cli(int argc, char** argv, std::span<const Rule> rules) {
 
   if (paths.empty()) paths.push_back(".");
   bool had_error = false;
-  bool color = format == "text" && use_color();
+  bool color = (format == "text" || format == "full" || format == "grouped") && output_file.empty() && use_color();
   std::size_t findings = 0, files = 0;
   nlohmann::ordered_json json_out = nlohmann::ordered_json::array();
 
@@ -204,8 +211,27 @@ int run_cli(int argc, char** argv, std::span<const Rule> rules) {
     std::string diff;       // --diff: this file's diff
     std::string stdin_fixed;  // --fix on standard input: the fixed source
     bool stdin_source = false;
+    std::map<std::string_view, std::pair<std::size_t, std::size_t>> stats;  // code -> (findings, with a safe fix)
   };
   const bool fixing = fix || diff;
+  // SARIF locations are relative to the repository root (the folder holding .git above the
+  // current one), or to the current folder outside a repository
+  std::filesystem::path source_root = std::filesystem::current_path();
+  for (std::filesystem::path p = source_root; !p.empty(); p = p.parent_path()) {
+    std::error_code ec;
+    if (std::filesystem::exists(p / ".git", ec)) {
+      source_root = p;
+      break;
+    }
+    if (p == p.parent_path()) break;
+  }
+  auto sarif_uri = [&](const std::string& path) -> std::pair<std::string, bool> {
+    std::error_code ec;
+    std::filesystem::path abs = std::filesystem::absolute(path, ec).lexically_normal();
+    std::filesystem::path rel = abs.lexically_relative(source_root);
+    if (!rel.empty() && *rel.begin() != "..") return {uri_path_encode(rel.generic_string()), true};
+    return {"file://" + uri_path_encode(abs.generic_string()), false};
+  };
   // `write_back`: the file on disk to replace with the fixed text (empty for standard input)
   auto lint_source = [&](SourceFile source, const RuleSelection& selection, bool write_back) {
     Outcome o;
@@ -252,25 +278,68 @@ int run_cli(int argc, char** argv, std::span<const Rule> rules) {
       o.stdin_source = true;
     }
     o.findings = result.diagnostics.size();
-    if (format == "json") {
+    if (statistics) {
+      for (const auto& d : result.diagnostics) {
+        auto& [n, fixable] = o.stats[d.rule->code];
+        ++n;
+        if (d.fix && (d.fix->applicability == Fix::Applicability::Safe || unsafe_fixes)) ++fixable;
+      }
+    } else if (format == "json" || format == "json-lines") {
       for (const auto& d : result.diagnostics) o.json.push_back(to_json(*shown, d));
+      if (format == "json-lines") {
+        for (const auto& item : o.json) o.out += item.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
+        o.json.clear();
+      }
+    } else if (format == "sarif") {
+      auto [uri, relative] = sarif_uri(shown->path());
+      std::map<std::pair<std::string_view, std::string>, std::size_t> seen;  // (rule, line text) -> count
+      for (const auto& d : result.diagnostics) {
+        std::size_t index = 0;
+        for (std::size_t i = 0; i < rules.size(); ++i)
+          if (rules[i].info.code == d.rule->code) index = i;
+        const LineIndex& li = shown->lines();
+        std::uint32_t line = li.line_of(d.start);
+        std::string text(shown->text().substr(li.line_start(line), li.line_end(line) - li.line_start(line)));
+        auto result_json = sarif_result(*shown, d, index, uri, seen[{d.rule->code, text}]++);
+        if (!relative) result_json["locations"][0]["physicalLocation"]["artifactLocation"].erase("uriBaseId");
+        o.json.push_back(std::move(result_json));
+      }
+    } else if (format == "full") {
+      o.out = format_full(*shown, result.diagnostics, color);
+    } else if (format == "grouped") {
+      o.out = format_grouped(*shown, result.diagnostics, color);
+    } else if (format == "github") {
+      o.out = format_github(*shown, result.diagnostics);
     } else {
       o.out = format_text(*shown, result.diagnostics, color);
     }
     return o;
   };
+  std::FILE* report = stdout;
+  if (!output_file.empty()) {
+    report = std::fopen(output_file.c_str(), "w");
+    if (report == nullptr) {
+      std::fprintf(stderr, "ddplint: %s: cannot write the report: %s\n", output_file.c_str(), std::strerror(errno));
+      return kExitError;
+    }
+  }
   std::size_t fixed_total = 0;
   std::string fixes_report;
   bool any_diff = false, summary_to_stderr = false;
+  std::map<std::string_view, std::pair<std::size_t, std::size_t>> stats;
   auto emit = [&](Outcome& o) {
     if (!o.err.empty()) std::fwrite(o.err.data(), 1, o.err.size(), stderr);
+    for (const auto& [code, counts] : o.stats) {
+      stats[code].first += counts.first;
+      stats[code].second += counts.second;
+    }
     had_error = had_error || o.error;
     if (o.linted) ++files;
     findings += o.findings;
     fixed_total += o.fixed_total;
     if (!o.diff.empty()) {
       any_diff = true;
-      std::fwrite(o.diff.data(), 1, o.diff.size(), stdout);
+      std::fwrite(o.diff.data(), 1, o.diff.size(), report);
     }
     if (o.stdin_source) {
       summary_to_stderr = true;
@@ -279,7 +348,7 @@ int run_cli(int argc, char** argv, std::span<const Rule> rules) {
       std::fwrite(o.out.data(), 1, o.out.size(), stderr);
       o.out.clear();
     }
-    if (!o.out.empty()) std::fwrite(o.out.data(), 1, o.out.size(), stdout);
+    if (!o.out.empty()) std::fwrite(o.out.data(), 1, o.out.size(), report);
     for (auto& item : o.json) json_out.push_back(std::move(item));
     if (show_fixes && !o.fixed.empty()) {
       fixes_report += "  " + o.path + ":\n";
@@ -402,9 +471,38 @@ int run_cli(int argc, char** argv, std::span<const Rule> rules) {
     for (auto& t : pool) t.join();
   }
 
-  std::FILE* summary = summary_to_stderr ? stderr : stdout;
+  std::FILE* summary = summary_to_stderr ? stderr : report;
   if (diff) {
     if (!quiet) std::fprintf(stderr, "Would fix %s.\n", plural(fixed_total, "finding").c_str());
+  } else if (statistics) {
+    std::vector<std::pair<std::string_view, std::pair<std::size_t, std::size_t>>> rows(stats.begin(), stats.end());
+    std::stable_sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.second.first > b.second.first; });
+    std::size_t count_w = 1, name_w = 1;
+    for (const auto& [code, c] : rows) {
+      count_w = std::max(count_w, std::to_string(c.first).size());
+      for (const Rule& r : rules)
+        if (r.info.code == code) name_w = std::max(name_w, r.info.name.size());
+    }
+    for (const auto& [code, c] : rows) {
+      std::string_view name;
+      for (const Rule& r : rules)
+        if (r.info.code == code) name = r.info.name;
+      // [*]: every finding of the rule has a fix --fix applies; [-]: some have
+      const char* mark = c.second == 0 ? "" : c.second == c.first ? "[*]" : "[-]";
+      std::fprintf(summary, "%*zu  %-7.*s  %-*.*s%s%s\n", static_cast<int>(count_w), c.first, static_cast<int>(code.size()),
+                   code.data(), *mark ? static_cast<int>(name_w) : 0, static_cast<int>(name.size()), name.data(),
+                   *mark ? "  " : "", mark);
+    }
+    if (!quiet && format == "text")
+      std::fprintf(summary, "Found %s in %s.\n", plural(findings, "finding").c_str(), plural(files, "file").c_str());
+  } else if (format == "sarif") {
+    nlohmann::ordered_json log = sarif_log(rules, std::move(json_out),
+                                           "file://" + uri_path_encode(source_root.generic_string()) +
+                                               (source_root.generic_string().back() == '/' ? "" : "/"));
+    std::string s = log.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+    std::fprintf(report, "%s\n", s.c_str());
+  } else if (format == "json-lines" || format == "github") {
+    // one record per line, no summary
   } else if (format == "json") {
     std::string s = json_out.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
     std::fprintf(summary, "%s\n", s.c_str());
@@ -419,7 +517,9 @@ int run_cli(int argc, char** argv, std::span<const Rule> rules) {
     if (fixed_total > 0) std::fprintf(summary, "Fixed %s:\n%s", plural(fixed_total, "finding").c_str(), fixes_report.c_str());
     else std::fprintf(summary, "No fixes applied.\n");
   }
-  if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
+  bool report_failed = std::fflush(report) != 0 || std::ferror(report);
+  if (report != stdout) report_failed = std::fclose(report) != 0 || report_failed;
+  if (report_failed || std::fflush(stdout) != 0 || std::ferror(stdout)) {
     std::fprintf(stderr, "ddplint: cannot write the output: %s\n", std::strerror(errno ? errno : EIO));
     return kExitError;
   }

@@ -1,5 +1,8 @@
 #include "linter/output.hpp"
 
+#include <algorithm>
+#include <cstdio>
+
 namespace ddplint {
 
 std::string format_text(const SourceFile& file, const std::vector<Diagnostic>& diagnostics, bool color) {
@@ -66,6 +69,250 @@ nlohmann::ordered_json to_json(const SourceFile& file, const Diagnostic& d) {
   if (d.rule->url.empty()) j["url"] = nullptr;
   else j["url"] = d.rule->url;
   return j;
+}
+
+namespace {
+const char* reset_if(bool color) { return color ? "\x1b[0m" : ""; }
+
+// The text of 0-based `line` without its terminator.
+std::string_view line_text(const SourceFile& file, std::uint32_t line) {
+  const LineIndex& lines = file.lines();
+  std::uint32_t a = lines.line_start(line), b = lines.line_end(line);
+  if (line == 0) a = std::max(a, file.bom_length());
+  return file.text().substr(a, b - a);
+}
+
+bool is_continuation(unsigned char c) { return (c & 0xC0) == 0x80; }
+
+// Padding that lines up under `prefix` (tabs kept, one space per code point otherwise).
+std::string pad_under(std::string_view prefix) {
+  std::string out;
+  for (unsigned char c : prefix) {
+    if (c == '\t') out += '\t';
+    else if (!is_continuation(c)) out += ' ';
+  }
+  return out;
+}
+
+std::size_t code_points(std::string_view s) {
+  std::size_t n = 0;
+  for (unsigned char c : s) n += is_continuation(c) ? 0 : 1;
+  return n;
+}
+
+std::string sarif_level(Severity s) {
+  switch (s) {
+    case Severity::Error: return "error";
+    case Severity::Warning: return "warning";
+    case Severity::Info: return "note";
+  }
+  return "warning";
+}
+
+// FNV-1a, 64 bits: a stable fingerprint of a finding's rule, file and line text.
+std::uint64_t fnv1a(std::string_view s, std::uint64_t h = 1469598103934665603ull) {
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+// The first paragraph of a rule's "What it does" section, as one line.
+std::string first_paragraph(std::string_view docs) {
+  std::size_t at = docs.find("## What it does");
+  if (at == std::string_view::npos) return {};
+  std::string_view rest = docs.substr(docs.find('\n', at) + 1);
+  std::size_t end = rest.find("\n\n");
+  std::string out(rest.substr(0, end));
+  for (char& c : out)
+    if (c == '\n') c = ' ';
+  return out;
+}
+}  // namespace
+
+std::string format_full(const SourceFile& file, const std::vector<Diagnostic>& diagnostics, bool color) {
+  std::string out;
+  const char* blue = color ? "\x1b[1;34m" : "";
+  const char* red = color ? "\x1b[1;31m" : "";
+  const char* reset = reset_if(color);
+  for (const Diagnostic& d : diagnostics) {
+    std::vector<Diagnostic> one{Diagnostic{d.rule, d.start, d.end, d.message, std::nullopt}};
+    std::string head = format_text(file, one, color);
+    if (d.fix && d.fix->applicability == Fix::Applicability::Safe) {
+      // `path:row:col: CODE [*] message`
+      std::size_t at = head.find(std::string(d.rule->code));
+      if (at != std::string::npos) head.insert(at + d.rule->code.size() + (color ? 4 : 0), " [*]");
+    }
+    out += head;
+    const LineIndex& lines = file.lines();
+    std::uint32_t first = lines.line_of(d.start), last = lines.line_of(d.end > d.start ? d.end - 1 : d.start);
+    std::string number = std::to_string(last + 1);
+    std::string gutter(number.size() + 1, ' ');
+    out += gutter + blue + "|" + reset + "\n";
+    std::uint32_t shown_last = std::min(last, first + 4);  // at most 5 lines of a long range
+    for (std::uint32_t l = first; l <= shown_last; ++l) {
+      std::string_view text = line_text(file, l);
+      std::string n = std::to_string(l + 1);
+      out += std::string(number.size() - n.size(), ' ') + blue + n + " |" + reset + " " + std::string(text) + "\n";
+      std::uint32_t ls = lines.line_start(l) + (l == 0 ? file.bom_length() : 0);
+      std::uint32_t a = l == first ? d.start - std::min(d.start, ls) : 0;
+      std::uint32_t b = l == last ? d.end - std::min(d.end, ls) : static_cast<std::uint32_t>(text.size());
+      a = std::min<std::uint32_t>(a, static_cast<std::uint32_t>(text.size()));
+      b = std::clamp<std::uint32_t>(b, a, static_cast<std::uint32_t>(text.size()));
+      std::size_t width = std::max<std::size_t>(1, code_points(text.substr(a, b - a)));
+      out += gutter + blue + "|" + reset + " " + pad_under(text.substr(0, a)) + red + std::string(width, '^') + reset + "\n";
+    }
+    if (shown_last < last) out += gutter + blue + "|" + reset + " ...\n";
+    out += gutter + blue + "|" + reset + "\n";
+    if (d.fix) {
+      out += gutter + "= help: " + d.fix->description +
+             (d.fix->applicability == Fix::Applicability::Unsafe ? " (unsafe fix: --fix --unsafe-fixes)" : "") + "\n";
+    }
+    out += "\n";
+  }
+  return out;
+}
+
+std::string format_grouped(const SourceFile& file, const std::vector<Diagnostic>& diagnostics, bool color) {
+  if (diagnostics.empty()) return "";
+  const char* bold = color ? "\x1b[1m" : "";
+  const char* reset = reset_if(color);
+  std::string out = std::string(bold) + file.path() + reset + ":\n";
+  std::size_t width = 0;
+  for (const Diagnostic& d : diagnostics) {
+    Position p = file.lines().position(d.start);
+    width = std::max(width, std::to_string(p.row).size() + 1 + std::to_string(p.column).size());
+  }
+  for (const Diagnostic& d : diagnostics) {
+    Position p = file.lines().position(d.start);
+    std::string where = std::to_string(p.row) + ":" + std::to_string(p.column);
+    out += "  " + where + std::string(width - where.size(), ' ') + " " + std::string(d.rule->code) + " " + d.message + "\n";
+  }
+  out += "\n";
+  return out;
+}
+
+std::string github_escape_data(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '%') out += "%25";
+    else if (c == '\r') out += "%0D";
+    else if (c == '\n') out += "%0A";
+    else out += c;
+  }
+  return out;
+}
+
+std::string github_escape_property(std::string_view s) {
+  std::string out;
+  for (char c : github_escape_data(s)) {
+    if (c == ':') out += "%3A";
+    else if (c == ',') out += "%2C";
+    else out += c;
+  }
+  return out;
+}
+
+std::string format_github(const SourceFile& file, const std::vector<Diagnostic>& diagnostics) {
+  std::string out;
+  for (const Diagnostic& d : diagnostics) {
+    Position a = file.lines().position(d.start), b = file.lines().position(d.end);
+    const char* command = d.rule->severity == Severity::Error ? "error" : d.rule->severity == Severity::Warning ? "warning" : "notice";
+    out += "::" + std::string(command) + " title=" + github_escape_property("ddplint (" + std::string(d.rule->code) + ")") +
+           ",file=" + github_escape_property(file.path()) + ",line=" + std::to_string(a.row) +
+           ",col=" + std::to_string(a.column) + ",endLine=" + std::to_string(b.row) +
+           ",endColumn=" + std::to_string(b.column) + "::" +
+           github_escape_data(std::string(d.rule->code) + " " + d.message) + "\n";
+  }
+  return out;
+}
+
+std::string uri_path_encode(std::string_view path) {
+  static const char* hex = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : path) {
+    bool plain = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.' ||
+                 c == '_' || c == '~' || c == '/';
+    if (plain) {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    }
+  }
+  return out;
+}
+
+nlohmann::ordered_json sarif_result(const SourceFile& file, const Diagnostic& d, std::size_t rule_index,
+                                    const std::string& uri, std::size_t occurrence) {
+  Position a = file.lines().position(d.start), b = file.lines().position(d.end);
+  std::string_view text = line_text(file, file.lines().line_of(d.start));
+  // the line's text without surrounding blanks: moving code keeps its fingerprint
+  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
+  while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) text.remove_suffix(1);
+  std::uint64_t h = fnv1a(d.rule->code);
+  h = fnv1a(uri, fnv1a("\x1f", h));
+  h = fnv1a(text, fnv1a("\x1f", h));
+  char fingerprint[40];
+  std::snprintf(fingerprint, sizeof fingerprint, "%016llx:%zu", static_cast<unsigned long long>(h), occurrence + 1);
+  nlohmann::ordered_json region = {{"startLine", a.row}, {"startColumn", a.column}, {"endLine", b.row}, {"endColumn", b.column}};
+  nlohmann::ordered_json result = {
+      {"ruleId", d.rule->code},
+      {"ruleIndex", rule_index},
+      {"level", sarif_level(d.rule->severity)},
+      {"message", {{"text", d.message}}},
+      {"locations",
+       {{{"physicalLocation",
+          {{"artifactLocation", {{"uri", uri}, {"uriBaseId", "%SRCROOT%"}}}, {"region", std::move(region)}}}}}},
+      {"partialFingerprints", {{"ddplintLineHash/v1", fingerprint}}}};
+  if (d.fix) {
+    nlohmann::ordered_json replacements = nlohmann::ordered_json::array();
+    for (const Edit& e : d.fix->edits) {
+      Position x = file.lines().position(e.start), y = file.lines().position(e.end);
+      replacements.push_back({{"deletedRegion", {{"startLine", x.row}, {"startColumn", x.column}, {"endLine", y.row}, {"endColumn", y.column}}},
+                              {"insertedContent", {{"text", e.replacement}}}});
+    }
+    result["fixes"] = {{{"description", {{"text", d.fix->description}}},
+                        {"artifactChanges",
+                         {{{"artifactLocation", {{"uri", uri}, {"uriBaseId", "%SRCROOT%"}}},
+                           {"replacements", std::move(replacements)}}}}}};
+  }
+  return result;
+}
+
+nlohmann::ordered_json sarif_log(std::span<const Rule> rules, nlohmann::ordered_json results, const std::string& root_uri) {
+  nlohmann::ordered_json rule_list = nlohmann::ordered_json::array();
+  for (const Rule& r : rules) {
+    std::string summary(r.info.summary);
+    std::string full = first_paragraph(r.info.docs);
+    if (full.empty()) full = summary;
+    nlohmann::ordered_json rule = {
+        {"id", r.info.code},
+        {"name", r.info.name},
+        {"shortDescription", {{"text", summary}}},
+        {"fullDescription", {{"text", full}}},
+        {"help", {{"text", summary + " (ddplint --explain " + std::string(r.info.code) + ")"}, {"markdown", r.info.docs}}},
+        {"defaultConfiguration", {{"level", sarif_level(r.info.severity)}}},
+        {"properties", {{"tags", {"ddplint", "performance", "pytorch"}}}}};
+    if (!r.info.url.empty()) rule["helpUri"] = r.info.url;
+    rule_list.push_back(std::move(rule));
+  }
+  nlohmann::ordered_json run = {
+      {"tool",
+       {{"driver",
+         {{"name", "ddplint"},
+          {"version", DDPLINT_VERSION},
+          {"semanticVersion", DDPLINT_VERSION},
+          {"informationUri", "https://pytorch.org/docs/stable/notes/ddp.html"},
+          {"rules", std::move(rule_list)}}}}},
+      {"originalUriBaseIds", {{"%SRCROOT%", {{"uri", root_uri}}}}},
+      {"columnKind", "unicodeCodePoints"},
+      {"results", std::move(results)}};
+  return {{"$schema", "https://json.schemastore.org/sarif-2.1.0.json"},
+          {"version", "2.1.0"},
+          {"runs", {std::move(run)}}};
 }
 
 }  // namespace ddplint

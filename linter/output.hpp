@@ -2,6 +2,7 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -17,5 +18,44 @@ std::string format_text(const SourceFile& file, const std::vector<Diagnostic>& d
 /// JSON object of one finding, with exactly the fields documented in the README:
 /// code, name, severity, message, filename, location, end_location, fix, url.
 nlohmann::ordered_json to_json(const SourceFile& file, const Diagnostic& d);
+
+/// `full` format: the text line, then the source line(s) with the finding's
+/// range underlined (`^`), then the fix as a `= help:` line. `[*]` after the
+/// code marks a safe fix (`--fix` applies it).
+std::string format_full(const SourceFile& file, const std::vector<Diagnostic>& diagnostics, bool color);
+
+/// `grouped` format: the path on its own line, then `  row:col CODE message`
+/// lines, then a blank line. Empty when there is no finding.
+std::string format_grouped(const SourceFile& file, const std::vector<Diagnostic>& diagnostics, bool color);
+
+/// `github` format: one GitHub Actions workflow command per finding
+/// (`::warning title=...,file=...,line=...,col=...,endLine=...,endColumn=...::message`),
+/// escaped as the Actions toolkit escapes (data: % CR LF; properties also : ,).
+/// Severity: error -> error, warning -> warning, info -> notice.
+std::string format_github(const SourceFile& file, const std::vector<Diagnostic>& diagnostics);
+
+/// GitHub's escaping of a workflow command's message (`%`, CR, LF).
+std::string github_escape_data(std::string_view s);
+/// GitHub's escaping of a workflow command's property value (also `:` and `,`).
+std::string github_escape_property(std::string_view s);
+
+/// One finding's SARIF 2.1.0 `result` object. `uri` is the file's path
+/// relative to the repository root (forward slashes, percent-encoded), with
+/// uriBaseId `%SRCROOT%`; columns are Unicode code points (the run's
+/// columnKind), end column exclusive. `occurrence` counts earlier findings of
+/// the same rule on identical line text in the file: it keeps the
+/// partialFingerprints of repeated lines distinct.
+nlohmann::ordered_json sarif_result(const SourceFile& file, const Diagnostic& d, std::size_t rule_index,
+                                    const std::string& uri, std::size_t occurrence);
+
+/// A SARIF 2.1.0 log with one run: the tool (every rule in `rules`, with id,
+/// name, short and full descriptions, help text and Markdown, helpUri and
+/// default level) and `results`. `root_uri` (a `file://` URI ending in `/`) is
+/// what `%SRCROOT%` stands for.
+nlohmann::ordered_json sarif_log(std::span<const Rule> rules, nlohmann::ordered_json results, const std::string& root_uri);
+
+/// A path as a relative URI reference: `/` separators, each byte outside
+/// RFC 3986's unreserved set and `/` percent-encoded.
+std::string uri_path_encode(std::string_view path);
 
 }  // namespace ddplint

@@ -532,3 +532,64 @@ TEST_CASE("--fix: a write that fails (full disk) leaves the original intact and 
   for (auto& e : fs::directory_iterator(d.path)) entries += 1;
   CHECK(entries == 1);  // the temporary file was removed
 }
+
+TEST_CASE("formats: full, grouped, github, json-lines, sarif; --statistics; --output-file") {
+  TempDir d;
+  d.write("a b.py", "import torch\nfrom torch.utils.data import DataLoader\nname = \"é\"; l = DataLoader(ds, num_workers=2)\nmodel.cuda()\n");
+  Run full = ddplint({"--isolated", "--format", "full", "a b.py"}, "", d.path);
+  CHECK(full.rc == 1);
+  CHECK(full.out == "a b.py:3:17: DDP102 [*] DataLoader without pin_memory=True in a CUDA script: every batch is copied to "
+                    "the GPU from pageable memory, which is slower and cannot overlap with compute\n"
+                    "  |\n"
+                    "3 | name = \"é\"; l = DataLoader(ds, num_workers=2)\n"
+                    "  |                 ^^^^^^^^^^\n"
+                    "  |\n"
+                    "  = help: Add `pin_memory=True`\n\n"
+                    "Found 1 finding in 1 file.\n");
+  Run grouped = ddplint({"--isolated", "--format", "grouped", "a b.py"}, "", d.path);
+  CHECK(grouped.out.rfind("a b.py:\n  3:17 DDP102 DataLoader without pin_memory=True", 0) == 0);
+  Run gh = ddplint({"--isolated", "--format", "github", "a b.py"}, "", d.path);
+  CHECK(gh.out.rfind("::warning title=ddplint (DDP102),file=a b.py,line=3,col=17,endLine=3,endColumn=27::DDP102 ", 0) == 0);
+  CHECK(std::count(gh.out.begin(), gh.out.end(), '\n') == 1);
+  Run lines = ddplint({"--isolated", "--format", "json-lines", "a b.py"}, "", d.path);
+  auto one = nlohmann::json::parse(lines.out.substr(0, lines.out.find('\n')));
+  CHECK(one["code"] == "DDP102");
+  CHECK(one["fix"]["applicability"] == "safe");
+  Run sarif = ddplint({"--isolated", "--format", "sarif", "a b.py"}, "", d.path);
+  auto log = nlohmann::json::parse(sarif.out);
+  CHECK(log["version"] == "2.1.0");
+  auto& run = log["runs"][0];
+  CHECK(run["tool"]["driver"]["rules"].size() >= 42);
+  auto& rule0 = run["tool"]["driver"]["rules"][0];
+  for (const char* key : {"id", "name", "shortDescription", "fullDescription", "help", "helpUri", "defaultConfiguration"})
+    CHECK_MESSAGE(rule0.contains(key), key);
+  REQUIRE(run["results"].size() == 1);
+  auto& res = run["results"][0];
+  CHECK(res["ruleId"] == "DDP102");
+  CHECK(res["level"] == "warning");
+  CHECK(run["tool"]["driver"]["rules"][res["ruleIndex"].get<int>()]["id"] == "DDP102");
+  auto& loc = res["locations"][0]["physicalLocation"];
+  CHECK(loc["artifactLocation"]["uri"] == "a%20b.py");  // relative to the root, percent-encoded
+  CHECK(loc["artifactLocation"]["uriBaseId"] == "%SRCROOT%");
+  CHECK(loc["region"] == nlohmann::json{{"startLine", 3}, {"startColumn", 17}, {"endLine", 3}, {"endColumn", 27}});
+  CHECK(res["partialFingerprints"].size() == 1);
+  CHECK(run["columnKind"] == "unicodeCodePoints");
+  // --statistics: count, code, name, [*] when --fix would fix them all
+  Run stats = ddplint({"--isolated", "--statistics", "a b.py"}, "", d.path);
+  CHECK(stats.out == "1  DDP102   dataloader-without-pin-memory  [*]\nFound 1 finding in 1 file.\n");
+  // --output-file: the report goes to the file, nothing to stdout
+  Run file = ddplint({"--isolated", "--format", "json", "-o", "report.json", "a b.py"}, "", d.path);
+  CHECK(file.rc == 1);
+  CHECK(file.out.empty());
+  CHECK(nlohmann::json::parse(slurp(d.path / "report.json"))[0]["code"] == "DDP102");
+  Run nowhere = ddplint({"--isolated", "-o", "missing/dir/report.txt", "a b.py"}, "", d.path);
+  CHECK(nowhere.rc == 2);
+  CHECK(contains(nowhere.err, "missing/dir/report.txt"));
+}
+
+TEST_CASE("github format escapes as the Actions toolkit does") {
+  TempDir d;
+  d.write("x,y:z%.py", "import torch\nfrom torch.utils.data import DataLoader\nl = DataLoader(ds, num_workers=2)\nmodel.cuda()\n");
+  Run gh = ddplint({"--isolated", "--format", "github", "x,y:z%.py"}, "", d.path);
+  CHECK(contains(gh.out, ",file=x%2Cy%3Az%25.py,"));
+}
