@@ -593,3 +593,23 @@ TEST_CASE("github format escapes as the Actions toolkit does") {
   Run gh = ddplint({"--isolated", "--format", "github", "x,y:z%.py"}, "", d.path);
   CHECK(contains(gh.out, ",file=x%2Cy%3Az%25.py,"));
 }
+
+TEST_CASE("ddplint rule: one rule, --all as JSON, and docs/rules.md is current") {
+  Run one = ddplint({"rule", "DDP102"});
+  CHECK(one.rc == 0);
+  CHECK(one.out == ddplint({"--explain", "DDP102"}).out);
+  CHECK(contains(one.out, "## What it does"));
+  Run all = ddplint({"rule", "--all", "--format", "json"});
+  auto list = nlohmann::json::parse(all.out);
+  CHECK(list.size() >= 42);
+  for (const auto& r : list) {
+    for (const char* key : {"code", "name", "summary", "severity", "fix", "explanation"}) CHECK_MESSAGE(r.contains(key), key);
+  }
+  CHECK(list[1]["code"] == "DDP101");
+  CHECK(list[1]["fix"] == "sometimes");
+  Run page = ddplint({"rule", "--all", "--format", "markdown"});
+  CHECK_MESSAGE(page.out == slurp(fs::path(DDPLINT_SOURCE_DIR) / "docs/rules.md"),
+                "docs/rules.md is stale: run `build/release/ddplint rule --all --format markdown > docs/rules.md`");
+  CHECK(ddplint({"rule"}).rc == 2);
+  CHECK(ddplint({"rule", "DDP999"}).rc == 2);
+}
