@@ -18,6 +18,8 @@ DEBS=(
   "doctest-dev:-"
   "libdtl-dev:-"
   "python3-jsonschema:-"
+  "pre-commit:pre-commit"
+  "git:git"
   "neovim:nvim"
 )
 
