@@ -17,6 +17,7 @@ DEBS=(
   "libtomlplusplus-dev:-"
   "doctest-dev:-"
   "libdtl-dev:-"
+  "libgit2-dev:-"
   "python3-jsonschema:-"
   "pre-commit:pre-commit"
   "git:git"

@@ -22,6 +22,7 @@
 #include "linter/config.hpp"
 #include "linter/discovery.hpp"
 #include "linter/fixes.hpp"
+#include "linter/gitignore.hpp"
 #include "linter/lint.hpp"
 #include "linter/output.hpp"
 #include "lsp/server.hpp"
@@ -132,7 +133,7 @@ int run_cli(int argc, char** argv, std::span<const Rule> rules) {
   std::string explain;
   std::string stdin_filename;
   bool list = false, exit_zero = false, quiet = false, isolated = false;
-  bool fix = false, unsafe_fixes = false, diff = false, show_fixes = false;
+  bool fix = false, unsafe_fixes = false, diff = false, show_fixes = false, force_exclude = false;
   std::string config_path;
   app.add_option("paths", paths, "Files or folders to lint (folders: every *.py inside); - reads standard input")
       ->type_name("PATH");
@@ -163,6 +164,8 @@ int run_cli(int argc, char** argv, std::span<const Rule> rules) {
                  "instead of the closest one to each file")
       ->type_name("PATH");
   app.add_flag("--isolated", isolated, "Ignore every configuration file");
+  app.add_flag("--force-exclude", force_exclude,
+               "Apply exclude patterns and .gitignore to paths named on the command line too (as a pre-commit hook needs)");
   app.add_flag("--fix", fix, "Apply safe fixes to the files (atomically); report what is left");
   app.add_flag("--unsafe-fixes", unsafe_fixes, "With --fix or --diff: apply unsafe fixes too");
   app.add_flag("--diff", diff, "Print the fixes as a unified diff and change nothing (exit 1 if there is one)");
@@ -249,6 +252,14 @@ int run_cli(int argc, char** argv, std::span<const Rule> rules) {
     fixed_config = std::make_shared<const Config>(std::move(*config));
   }
   ConfigResolver resolver(rules);
+  // what one file is linted with: the rules selected for it and the rule options
+  struct FileSettings {
+    RuleSelection selection;
+    RuleOptions options;
+  };
+  auto settings_for = [&](const Config* config, const std::string& path) {
+    return FileSettings{selection_for(config, path, select, ignore), config ? config->options : RuleOptions{}};
+  };
   std::vector<std::string> config_errors;  // each reported once
   // The configuration of `path`; nullptr for none; false on a configuration error.
   auto config_of = [&](const std::string& path, std::shared_ptr<const Config>& out) {
@@ -311,7 +322,8 @@ int run_cli(int argc, char** argv, std::span<const Rule> rules) {
     return {"file://" + uri_path_encode(abs.generic_string()), false};
   };
   // `write_back`: the file on disk to replace with the fixed text (empty for standard input)
-  auto lint_source = [&](SourceFile source, const RuleSelection& selection, bool write_back) {
+  auto lint_source = [&](SourceFile source, const FileSettings& settings, bool write_back) {
+    const RuleSelection& selection = settings.selection;
     Outcome o;
     o.path = source.path();
     std::string original;
@@ -320,13 +332,13 @@ int run_cli(int argc, char** argv, std::span<const Rule> rules) {
     std::optional<FixOutcome> fixed;
     if (fixing) {
       original = std::string(source.text());
-      fixed.emplace(fix_source(std::move(source), rules, selection, unsafe_fixes));
+      fixed.emplace(fix_source(std::move(source), rules, selection, unsafe_fixes, settings.options));
       result = std::move(fixed->remaining);
       shown = &fixed->source;
       o.fixed = fixed->fixed;
       o.fixed_total = fixed->fixed_total;
     } else {
-      result = lint(source, rules, selection);
+      result = lint(source, rules, selection, settings.options);
     }
     if (!result.error.empty()) {
       o.err = "ddplint: " + o.path + ": " + result.error + "\n";
@@ -439,7 +451,7 @@ int run_cli(int argc, char** argv, std::span<const Rule> rules) {
       }
     }
   };
-  auto lint_path = [&](const DiscoveredPath& entry, const RuleSelection& selection) {
+  auto lint_path = [&](const DiscoveredPath& entry, const FileSettings& selection) {
     if (!entry.error.empty()) {
       Outcome o;
       o.err = "ddplint: " + entry.path + ": " + entry.error + "\n";
@@ -480,20 +492,32 @@ int run_cli(int argc, char** argv, std::span<const Rule> rules) {
     std::string where = stdin_filename.empty() ? "stdin.py" : stdin_filename;
     if (!config_of(where, config)) return kExitError;
     Outcome o =
-        lint_source(SourceFile(name, std::move(*data)), selection_for(config.get(), where, select, ignore), false);
+        lint_source(SourceFile(name, std::move(*data)), settings_for(config.get(), where), false);
     emit(o);
   }
 
   // Files are linted by `jobs` threads; outcomes are emitted strictly in input
   // order as soon as each is ready, and at most a bounded window of them is held.
-  std::vector<DiscoveredPath> entries = discover(file_args);
+  // folder discovery leaves out the configuration's `exclude` patterns and what git ignores
+  GitIgnore gitignore;
+  auto excluded = [&](const std::filesystem::path& path, bool is_dir) {
+    std::shared_ptr<const Config> config;
+    if (!config_of(path.string(), config)) return false;  // reported; the run stops after discovery
+    std::error_code ec;
+    std::filesystem::path absolute = std::filesystem::absolute(path, ec).lexically_normal();
+    std::filesystem::path base = config ? config->directory : std::filesystem::current_path(ec);
+    if (matches_exclude(exclude_patterns(config.get()), absolute, base)) return true;
+    return (config ? config->respect_gitignore : true) && gitignore.ignored(absolute, is_dir);
+  };
+  std::vector<DiscoveredPath> entries = discover(file_args, excluded, force_exclude);
+  if (!config_errors.empty()) return kExitError;
   // every file's configuration is resolved before any is linted: a bad configuration stops the run
-  std::vector<RuleSelection> selections;
+  std::vector<FileSettings> selections;
   selections.reserve(entries.size());
   for (const DiscoveredPath& entry : entries) {
     std::shared_ptr<const Config> config;
     if (entry.error.empty()) config_of(entry.path, config);  // errors are collected in config_errors
-    selections.push_back(selection_for(config.get(), entry.path, select, ignore));
+    selections.push_back(settings_for(config.get(), entry.path));
   }
   if (!config_errors.empty()) return kExitError;
   std::size_t workers = std::max<std::size_t>(1, std::min<std::size_t>(jobs, entries.size()));

@@ -51,9 +51,31 @@ std::optional<ConfigError> read_table(const fs::path& file, const toml::table& t
         if (auto e = read_codes(file, "per-file-ignores", codes, rules, list)) return e;
         config.per_file_ignores.emplace_back(std::string(pattern.str()), std::move(list));
       }
+    } else if (k == "exclude" || k == "extend-exclude") {
+      const toml::array* array = node.as_array();
+      if (array == nullptr) return error_at(file, node.source(), "`" + std::string(k) + "` must be an array of glob patterns");
+      std::vector<std::string> patterns;
+      for (const toml::node& item : *array) {
+        const auto* s = item.as_string();
+        if (s == nullptr) return error_at(file, item.source(), "`" + std::string(k) + "` must hold strings (glob patterns)");
+        patterns.push_back(s->get());
+      }
+      if (k == "exclude") config.exclude = std::move(patterns);
+      else config.extend_exclude = std::move(patterns);
+    } else if (k == "respect-gitignore") {
+      const auto* b = node.as_boolean();
+      if (b == nullptr) return error_at(file, node.source(), "`respect-gitignore` must be true or false");
+      config.respect_gitignore = b->get();
+    } else if (k == "tiny-batch-threshold") {
+      const auto* i = node.as_integer();
+      if (i == nullptr || i->get() < 1 || i->get() > 1'000'000)
+        return error_at(file, node.source(), "`tiny-batch-threshold` must be an integer from 1 to 1000000");
+      config.options.tiny_batch_threshold = i->get();
     } else {
-      return error_at(file, key.source(), "unknown key `" + std::string(k) +
-                                              "` (known: select, extend-select, ignore, per-file-ignores)");
+      return error_at(file, key.source(),
+                      "unknown key `" + std::string(k) +
+                          "` (known: select, extend-select, ignore, per-file-ignores, exclude, extend-exclude, "
+                          "respect-gitignore, tiny-batch-threshold)");
     }
     if (err) return err;
   }
@@ -65,6 +87,23 @@ bool glob_matches(const std::string& pattern, const std::string& path) {
 }
 
 }  // namespace
+
+std::vector<std::string> exclude_patterns(const Config* config) {
+  std::vector<std::string> out = config != nullptr && config->exclude ? *config->exclude : kDefaultExclude;
+  if (config != nullptr) out.insert(out.end(), config->extend_exclude.begin(), config->extend_exclude.end());
+  return out;
+}
+
+bool matches_exclude(const std::vector<std::string>& patterns, const fs::path& path, const fs::path& base) {
+  std::string name = path.filename().string();
+  std::string relative = base.empty() ? std::string() : path.lexically_relative(base).generic_string();
+  bool inside = !relative.empty() && relative.rfind("..", 0) != 0;
+  for (const std::string& p : patterns) {
+    if (glob_matches(p, name)) return true;
+    if (inside && glob_matches(p, relative)) return true;
+  }
+  return false;
+}
 
 std::string ConfigError::to_string() const {
   if (line == 0) return file + ": " + message;

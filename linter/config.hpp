@@ -28,7 +28,26 @@ struct Config {
   std::vector<std::string> ignore;         ///< `ignore`
   /// `per-file-ignores`: glob pattern → codes, in file order.
   std::vector<std::pair<std::string, std::vector<std::string>>> per_file_ignores;
+  /// `exclude`: glob patterns of files and folders folder discovery skips
+  /// (replaces the defaults, kDefaultExclude); std::nullopt: the defaults.
+  std::optional<std::vector<std::string>> exclude;
+  std::vector<std::string> extend_exclude;  ///< `extend-exclude`: added to `exclude`
+  bool respect_gitignore = true;            ///< `respect-gitignore`: skip what git ignores
+  RuleOptions options;                      ///< rule options: `tiny-batch-threshold`
 };
+
+/// Folders and files skipped by folder discovery unless `exclude` says otherwise.
+inline const std::vector<std::string> kDefaultExclude = {".git", ".venv", "venv", "__pycache__",
+                                                         "build", "node_modules", "site-packages"};
+
+/// The exclude patterns in force under `config` (nullable: the defaults).
+std::vector<std::string> exclude_patterns(const Config* config);
+
+/// True if `path` (absolute) matches one of `patterns` (fnmatch globs where
+/// `*` also crosses `/`): against its file or folder name, or against its
+/// path relative to `base` (the configuration's folder).
+bool matches_exclude(const std::vector<std::string>& patterns, const std::filesystem::path& path,
+                     const std::filesystem::path& base);
 
 /// A configuration file that cannot be used: where and why.
 struct ConfigError {

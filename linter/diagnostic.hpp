@@ -54,10 +54,25 @@ struct Diagnostic {
   std::optional<Fix> fix;
 };
 
-/// Where a rule's check reports findings. Holds the rule being run.
+/// Options of rules that have some, set in configuration files.
+struct RuleOptions {
+  /// DDP602: per-GPU batch sizes below this are flagged (`tiny-batch-threshold`;
+  /// the rule catalog's default, 8).
+  std::int64_t tiny_batch_threshold = 8;
+};
+
+/// Where a rule's check reports findings. Holds the rule being run and the
+/// options in force for the file.
 class RuleContext {
  public:
-  RuleContext(const RuleInfo& rule, std::vector<Diagnostic>& out) : rule_(rule), out_(out) {}
+  RuleContext(const RuleInfo& rule, std::vector<Diagnostic>& out, const RuleOptions& options = default_options())
+      : rule_(rule), out_(out), options_(options) {}
+  /// The rule options in force for this file.
+  const RuleOptions& options() const { return options_; }
+  static const RuleOptions& default_options() {
+    static const RuleOptions defaults;
+    return defaults;
+  }
   /// Reports a finding over bytes [start, end).
   void report(std::uint32_t start, std::uint32_t end, std::string message, std::optional<Fix> fix = std::nullopt) {
     out_.push_back(Diagnostic{&rule_, start, end, std::move(message), std::move(fix)});
@@ -67,6 +82,7 @@ class RuleContext {
  private:
   const RuleInfo& rule_;
   std::vector<Diagnostic>& out_;
+  const RuleOptions& options_;
 };
 
 /// A rule: metadata plus its check, which asks the semantic model questions

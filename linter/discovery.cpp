@@ -1,5 +1,7 @@
 #include "linter/discovery.hpp"
 
+#include "linter/config.hpp"
+
 #include <algorithm>
 #include <array>
 #include <filesystem>
@@ -12,10 +14,9 @@ namespace ddplint {
 namespace fs = std::filesystem;
 
 namespace {
-bool skipped_dir(std::string_view name) {
-  static constexpr std::array<std::string_view, 7> names = {".git", ".venv", "venv", "__pycache__",
-                                                            "build", "node_modules", "site-packages"};
-  return std::find(names.begin(), names.end(), name) != names.end();
+bool default_excluded(const fs::path& path, bool /*is_dir*/) {
+  std::string name = path.filename().string();
+  return std::find(kDefaultExclude.begin(), kDefaultExclude.end(), name) != kDefaultExclude.end();
 }
 
 std::string join(const std::string& base, const fs::path& rel) {
@@ -26,7 +27,9 @@ std::string join(const std::string& base, const fs::path& rel) {
 }
 }  // namespace
 
-std::vector<DiscoveredPath> discover(const std::vector<std::string>& arguments) {
+std::vector<DiscoveredPath> discover(const std::vector<std::string>& arguments, const ExcludeFn& excluded_fn,
+                                     bool force_exclude) {
+  const ExcludeFn& excluded = excluded_fn ? excluded_fn : ExcludeFn(default_excluded);
   std::vector<DiscoveredPath> out;
   for (const std::string& arg : arguments) {
     std::error_code ec;
@@ -36,6 +39,7 @@ std::vector<DiscoveredPath> discover(const std::vector<std::string>& arguments) 
                                                                              : "No such file or directory"});
       continue;
     }
+    if (force_exclude && excluded(fs::path(arg), fs::is_directory(st))) continue;
     if (!fs::is_directory(st)) {
       out.push_back({arg, ""});
       continue;
@@ -59,8 +63,9 @@ std::vector<DiscoveredPath> discover(const std::vector<std::string>& arguments) 
         std::string name = entry.path().filename().string();
         if (entry.is_directory(e2)) {
           // symbolic links to folders are not followed: no loops, no escapes
-          if (!is_link && !skipped_dir(name)) pending.push_back(entry.path());
-        } else if (entry.path().extension() == ".py" && (entry.is_regular_file(e2) || is_link)) {
+          if (!is_link && !excluded(entry.path(), true)) pending.push_back(entry.path());
+        } else if (entry.path().extension() == ".py" && (entry.is_regular_file(e2) || is_link) &&
+                   !excluded(entry.path(), false)) {
           found.push_back({join(arg, entry.path().lexically_relative(arg)), ""});
         }
         di.increment(e2);

@@ -52,9 +52,9 @@ std::string apply_edits(std::string_view text, std::span<const Edit> edits) {
 }
 
 FixOutcome fix_source(SourceFile source, std::span<const Rule> rules, const RuleSelection& selection,
-                      bool include_unsafe) {
+                      bool include_unsafe, const RuleOptions& options) {
   FixOutcome out{std::move(source), {}, {}, 0, false};
-  out.remaining = lint(out.source, rules, selection);
+  out.remaining = lint(out.source, rules, selection, options);
   for (int pass = 0; pass < kMaxFixPasses; ++pass) {
     if (!out.remaining.error.empty()) break;
     bool syntax_error = std::any_of(out.remaining.diagnostics.begin(), out.remaining.diagnostics.end(),
@@ -78,7 +78,7 @@ FixOutcome fix_source(SourceFile source, std::span<const Rule> rules, const Rule
     if (text == out.source.text()) break;
     out.source = SourceFile(out.source.path(), std::move(text));
     out.changed = true;
-    out.remaining = lint(out.source, rules, selection);
+    out.remaining = lint(out.source, rules, selection, options);
   }
   return out;
 }

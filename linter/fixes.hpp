@@ -43,7 +43,7 @@ struct FixOutcome {
 /// kMaxFixPasses passes. A source with a syntax error (DDP001) or that cannot
 /// be linted is returned unchanged.
 FixOutcome fix_source(SourceFile source, std::span<const Rule> rules, const RuleSelection& selection,
-                      bool include_unsafe);
+                      bool include_unsafe, const RuleOptions& options = RuleOptions{});
 
 /// A unified diff (`--- a/PATH`, `+++ b/PATH`, hunks with 3 lines of context)
 /// from `before` to `after`, computed with the dtl library; "" when they are equal.

@@ -10,7 +10,7 @@ namespace ddplint {
 
 namespace {
 LintResult lint_decoded(const SourceFile& source, const SyntaxTree& tree, std::span<const Rule> rules,
-                        const RuleSelection& selection) {
+                        const RuleSelection& selection, const RuleOptions& options) {
   LintResult result;
   if (!tree) {
     result.error = "tree-sitter could not parse the file";
@@ -20,7 +20,7 @@ LintResult lint_decoded(const SourceFile& source, const SyntaxTree& tree, std::s
   std::vector<Diagnostic> found;
   for (const Rule& rule : rules) {
     if (!selection.enabled(rule.info.code)) continue;
-    RuleContext ctx(rule.info, found);
+    RuleContext ctx(rule.info, found, options);
     rule.check(model, ctx);
   }
   Suppressions noqa = Suppressions::collect(model);
@@ -37,17 +37,18 @@ LintResult lint_decoded(const SourceFile& source, const SyntaxTree& tree, std::s
 
 }  // namespace
 
-LintResult lint(const SourceFile& source, std::span<const Rule> rules, const RuleSelection& selection) {
+LintResult lint(const SourceFile& source, std::span<const Rule> rules, const RuleSelection& selection,
+                const RuleOptions& options) {
   std::string detail;
   if (source.check_decodable(&detail) != DecodeError::None) return LintResult{{}, detail};
-  return lint_decoded(source, parse_python(source), rules, selection);
+  return lint_decoded(source, parse_python(source), rules, selection, options);
 }
 
 LintResult lint(const SourceFile& source, const SyntaxTree& tree, std::span<const Rule> rules,
-                const RuleSelection& selection) {
+                const RuleSelection& selection, const RuleOptions& options) {
   std::string detail;
   if (source.check_decodable(&detail) != DecodeError::None) return LintResult{{}, detail};
-  return lint_decoded(source, tree, rules, selection);
+  return lint_decoded(source, tree, rules, selection, options);
 }
 
 }  // namespace ddplint

@@ -24,12 +24,13 @@ struct LintResult {
 /// Lints one in-memory source: checks it can be decoded, parses it once,
 /// builds the semantic model once, runs each enabled rule, drops findings
 /// silenced by `# noqa`, and sorts. Never throws for any input bytes.
-LintResult lint(const SourceFile& source, std::span<const Rule> rules, const RuleSelection& selection);
+LintResult lint(const SourceFile& source, std::span<const Rule> rules, const RuleSelection& selection,
+                const RuleOptions& options = RuleOptions{});
 
 /// The same as lint() above for a source already parsed into `tree` (the
 /// language server keeps a tree per buffer and reparses incrementally).
 /// `tree` must be parse_python(source[, previous]).
 LintResult lint(const SourceFile& source, const SyntaxTree& tree, std::span<const Rule> rules,
-                const RuleSelection& selection);
+                const RuleSelection& selection, const RuleOptions& options = RuleOptions{});
 
 }  // namespace ddplint

@@ -338,7 +338,7 @@ void Server::reload_configuration() {
   }
 }
 
-RuleSelection Server::selection_for_document(const Document& doc) {
+std::pair<RuleSelection, RuleOptions> Server::settings_for_document(const Document& doc) {
   std::string path = doc.source().path();
   bool on_disk = doc.uri().rfind("file://", 0) == 0;
   std::shared_ptr<const Config> config = fixed_config_;
@@ -354,7 +354,7 @@ RuleSelection Server::selection_for_document(const Document& doc) {
       config = std::get<std::shared_ptr<const Config>>(found);
     }
   }
-  return selection_for(config.get(), path, settings_.select, settings_.ignore);
+  return {selection_for(config.get(), path, settings_.select, settings_.ignore), config ? config->options : RuleOptions{}};
 }
 
 void Server::relint_all() {
@@ -421,7 +421,8 @@ void Server::did_close(const json& params) {
 
 const LintResult& Server::lint_of(Document& doc) {
   if (const LintResult* cached = doc.cached_lint(generation_)) return *cached;
-  LintResult result = lint(doc.source(), doc.tree(), rules_, selection_for_document(doc));
+  auto [selection, options] = settings_for_document(doc);
+  LintResult result = lint(doc.source(), doc.tree(), rules_, selection, options);
   if (!result.error.empty()) log_(doc.uri() + ": not linted: " + result.error);
   return doc.store_lint(generation_, std::move(result));
 }

@@ -106,7 +106,8 @@ class Server {
   json initialize(const json& params);
   void apply_settings(const json& value, bool from_init);
   void reload_configuration();
-  RuleSelection selection_for_document(const Document& doc);
+  /// The rules selected for a buffer and the rule options, from its configuration and the settings.
+  std::pair<RuleSelection, RuleOptions> settings_for_document(const Document& doc);
   void relint_all();
   void did_open(const json& params);
   void did_change(const json& params);

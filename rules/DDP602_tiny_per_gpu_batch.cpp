@@ -5,12 +5,10 @@
 namespace ddplint::rules {
 
 namespace {
-/// Per-GPU batch sizes below this are flagged. Default of the rule catalog;
-/// configurable once configuration files land (tiny-batch-threshold).
-constexpr std::int64_t kTinyBatchThreshold = 8;
-
 void check(const SemanticModel& model, RuleContext& ctx) {
   if (!model.is_distributed()) return;
+  // per-GPU batch sizes below this are flagged: `tiny-batch-threshold` (default 8, the rule catalog's)
+  const std::int64_t kTinyBatchThreshold = ctx.options().tiny_batch_threshold;
   for (const CallSite* call : model.calls_to(kDataLoader)) {
     TSNode bs = model.argument(*call, "batch_size", 1);
     if (ts_node_is_null(bs) || evaluation_loader(model, *call)) continue;
@@ -28,7 +26,7 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 
 extern const Rule kTinyPerGpuBatch{
     {"DDP602", "tiny-per-gpu-batch", Severity::Info,
-     "A distributed script whose per-rank batch size is a constant below 8",
+     "A distributed script whose per-rank batch size is a constant below the threshold (default 8)",
      "https://pytorch.org/docs/stable/notes/ddp.html", {}, false},
     &check};
 

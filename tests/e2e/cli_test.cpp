@@ -613,3 +613,50 @@ TEST_CASE("ddplint rule: one rule, --all as JSON, and docs/rules.md is current")
   CHECK(ddplint({"rule"}).rc == 2);
   CHECK(ddplint({"rule", "DDP999"}).rc == 2);
 }
+
+TEST_CASE("discovery: .gitignore and .git/info/exclude, exclude patterns, --force-exclude, rule options") {
+  TempDir d;
+  const std::string script = "import torch\nimport torch.distributed as dist\nfrom torch.utils.data import DataLoader\n"
+                             "dist.init_process_group(\"nccl\")\nl = DataLoader(ds, batch_size=4, num_workers=2)\nmodel.cuda()\n";
+  REQUIRE(std::system(("git init -q " + d.path.string()).c_str()) == 0);
+  d.write(".gitignore", "generated/\n*_pb2.py\n");
+  d.write(".git/info/exclude", "scratch.py\n");
+  d.write("src/train.py", script);
+  d.write("src/model_pb2.py", script);
+  d.write("generated/out.py", script);
+  d.write("scratch.py", script);
+  d.write("legacy/old.py", script);
+  auto files_of = [](const std::string& out) {
+    std::vector<std::string> files;
+    std::istringstream in(out);
+    std::string line;
+    while (std::getline(in, line)) {
+      std::string f = line.substr(0, line.find(':'));
+      if (files.empty() || files.back() != f) files.push_back(f);
+    }
+    return files;
+  };
+  Run all = ddplint({"-q", "--select", "DDP102", "."}, "", d.path);
+  CHECK(files_of(all.out) == std::vector<std::string>{"legacy/old.py", "src/train.py"});
+  // a file named on the command line is linted even if ignored, unless --force-exclude
+  CHECK(files_of(ddplint({"-q", "--select", "DDP102", "generated/out.py"}, "", d.path).out) ==
+        std::vector<std::string>{"generated/out.py"});
+  Run forced = ddplint({"-q", "--select", "DDP102", "--force-exclude", "generated/out.py", "src/train.py"}, "", d.path);
+  CHECK(files_of(forced.out) == std::vector<std::string>{"src/train.py"});
+  // configuration: extend-exclude, respect-gitignore = false, tiny-batch-threshold
+  d.write("pyproject.toml", "[tool.ddplint]\nextend-exclude = [\"legacy\"]\nrespect-gitignore = false\n");
+  Run configured = ddplint({"-q", "--select", "DDP102", "."}, "", d.path);
+  CHECK(files_of(configured.out) ==
+        std::vector<std::string>{"generated/out.py", "scratch.py", "src/model_pb2.py", "src/train.py"});
+  d.write("pyproject.toml", "[tool.ddplint]\nexclude = [\"src/*\"]\n");
+  CHECK(files_of(ddplint({"-q", "--select", "DDP102", "."}, "", d.path).out) == std::vector<std::string>{"legacy/old.py"});
+  // DDP602's threshold: batch 4 is tiny by default (8), not with a threshold of 4
+  d.write("pyproject.toml", "[tool.ddplint]\nselect = [\"DDP602\"]\n");
+  CHECK(contains(ddplint({"-q", "src/train.py"}, "", d.path).out, "DDP602"));
+  d.write("pyproject.toml", "[tool.ddplint]\nselect = [\"DDP602\"]\ntiny-batch-threshold = 4\n");
+  CHECK(ddplint({"-q", "src/train.py"}, "", d.path).out.empty());
+  d.write("pyproject.toml", "[tool.ddplint]\ntiny-batch-threshold = \"big\"\n");
+  Run bad = ddplint({"-q", "src/train.py"}, "", d.path);
+  CHECK(bad.rc == 2);
+  CHECK(contains(bad.err, "pyproject.toml:2:24: `tiny-batch-threshold` must be an integer"));
+}

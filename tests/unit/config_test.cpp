@@ -132,3 +132,21 @@ TEST_CASE("the closest configuration wins; pyproject.toml without [tool.ddplint]
   CHECK(std::get<std::shared_ptr<const Config>>(resolver.for_file(s.root / "pkg/inner/x.py"))->ignore ==
         std::vector<std::string>{"DDP104"});
 }
+
+TEST_CASE("config: exclude, extend-exclude, respect-gitignore, tiny-batch-threshold") {
+  Scratch s;
+  Config c = config_of(s.write("ddplint.toml", "exclude = [\"gen\"]\nextend-exclude = [\"*_pb2.py\", \"tools/*\"]\n"
+                                               "respect-gitignore = false\ntiny-batch-threshold = 16\n"));
+  CHECK(exclude_patterns(&c) == std::vector<std::string>{"gen", "*_pb2.py", "tools/*"});
+  CHECK_FALSE(c.respect_gitignore);
+  CHECK(c.options.tiny_batch_threshold == 16);
+  CHECK(exclude_patterns(nullptr) == kDefaultExclude);
+  CHECK(matches_exclude(exclude_patterns(&c), c.directory / "a/gen", c.directory));
+  CHECK(matches_exclude(exclude_patterns(&c), c.directory / "x/y_pb2.py", c.directory));
+  CHECK(matches_exclude(exclude_patterns(&c), c.directory / "tools/deep/z.py", c.directory));
+  CHECK_FALSE(matches_exclude(exclude_patterns(&c), c.directory / "src/tools/z.py", c.directory));
+  CHECK_FALSE(matches_exclude(exclude_patterns(&c), c.directory / "src/train.py", c.directory));
+  CHECK(error_of(s.write("a/ddplint.toml", "respect-gitignore = 1\n")).message.find("true or false") != std::string::npos);
+  CHECK(error_of(s.write("b/ddplint.toml", "tiny-batch-threshold = 0\n")).line == 1);
+  CHECK(error_of(s.write("c/ddplint.toml", "exclude = [1]\n")).message.find("glob patterns") != std::string::npos);
+}
