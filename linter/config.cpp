@@ -4,6 +4,8 @@
 
 #include <toml++/toml.h>
 
+#include "linter/source.hpp"
+
 namespace ddplint {
 
 namespace fs = std::filesystem;
@@ -82,6 +84,38 @@ std::optional<ConfigError> read_table(const fs::path& file, const toml::table& t
   return std::nullopt;
 }
 
+// toml++ parses dotted keys and table headers recursively: a key of tens of
+// thousands of parts exhausts the stack. Configuration keys are never more
+// than a few parts deep, so lines with more than kMaxKeyParts dots outside
+// strings are refused before parsing (the line is returned, 1-based; 0: fine).
+constexpr int kMaxKeyParts = 64;
+std::uint32_t too_deep_line(std::string_view text) {
+  std::uint32_t line = 1;
+  int dots = 0;
+  char quote = 0;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (c == '\n') {
+      ++line;
+      dots = 0;
+      quote = 0;  // multi-line strings may hide dots; counting fewer is the safe side
+      continue;
+    }
+    if (quote != 0) {
+      if (c == '\\' && quote == '"') ++i;
+      else if (c == quote) quote = 0;
+      continue;
+    }
+    if (c == '"' || c == '\'') quote = c;
+    else if (c == '#') {
+      while (i + 1 < text.size() && text[i + 1] != '\n') ++i;
+    } else if (c == '.' && ++dots > kMaxKeyParts) {
+      return line;
+    }
+  }
+  return 0;
+}
+
 bool glob_matches(const std::string& pattern, const std::string& path) {
   return ::fnmatch(pattern.c_str(), path.c_str(), 0) == 0;
 }
@@ -114,9 +148,15 @@ std::variant<std::optional<Config>, ConfigError> load_config(const fs::path& fil
   std::error_code ec;
   if (!fs::exists(file, ec)) return std::optional<Config>{};
   if (!fs::is_regular_file(file, ec)) return ConfigError{file.string(), 0, 0, "not a regular file"};
+  std::string error;
+  std::optional<std::string> text = read_file(file.string(), error);
+  if (!text) return ConfigError{file.string(), 0, 0, "cannot read: " + error};
+  if (std::uint32_t line = too_deep_line(*text))
+    return ConfigError{file.string(), line, 1,
+                       "a key with more than " + std::to_string(kMaxKeyParts) + " dotted parts (too deeply nested)"};
   toml::table doc;
   try {
-    doc = toml::parse_file(file.string());
+    doc = toml::parse(*text, file.string());
   } catch (const toml::parse_error& e) {
     return ConfigError{file.string(), static_cast<std::uint32_t>(e.source().begin.line),
                        static_cast<std::uint32_t>(e.source().begin.column), std::string(e.description())};
@@ -158,30 +198,46 @@ RuleSelection selection_for(const Config* config, const fs::path& file, const st
   return selection;
 }
 
-std::variant<std::shared_ptr<const Config>, ConfigError> ConfigResolver::for_directory(const fs::path& dir) {
-  {
-    std::lock_guard lock(mutex_);
-    auto it = by_directory_.find(dir);
-    if (it != by_directory_.end()) return it->second;
-  }
-  std::variant<std::shared_ptr<const Config>, ConfigError> result = std::shared_ptr<const Config>{};
-  bool found = false;
-  for (const char* name : {".ddplint.toml", "ddplint.toml", "pyproject.toml"}) {
-    auto loaded = load_config(dir / name, rules_);
-    if (auto* err = std::get_if<ConfigError>(&loaded)) {
-      result = *err;
-      found = true;
-      break;
+std::variant<std::shared_ptr<const Config>, ConfigError> ConfigResolver::for_directory(const fs::path& start) {
+  using Result = std::variant<std::shared_ptr<const Config>, ConfigError>;
+  // walk up (iteratively, at most kMaxAncestors folders: an absurdly deep path
+  // from an editor URI costs bounded time and memory), stopping at a folder
+  // already resolved or holding a configuration file
+  std::vector<fs::path> visited;
+  Result result = std::shared_ptr<const Config>{};
+  fs::path dir = start;
+  for (std::size_t level = 0; level < kMaxAncestors; ++level) {
+    {
+      std::lock_guard lock(mutex_);
+      auto it = by_directory_.find(dir);
+      if (it != by_directory_.end()) {
+        result = it->second;
+        break;
+      }
     }
-    if (auto& config = std::get<std::optional<Config>>(loaded)) {
-      result = std::make_shared<const Config>(std::move(*config));
-      found = true;
-      break;
+    visited.push_back(dir);
+    bool found = false;
+    for (const char* name : {".ddplint.toml", "ddplint.toml", "pyproject.toml"}) {
+      auto loaded = load_config(dir / name, rules_);
+      if (auto* err = std::get_if<ConfigError>(&loaded)) {
+        result = *err;
+        found = true;
+        break;
+      }
+      if (auto& config = std::get<std::optional<Config>>(loaded)) {
+        result = std::make_shared<const Config>(std::move(*config));
+        found = true;
+        break;
+      }
     }
+    if (found || !dir.has_parent_path() || dir.parent_path() == dir) break;
+    dir = dir.parent_path();
   }
-  if (!found && dir.has_parent_path() && dir.parent_path() != dir) result = for_directory(dir.parent_path());
   std::lock_guard lock(mutex_);
-  return by_directory_.emplace(dir, std::move(result)).first->second;
+  // the deepest folders of a very long walk are not cached: their paths are the long ones
+  for (std::size_t i = 0; i < visited.size(); ++i)
+    if (visited[i].native().size() <= 4096) by_directory_.emplace(visited[i], result);
+  return result;
 }
 
 std::variant<std::shared_ptr<const Config>, ConfigError> ConfigResolver::for_file(const fs::path& file) {

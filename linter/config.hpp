@@ -89,6 +89,10 @@ class ConfigResolver {
  private:
   std::variant<std::shared_ptr<const Config>, ConfigError> for_directory(const std::filesystem::path& dir);
 
+  /// Folders looked at above a file, at most (a path from a file system is
+  /// far shorter; an editor may send any URI).
+  static constexpr std::size_t kMaxAncestors = 256;
+
   std::span<const Rule> rules_;
   std::mutex mutex_;
   std::map<std::filesystem::path, std::variant<std::shared_ptr<const Config>, ConfigError>> by_directory_;

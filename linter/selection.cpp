@@ -46,6 +46,7 @@ bool RuleSelection::enabled(std::string_view code) const {
 
 std::optional<std::string> unknown_code(const std::vector<std::string>& prefixes, std::span<const Rule> rules) {
   for (const auto& p : prefixes) {
+    if (p.empty()) return p;  // "" would match every rule: almost certainly a mistake
     if (p == "ALL") continue;
     bool any = std::any_of(rules.begin(), rules.end(),
                            [&](const Rule& r) { return r.info.code.substr(0, p.size()) == p; });

@@ -23,6 +23,7 @@ struct Incoming {
   enum class Kind { Message, Unparsable, Eof } kind = Kind::Eof;
   json message;
   std::string error;
+  std::size_t size = 0;  ///< bytes of the body it came from
 };
 
 // Shared between the reader thread and the main loop (owned by both: the
@@ -31,8 +32,13 @@ struct Queue {
   std::mutex mutex;
   std::condition_variable ready, room;
   std::deque<Incoming> items;
+  std::size_t bytes = 0;  ///< body bytes of the queued messages
   static constexpr std::size_t kCapacity = 4096;  // bounds memory when the client floods
 };
+
+// Bytes of queued message bodies the reader may hold before it stops reading
+// (a client that does not read our output cannot make us buffer without end).
+constexpr std::size_t kMaxQueuedBytes = 256u * 1024u * 1024u;
 
 void log_line(const std::string& line) {
   std::string out = "ddplint server: " + line + "\n";
@@ -45,6 +51,7 @@ void reader_loop(const std::shared_ptr<Queue>& queue, int in_fd) {
   for (;;) {
     MessageReader::Result r = reader.next();
     Incoming item;
+    std::size_t size = r.body.size();
     switch (r.kind) {
       case MessageReader::Result::Kind::Message:
         try {
@@ -66,7 +73,11 @@ void reader_loop(const std::shared_ptr<Queue>& queue, int in_fd) {
     bool eof = item.kind == Incoming::Kind::Eof;
     {
       std::unique_lock lock(queue->mutex);
-      queue->room.wait(lock, [&] { return queue->items.size() < Queue::kCapacity; });
+      queue->room.wait(lock, [&] {
+        return queue->items.size() < Queue::kCapacity && (queue->items.empty() || queue->bytes + size <= kMaxQueuedBytes);
+      });
+      queue->bytes += size;
+      item.size = size;
       queue->items.push_back(std::move(item));
     }
     queue->ready.notify_one();
@@ -74,15 +85,22 @@ void reader_loop(const std::shared_ptr<Queue>& queue, int in_fd) {
   }
 }
 
+// The string member `key` of a JSON object, or "" (never throws, whatever the types).
+std::string string_member(const json& object, const char* key) {
+  if (!object.is_object()) return {};
+  auto it = object.find(key);
+  return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
 bool is_change_for(const Incoming& item, const std::string& uri) {
-  if (item.kind != Incoming::Kind::Message || !item.message.is_object()) return false;
-  auto m = item.message.find("method");
-  if (m == item.message.end() || *m != "textDocument/didChange") return false;
+  if (item.kind != Incoming::Kind::Message || string_member(item.message, "method") != "textDocument/didChange")
+    return false;
   auto p = item.message.find("params");
   if (p == item.message.end() || !p->is_object()) return false;
   auto td = p->find("textDocument");
-  return td != p->end() && td->is_object() && td->value("uri", std::string()) == uri;
+  return td != p->end() && string_member(*td, "uri") == uri;
 }
+
 
 }  // namespace
 
@@ -112,22 +130,26 @@ int run_server(std::span<const Rule> rules, int in_fd, int out_fd) {
       if (server.has_pending()) queue->ready.wait_until(lock, due, has_work);
       else queue->ready.wait(lock, has_work);
       batch.swap(queue->items);
+      queue->bytes = 0;
     }
     queue->room.notify_all();
     // cancellations first: a request queued behind its $/cancelRequest is answered RequestCancelled
     for (const Incoming& item : batch) {
-      if (item.kind == Incoming::Kind::Message && item.message.is_object() &&
-          item.message.value("method", std::string()) == "$/cancelRequest") {
+      if (item.kind == Incoming::Kind::Message && string_member(item.message, "method") == "$/cancelRequest") {
         auto p = item.message.find("params");
         if (p != item.message.end() && p->is_object() && p->contains("id")) server.cancel(p->at("id"));
       }
     }
     bool eof = false;
     for (const Incoming& item : batch) {
-      switch (item.kind) {
-        case Incoming::Kind::Message: server.handle(item.message); break;
-        case Incoming::Kind::Unparsable: server.handle_unparsable(item.error); break;
-        case Incoming::Kind::Eof: eof = true; break;
+      try {
+        switch (item.kind) {
+          case Incoming::Kind::Message: server.handle(item.message); break;
+          case Incoming::Kind::Unparsable: server.handle_unparsable(item.error); break;
+          case Incoming::Kind::Eof: eof = true; break;
+        }
+      } catch (const std::exception& e) {  // one bad message never stops the server
+        log_line(std::string("message dropped: internal error: ") + e.what());
       }
       if (server.exit_requested()) {
         log_line(std::string("exit") + (server.exit_code() == 0 ? "" : " without shutdown"));
@@ -143,12 +165,16 @@ int run_server(std::span<const Rule> rules, int in_fd, int out_fd) {
     if (!output_ok) return 1;
     if (server.has_pending()) {
       // skip buffers whose newer change is already queued: their lint would be stale
-      server.publish_due(std::chrono::steady_clock::now(), [&](const std::string& uri) {
-        std::lock_guard lock(queue->mutex);
-        for (const Incoming& item : queue->items)
-          if (is_change_for(item, uri)) return true;
-        return false;
-      });
+      try {
+        server.publish_due(std::chrono::steady_clock::now(), [&](const std::string& uri) {
+          std::lock_guard lock(queue->mutex);
+          for (const Incoming& item : queue->items)
+            if (is_change_for(item, uri)) return true;
+          return false;
+        });
+      } catch (const std::exception& e) {
+        log_line(std::string("publishing failed: ") + e.what());
+      }
     }
   }
 }

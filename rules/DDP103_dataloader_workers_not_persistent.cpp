@@ -2,21 +2,27 @@
 #include "linter/semantic_model.hpp"
 #include "rules/common.hpp"
 
+#include <optional>
+#include <unordered_set>
+
 namespace ddplint::rules {
 
 namespace {
 
-bool mentions_name(const SemanticModel& model, TSNode expr, const std::string& path) {
+// Adds the paths of the names and attributes in `expr` (the first 256 nodes) to `out`.
+void collect_mentions(const SemanticModel& model, TSNode expr, std::unordered_set<std::string>& out) {
   std::vector<TSNode> stack{expr};
   for (int budget = 256; !stack.empty() && budget > 0; --budget) {
     TSNode n = stack.back();
     stack.pop_back();
     if (ts_node_is_null(n)) continue;
     TSSymbol s = ts_node_symbol(n);
-    if ((s == kinds().identifier || s == kinds().attribute) && model.path_of(n) == path) return true;
+    if (s == kinds().identifier || s == kinds().attribute) {
+      std::string path = model.path_of(n);
+      if (!path.empty()) out.insert(std::move(path));
+    }
     for (TSNode c : children(n)) stack.push_back(c);
   }
-  return false;
 }
 
 // A loop at or above `region` within its function.
@@ -25,24 +31,26 @@ bool in_loop(const SemanticModel& model, int region) { return model.innermost_lo
 // The loader (by the name it is assigned to) is iterated once per pass of an
 // outer loop: a `for ... in <loader>` nested in another loop, or the loader
 // passed to a same-file function called inside a loop (`train_one_epoch(loader)`).
-bool iterated_per_epoch(const SemanticModel& model, const std::string& path) {
+// Computed once per file (linear): every path so iterated.
+std::unordered_set<std::string> iterated_per_epoch(const SemanticModel& model) {
   const Kinds& k = kinds();
+  std::unordered_set<std::string> out;
   for (std::size_t r = 1; r < model.regions().size(); ++r) {
     const Region& reg = model.regions()[r];
     if (reg.kind != Region::Kind::Loop || ts_node_symbol(reg.node) != k.for_statement) continue;
-    if (!mentions_name(model, field(reg.node, k.f_right), path)) continue;
-    if (in_loop(model, reg.parent)) return true;
+    if (in_loop(model, reg.parent)) collect_mentions(model, field(reg.node, k.f_right), out);
   }
+  std::unordered_set<std::string_view> local_functions;
+  for (const FunctionInfo& f : model.functions()) local_functions.insert(f.name);
   for (const CallSite& c : model.calls()) {
-    if (c.method.empty() || !in_loop(model, c.region)) continue;
-    bool local = false;
-    for (const FunctionInfo& f : model.functions()) local = local || f.name == c.method;
-    if (local && mentions_name(model, field(c.node, k.f_arguments), path)) return true;
+    if (c.method.empty() || !local_functions.contains(c.method) || !in_loop(model, c.region)) continue;
+    collect_mentions(model, field(c.node, k.f_arguments), out);
   }
-  return false;
+  return out;
 }
 
 void check(const SemanticModel& model, RuleContext& ctx) {
+  std::optional<std::unordered_set<std::string>> iterated;  // computed on the first loader that needs it
   for (const CallSite* call : model.calls_to(kDataLoader)) {
     Value workers = model.value_of(model.argument(*call, "num_workers", 5));
     if (workers.kind != Value::Kind::Int || workers.i <= 0) continue;
@@ -56,7 +64,9 @@ void check(const SemanticModel& model, RuleContext& ctx) {
     // a loader built anew inside the loop is used once: persistent workers would not help
     if (in_loop(model, call->region)) continue;
     std::string path = model.path_of(model.assigned_to(call->node));
-    if (path.empty() || !iterated_per_epoch(model, path)) continue;
+    if (path.empty()) continue;
+    if (!iterated) iterated = iterated_per_epoch(model);
+    if (!iterated->contains(path)) continue;
     ctx.report(ts_node_start_byte(call->callee), ts_node_end_byte(call->callee),
                "DataLoader with " + std::to_string(workers.i) +
                    " workers iterated once per epoch without persistent_workers=True: the worker processes are "

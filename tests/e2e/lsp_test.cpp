@@ -120,6 +120,13 @@ TEST_CASE("server process: malformed JSON, bad headers, wrong lengths, floods, a
   CHECK(c.send_raw(huge_header));
   std::string mib(1024 * 1024, ' ');
   for (int i = 0; i < 65; ++i) CHECK(c.send_raw(mib));
+  // a method that is not a string, and a didChange whose uri is not one: answered or dropped, never fatal
+  c.send_raw("Content-Length: 28\r\n\r\n{\"jsonrpc\":\"2.0\",\"method\":1}");
+  auto not_string = c.wait_for([](const json& m) { return m.contains("error") && m["error"]["code"] == -32600; }, 5s);
+  CHECK(not_string);
+  for (int i = 0; i < 50; ++i)
+    c.notify("textDocument/didChange", {{"textDocument", {{"uri", 5}}}, {"contentChanges", {{{"text", "x"}}}}});
+  c.send({{"jsonrpc", "2.0"}, {"method", nullptr}, {"id", 77}});
   // still serving: a real request is answered
   auto hover = c.request("textDocument/hover", {{"textDocument", {{"uri", kUri}}}, {"position", {{"line", 0}, {"character", 0}}}}, 60s);
   REQUIRE(hover);

@@ -150,3 +150,25 @@ TEST_CASE("config: exclude, extend-exclude, respect-gitignore, tiny-batch-thresh
   CHECK(error_of(s.write("b/ddplint.toml", "tiny-batch-threshold = 0\n")).line == 1);
   CHECK(error_of(s.write("c/ddplint.toml", "exclude = [1]\n")).message.find("glob patterns") != std::string::npos);
 }
+
+TEST_CASE("hostile configuration: deep dotted keys are refused, not a stack overflow; very deep paths stay bounded") {
+  Scratch s;
+  std::string header = "[x";
+  for (int i = 0; i < 50000; ++i) header += ".x";
+  ConfigError deep = error_of(s.write("a/pyproject.toml", "[project]\nname = \"p\"\n" + header + "]\n"));
+  CHECK(deep.line == 3);
+  CHECK(deep.message.find("too deeply nested") != std::string::npos);
+  std::string key = "a";
+  for (int i = 0; i < 50000; ++i) key += ".a";
+  CHECK(error_of(s.write("b/ddplint.toml", key + " = 1\n")).line == 1);
+  // dots inside strings and comments do not count
+  Config ok = config_of(s.write("c/ddplint.toml", "# " + std::string(500, '.') + "\nexclude = [\"" + std::string(500, '.') + "\"]\n"));
+  CHECK(ok.exclude->size() == 1);
+  CHECK(error_of(s.write("d/ddplint.toml", "select = [\"\"]\n")).message.find("unknown rule code") != std::string::npos);
+  // a path 10,000 folders deep (an editor may send any URI): answered, bounded
+  std::string deep_path;
+  for (int i = 0; i < 10000; ++i) deep_path += "/a";
+  ConfigResolver resolver(rules::all());
+  auto r = resolver.for_file(deep_path + "/x.py");
+  CHECK(std::holds_alternative<std::shared_ptr<const Config>>(r));
+}
