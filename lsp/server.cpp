@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "linter/fixes.hpp"
+#include "linter/output.hpp"
 #include "linter/lint.hpp"
 #include "linter/suppressions.hpp"
 
@@ -96,7 +97,21 @@ std::string uri_to_path(std::string_view uri) {
 
 Server::Server(std::span<const Rule> rules, std::function<void(const json&)> send,
                std::function<void(const std::string&)> log)
-    : rules_(rules), send_(std::move(send)), log_(std::move(log)), configs_(rules) {}
+    : rules_(rules), send_(std::move(send)), log_(std::move(log)), configs_(rules) {
+  // docs/rules.md beside the executable: installed (PREFIX/bin/ddplint and
+  // PREFIX/share/doc/ddplint/rules.md) or in the source tree (build/release/ddplint)
+  std::error_code ec;
+  std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    for (const char* rel : {"../share/doc/ddplint/rules.md", "../../docs/rules.md"}) {
+      std::filesystem::path p = (exe.parent_path() / rel).lexically_normal();
+      if (std::filesystem::is_regular_file(p, ec)) {
+        docs_uri_ = "file://" + uri_path_encode(p.string());
+        break;
+      }
+    }
+  }
+}
 
 // --- messages ------------------------------------------------------------------
 
@@ -439,7 +454,9 @@ json Server::to_lsp(const Document& doc, const Diagnostic& d) const {
               {"code", d.rule->code},
               {"source", "ddplint"},
               {"message", d.message}};
-  if (!d.rule->url.empty()) out["codeDescription"] = {{"href", d.rule->url}};
+  // the rule's page in ddplint's rule documentation when it is installed, else the PyTorch page it cites
+  if (!docs_uri_.empty()) out["codeDescription"] = {{"href", docs_uri_ + "#" + std::string(d.rule->code)}};
+  else if (!d.rule->url.empty()) out["codeDescription"] = {{"href", d.rule->url}};
   if (d.rule->deprecated_api) out["tags"] = {2};  // DiagnosticTag.Deprecated
   return out;
 }

@@ -141,6 +141,7 @@ class Server {
   std::map<std::string, std::chrono::steady_clock::time_point> pending_;
   std::set<std::string> cancelled_;  ///< ids (dumped JSON) of cancelled requests
   std::int64_t next_request_id_ = 1;
+  std::string docs_uri_;  ///< file:// URI of docs/rules.md, or empty (then the rule's PyTorch page)
 };
 
 /// Runs the server on file descriptors (stdin/stdout for `ddplint server`),

@@ -63,6 +63,10 @@ TEST_CASE("server process: initialize, diagnostics, shutdown and exit 0; stdout 
   auto p = c.wait_notification("textDocument/publishDiagnostics");
   REQUIRE(p);
   CHECK(codes_of(*p) == std::vector<std::string>{"DDP101", "DDP102"});
+  // codeDescription links the rule's section of docs/rules.md (found beside the executable)
+  std::string href = (*p)["params"]["diagnostics"][0]["codeDescription"]["href"];
+  CHECK(href == "file://" + (fs::path(DDPLINT_SOURCE_DIR) / "docs/rules.md").lexically_normal().string() + "#DDP101");
+  CHECK(slurp((fs::path(DDPLINT_SOURCE_DIR) / "docs/rules.md").string()).find("<a id=\"DDP101\"></a>") != std::string::npos);
   auto shut = c.request("shutdown", nullptr);
   REQUIRE(shut);
   CHECK((*shut)["result"].is_null());
