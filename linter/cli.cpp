@@ -1,5 +1,6 @@
 #include "linter/cli.hpp"
 
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -26,6 +27,7 @@
 #include "linter/lint.hpp"
 #include "linter/output.hpp"
 #include "lsp/server.hpp"
+#include "verify/plan.hpp"
 
 namespace ddplint {
 
@@ -51,6 +53,136 @@ void list_rules(std::span<const Rule> rules) {
                 static_cast<int>(to_string(r.info.severity).size()), to_string(r.info.severity).data(),
                 static_cast<int>(r.info.summary.size()), r.info.summary.data());
   }
+}
+
+// The ddplint-verify executable: $DDPLINT_VERIFY_BIN, else beside this
+// executable, else on PATH. Empty when there is none.
+std::string find_verify_binary() {
+  if (const char* env = std::getenv("DDPLINT_VERIFY_BIN"); env && *env) return ::access(env, X_OK) == 0 ? env : "";
+  std::error_code ec;
+  std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    std::filesystem::path beside = exe.parent_path() / "ddplint-verify";
+    if (::access(beside.c_str(), X_OK) == 0) return beside.string();
+  }
+  if (const char* path = std::getenv("PATH")) {
+    std::string_view rest = path;
+    while (!rest.empty()) {
+      std::size_t colon = rest.find(':');
+      std::string dir(rest.substr(0, colon));
+      rest = colon == std::string_view::npos ? std::string_view{} : rest.substr(colon + 1);
+      std::string candidate = (dir.empty() ? std::string(".") : dir) + "/ddplint-verify";
+      if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+    }
+  }
+  return "";
+}
+
+// Runs `binary plan results` and returns its exit status (-1 if it could not start).
+int run_child(const std::string& binary, const std::string& plan, const std::string& results) {
+  pid_t pid = ::fork();
+  if (pid < 0) return -1;
+  if (pid == 0) {
+    ::execl(binary.c_str(), binary.c_str(), plan.c_str(), results.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0)
+    if (errno != EINTR) return -1;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+// `ddplint verify`: the findings, the plan, the measurements, the report.
+int run_verify(std::span<const Rule> rules, const std::string& script, const verify::PlanOptions& options,
+               std::optional<double> step_ms, const std::string& format, const std::string& plan_path, bool plan_only) {
+  std::string err;
+  auto bytes = read_file(script, err);
+  if (!bytes) {
+    std::fprintf(stderr, "ddplint: %s: %s\n", script.c_str(), err.c_str());
+    return kExitError;
+  }
+  SourceFile source(script, std::move(*bytes));
+  ConfigResolver resolver(rules);
+  std::shared_ptr<const Config> config;
+  auto found = resolver.for_file(script);
+  if (auto* e = std::get_if<ConfigError>(&found)) {
+    std::fprintf(stderr, "ddplint: %s\n", e->to_string().c_str());
+    return kExitError;
+  }
+  config = std::get<std::shared_ptr<const Config>>(found);
+  LintResult result = lint(source, rules, selection_for(config.get(), script, {}, {}), config ? config->options : RuleOptions{});
+  if (!result.error.empty()) {
+    std::fprintf(stderr, "ddplint: %s: %s\n", script.c_str(), result.error.c_str());
+    return kExitError;
+  }
+  nlohmann::ordered_json plan = verify::make_plan(source, result.diagnostics, options);
+  std::string plan_text = plan.dump(2);
+  if (!plan_path.empty()) {
+    std::FILE* f = std::fopen(plan_path.c_str(), "w");
+    if (!f || std::fwrite(plan_text.data(), 1, plan_text.size(), f) != plan_text.size() || std::fclose(f) != 0) {
+      std::fprintf(stderr, "ddplint: %s: cannot write the plan: %s\n", plan_path.c_str(), std::strerror(errno));
+      return kExitError;
+    }
+  }
+  if (plan_only) {
+    std::printf("%s\n", plan_text.c_str());
+    return kExitClean;
+  }
+  // the static findings come first, whatever happens next
+  if (format == "text") std::fputs(format_text(source, result.diagnostics, false).c_str(), stdout);
+  std::fflush(stdout);
+  nlohmann::json results;
+  int status = kExitClean;
+  if (plan["measurements"].empty()) {
+    if (format == "text") std::printf("Nothing to measure: no finding of this script has a measurement.\n");
+  } else if (std::string binary = find_verify_binary(); binary.empty()) {
+    std::fprintf(stderr,
+                 "ddplint: ddplint-verify is not built: configure with `cmake --preset release -DDDPLINT_VERIFY=ON` "
+                 "(needs LibTorch; see verify/README.md) or set DDPLINT_VERIFY_BIN\n");
+    status = kExitVerifyUnavailable;
+  } else {
+    char dir[] = "/tmp/ddplint-verify-XXXXXX";
+    if (::mkdtemp(dir) == nullptr) {
+      std::fprintf(stderr, "ddplint: cannot create a temporary folder: %s\n", std::strerror(errno));
+      return kExitError;
+    }
+    std::string plan_file = std::string(dir) + "/plan.json", results_file = std::string(dir) + "/results.json";
+    {
+      std::FILE* f = std::fopen(plan_file.c_str(), "w");
+      if (f) {
+        std::fwrite(plan_text.data(), 1, plan_text.size(), f);
+        std::fclose(f);
+      }
+    }
+    int rc = run_child(binary, plan_file, results_file);
+    std::string rerr;
+    if (auto text = read_file(results_file, rerr)) {
+      try {
+        results = nlohmann::json::parse(*text);
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "ddplint: ddplint-verify wrote unreadable results: %s\n", e.what());
+      }
+    }
+    ::unlink(plan_file.c_str());
+    ::unlink(results_file.c_str());
+    ::rmdir(dir);
+    if (rc == kExitNoCuda) {
+      status = kExitNoCuda;
+    } else if (rc != 0) {
+      std::fprintf(stderr, "ddplint: ddplint-verify failed (exit status %d)\n", rc);
+      status = kExitError;
+    }
+  }
+  if (format == "json") {
+    nlohmann::ordered_json findings = nlohmann::ordered_json::array();
+    for (const auto& d : result.diagnostics) findings.push_back(to_json(source, d));
+    nlohmann::ordered_json out = {{"findings", std::move(findings)}, {"plan", plan}, {"results", results}};
+    std::printf("%s\n", out.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace).c_str());
+  } else if (!plan["measurements"].empty()) {
+    std::printf("\nMeasured on this machine:\n%s", verify::format_report(source, result.diagnostics, plan, results, step_ms).c_str());
+    if (status == kExitNoCuda) std::printf("no CUDA device visible: verification skipped (the CPU measurements above ran)\n");
+  }
+  return status;
 }
 
 // `ddplint rule`: one rule's documentation, or all rules as text, JSON or the docs/rules.md page.
@@ -178,6 +310,26 @@ int run_cli(int argc, char** argv, std::span<const Rule> rules) {
       ->capture_default_str();
   CLI::App* server = app.add_subcommand("server", "Run the language server: LSP 3.17 over standard input/output");
   CLI::App* rule_cmd = app.add_subcommand("rule", "Print a rule's documentation (or every rule's with --all)");
+  CLI::App* verify_cmd = app.add_subcommand(
+      "verify", "Lint a script, then measure on this machine's GPUs what its findings cost (needs ddplint-verify)");
+  std::string verify_script, verify_format = "text", verify_plan_path;
+  verify::PlanOptions verify_options;
+  std::optional<double> verify_step_ms;
+  bool verify_plan_only = false;
+  verify_cmd->add_option("script", verify_script, "The training script")->required()->type_name("PATH");
+  verify_cmd->add_option("--gpus", verify_options.gpus, "GPUs (ranks) for multi-GPU measurements (default: all visible)")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{4096}));
+  verify_cmd->add_option("--params", verify_options.params,
+                         "Model parameters, for the all-reduce sizes (default 25,557,032: ResNet-50)")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 40));
+  verify_cmd->add_option("--batch-bytes", verify_options.batch_bytes,
+                         "Bytes copied to each GPU per step (default 64 MiB)")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 40));
+  verify_cmd->add_option("--step-ms", verify_step_ms, "Your measured step time in ms, to put costs in proportion")
+      ->check(CLI::PositiveNumber);
+  verify_cmd->add_option("--format", verify_format, "text or json")->check(CLI::IsMember({"text", "json"}))->capture_default_str();
+  verify_cmd->add_option("--plan", verify_plan_path, "Also write the plan (JSON) to this file")->type_name("PATH");
+  verify_cmd->add_flag("--plan-only", verify_plan_only, "Print the plan and stop (no measurement)");
   std::string rule_code, rule_format = "text";
   bool rule_all = false;
   rule_cmd->add_option("code", rule_code, "The rule's code, e.g. DDP401")->type_name("CODE");
@@ -200,6 +352,8 @@ int run_cli(int argc, char** argv, std::span<const Rule> rules) {
 
   if (*server) return lsp::run_server(rules, STDIN_FILENO, STDOUT_FILENO);
   if (*rule_cmd) return print_rules(rules, rule_code, rule_all, rule_format);
+  if (*verify_cmd)
+    return run_verify(rules, verify_script, verify_options, verify_step_ms, verify_format, verify_plan_path, verify_plan_only);
   if (list) {
     list_rules(rules);
     return kExitClean;

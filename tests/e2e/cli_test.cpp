@@ -660,3 +660,34 @@ TEST_CASE("discovery: .gitignore and .git/info/exclude, exclude patterns, --forc
   CHECK(bad.rc == 2);
   CHECK(contains(bad.err, "pyproject.toml:2:24: `tiny-batch-threshold` must be an integer"));
 }
+
+TEST_CASE("ddplint verify: the plan, findings first, and the exits when ddplint-verify is missing or sees no GPU") {
+  TempDir d;
+  d.write("train.py", "import torch\nfrom torch.utils.data import DataLoader\nl = DataLoader(ds)\nmodel.cuda()\n");
+  Run plan = ddplint({"verify", "--plan-only", "--batch-bytes", "1048576", "train.py"}, "", d.path);
+  CHECK(plan.rc == 0);
+  auto p = nlohmann::json::parse(plan.out);
+  CHECK(p["measurements"].size() == 2);  // cpu_cores (DDP101) and h2d_copy (DDP102)
+  CHECK(p["measurements"][1]["bytes"] == nlohmann::json{{"value", 1048576}, {"source", "option"}});
+  // ddplint-verify not built: the findings, then one line saying how to build it; exit 4
+  Run missing = ddplint({"verify", "train.py"}, "", d.path, {"DDPLINT_VERIFY_BIN=/nonexistent/ddplint-verify"});
+  CHECK(missing.rc == 4);
+  CHECK(contains(missing.out, "train.py:3:5: DDP101"));
+  CHECK(contains(missing.err, "ddplint-verify is not built: configure with"));
+  CHECK(contains(missing.out, "not measured: ddplint-verify did not run"));
+  // a ddplint-verify that finds no CUDA device: the CPU measurement is reported, then the no-GPU line; exit 3
+  d.write("fake-verify",
+          "#!/bin/sh\ncat > \"$2\" <<'JSON'\n{\"version\":1,\"measurements\":["
+          "{\"id\":\"cpu_cores\",\"status\":\"ok\",\"values\":{\"cores\":2,\"gpus\":0,\"advised_num_workers\":2}},"
+          "{\"id\":\"h2d_copy\",\"status\":\"skipped\",\"reason\":\"no CUDA device visible\"}]}\nJSON\nexit 3\n");
+  ::chmod((d.path / "fake-verify").c_str(), 0755);
+  Run nogpu = ddplint({"verify", "train.py"}, "", d.path, {"DDPLINT_VERIFY_BIN=" + (d.path / "fake-verify").string()});
+  CHECK(nogpu.rc == 3);
+  CHECK(contains(nogpu.out, "measured: 2 CPU cores for 0 GPUs: num_workers up to 2 per rank"));
+  CHECK(contains(nogpu.out, "not measured: no CUDA device visible"));
+  CHECK(contains(nogpu.out, "no CUDA device visible: verification skipped"));
+  Run json = ddplint({"verify", "--format", "json", "train.py"}, "", d.path, {"DDPLINT_VERIFY_BIN=" + (d.path / "fake-verify").string()});
+  auto j = nlohmann::json::parse(json.out);
+  CHECK(j["findings"].size() == 2);
+  CHECK(j["results"]["measurements"][0]["id"] == "cpu_cores");
+}
