@@ -211,6 +211,13 @@ std::pair<std::string, double> explain(std::string_view code, const ojson& m, co
     return {fmt("matmul %.0f TFLOP/s in fp32, %.0f in tf32, %.0f in bf16 (%.1fx)", f32, tf32, bf16, bf16 / f32),
             ms32 - ms16};
   }
+  if (kind == "all_reduce" && values.value("device", "") == "cpu") {
+    // no CUDA device: the multi-rank plumbing ran with Gloo on CPU tensors; not the GPUs' cost
+    return {fmt("no CUDA device: a Gloo all-reduce on CPU of %.1f M fp32 values took %.2f ms over %.0f ranks "
+                "(checks the multi-rank run, not what your GPUs cost)",
+                num(values, "params") / 1e6, num(values, "fp32_ms"), num(values, "ranks")),
+            std::nan("")};
+  }
   if (kind == "all_reduce") {
     double ms = num(values, "fp32_ms"), bus = num(values, "busbw_gbps"), ranks = num(values, "ranks");
     if (code == "DDP303") {
