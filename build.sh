@@ -24,11 +24,19 @@ DEBS=(
   "neovim:nvim"
 )
 
+# Only for the test suite's verification checks (ddplint-verify against LibTorch, CPU).
+VERIFY_DEBS=(
+  "libtorch-dev:-"
+  "libgloo-dev:-"
+)
+
 say() { printf 'ddplint setup: %s\n' "$*" >&2; }
 
 missing_debs() {
   local entry pkg cmd
-  for entry in "${DEBS[@]}"; do
+  local wanted=("${DEBS[@]}")
+  [ "${WITH_VERIFY:-0}" = 1 ] && wanted+=("${VERIFY_DEBS[@]}")
+  for entry in "${wanted[@]}"; do
     pkg=${entry%%:*}
     cmd=${entry#*:}
     if [ "$cmd" != "-" ]; then
@@ -97,7 +105,11 @@ case "${1:-}" in
     [ "$status" -le 1 ] || exit "$status"
     ;;
   test)
+    WITH_VERIFY=1
     build
+    # ddplint-verify against Debian's LibTorch (CPU): the verification checks of the test suite use it
+    [ -f build/verify/build.ninja ] || cmake --preset verify >&2
+    cmake --build --preset verify >&2
     ctest --preset release --output-on-failure
     ;;
   *)

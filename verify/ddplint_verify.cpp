@@ -132,13 +132,46 @@ json measure_h2d(const json& m) {
     std::sort(t.begin(), t.end());
     return t[t.size() / 2];
   };
+  // device-to-device copy of the same bytes: checked against what PyTorch reaches (verify/gpu-check.sh)
+  at::Tensor device2 = at::empty({bytes}, cpu.device(at::kCUDA));
+  double d2d_ms = 0;
+  {
+    std::vector<double> t;
+    for (int i = 0; i < 6; ++i) {
+      cuda_sync();
+      auto t0 = Clock::now();
+      device2.copy_(device);
+      cuda_sync();
+      if (i > 0) t.push_back(ms_since(t0));
+    }
+    std::sort(t.begin(), t.end());
+    d2d_ms = t[t.size() / 2];
+  }
   double pageable_ms = time_copy(pageable, false, false);
   double pinned_ms = time_copy(pinned, false, false);
   double async_host_ms = time_copy(pinned, true, true);
   double gb = static_cast<double>(bytes) / 1e9;
   return ok(m, {{"bytes", bytes}, {"pageable_ms", pageable_ms}, {"pinned_ms", pinned_ms},
                 {"pinned_non_blocking_host_ms", async_host_ms}, {"pageable_gbps", gb / (pageable_ms / 1e3)},
-                {"pinned_gbps", gb / (pinned_ms / 1e3)}});
+                {"pinned_gbps", gb / (pinned_ms / 1e3)}, {"d2d_ms", d2d_ms}, {"d2d_gbps", gb / (d2d_ms / 1e3)}});
+}
+
+// Without a GPU: a host-to-host copy of the batch's bytes (at most 1 GiB), the
+// staging step every pageable host-to-device transfer goes through (CUDA copies
+// pageable memory into a pinned buffer first). Median of 5 after a warm-up.
+json measure_host_copy(const json& m) {
+  std::int64_t bytes = std::min<std::int64_t>(value_of(m, "bytes"), 1ll << 30);
+  auto cpu = at::TensorOptions().dtype(at::kByte);
+  at::Tensor src = at::empty({bytes}, cpu).fill_(1), dst = at::empty({bytes}, cpu);
+  std::vector<double> t;
+  for (int i = 0; i < 6; ++i) {
+    auto t0 = Clock::now();
+    dst.copy_(src);
+    if (i > 0) t.push_back(ms_since(t0));
+  }
+  std::sort(t.begin(), t.end());
+  double ms = t[t.size() / 2];
+  return {{"bytes", bytes}, {"host_copy_ms", ms}, {"host_copy_gbps", static_cast<double>(bytes) / 1e9 / (ms / 1e3)}};
 }
 
 // A queue of GPU work of about `ms` milliseconds (2048^3 fp32 matmuls), not waited for.
@@ -466,6 +499,9 @@ int main(int argc, char** argv) {
         // no GPU: the multi-rank plumbing still runs, with Gloo on CPU tensors (not the GPU cost)
         json v = launch_ranks(2, argv[1], m["id"], "gloo", json::object());
         r = v.contains("error") ? skipped(m, v["error"].get<std::string>()) : ok(m, v);
+      } else if (kind == "h2d_copy" && !cuda) {
+        r = skipped(m, no_cuda);
+        r["values"] = measure_host_copy(m);  // what can be measured without a GPU
       } else if (!cuda) {
         r = skipped(m, no_cuda);
       } else if (kind == "h2d_copy") {

@@ -275,6 +275,10 @@ std::string format_report(const SourceFile& source, const std::vector<Diagnostic
     const nlohmann::json& r = *it->second;
     if (r.value("status", "") != "ok") {
       out += "  not measured: " + r.value("reason", std::string("no reason given")) + "\n";
+      const nlohmann::json& v = r.value("values", nlohmann::json::object());
+      if (kind == "h2d_copy" && v.contains("host_copy_ms"))
+        out += fmt("  on the host: copying %.0f MiB in memory (the staging step of a pageable transfer) takes %.2f ms (%.1f GB/s)\n",
+                   num(v, "bytes") / (1024.0 * 1024.0), num(v, "host_copy_ms"), num(v, "host_copy_gbps"));
       continue;
     }
     auto [line, cost] = explain(d.rule->code, *m, r.value("values", nlohmann::json::object()));
