@@ -10,7 +10,6 @@
 // Only ATen and c10d headers are included (not <torch/torch.h>): they compile
 // in about 8 s instead of 18 s, and against PyTorch 1.13 (Debian, CPU) and 2.x.
 #include <ATen/ATen.h>
-#include <ATen/detail/CUDAHooksInterface.h>
 #include <c10/core/DeviceGuard.h>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
@@ -78,9 +77,14 @@ int cpu_cores() {
   return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 }
 
+// GPUs this process sees (CUDA_VISIBLE_DEVICES applies), counted by the driver:
+// the same call on every PyTorch version.
 int visible_gpus() {
   if (!at::hasCUDA()) return 0;
-  return static_cast<int>(at::detail::getCUDAHooks().getNumGPUs());
+  auto& d = dv::CudaDriver::get();
+  int count = 0;
+  if (!d.loaded || d.cuDeviceGetCount(&count) != 0) return 0;
+  return count;
 }
 
 void cuda_sync() {
@@ -313,6 +317,7 @@ json launch_ranks(int ranks, const std::string& plan_path, const std::string& id
       ::setenv("MASTER_ADDR", "127.0.0.1", 1);
       ::setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
       ::setenv("DDPLINT_VERIFY_HOST_STORE", "1", 1);  // no launcher hosts a store: rank 0 does
+      ::unsetenv("TORCHELASTIC_USE_AGENT_STORE");
       ::setenv("DDPLINT_VERIFY_MEASUREMENT", id.c_str(), 1);
       ::setenv("DDPLINT_VERIFY_BACKEND", backend.c_str(), 1);
       for (auto it = env.begin(); it != env.end(); ++it)
@@ -360,6 +365,36 @@ json bandwidths(double bytes, double ms, int ranks) {
 
 // One rank of a multi-rank measurement: all-reduce of the gradient (fp32 and bf16)
 // and of one element (latency), with Gloo on CPU tensors or NCCL on this rank's GPU.
+int run_rank(const json& plan, const std::string& out_path);
+
+// Under torchrun (WORLD_SIZE set by the launcher, no measurement named): every
+// rank runs the plan's all-reduce; rank 0 writes the results in the usual
+// format. The other kinds need one process (or, for DDP304, two launches):
+// they are reported as skipped with that reason.
+int run_under_launcher(const json& plan, const std::string& out_path) {
+  int rank = std::atoi(std::getenv("RANK"));
+  json out = {{"version", dv::kPlanVersion},
+              {"device", {{"cuda", visible_gpus() > 0}, {"gpus", visible_gpus()}, {"launcher", "torchrun"}}},
+              {"measurements", json::array()}};
+  std::string rank_out = out_path + ".rank" + std::to_string(rank);
+  for (const auto& m : plan["measurements"]) {
+    if (m["kind"] != "all_reduce") {
+      out["measurements"].push_back(skipped(m, "measured by running ddplint-verify without torchrun"));
+      continue;
+    }
+    ::setenv("DDPLINT_VERIFY_MEASUREMENT", m["id"].get<std::string>().c_str(), 1);
+    ::setenv("DDPLINT_VERIFY_BACKEND", visible_gpus() > 0 ? "nccl" : "gloo", 1);
+    int rc = run_rank(plan, rank_out);
+    if (rank != 0) continue;
+    std::string text = slurp(rank_out);
+    ::unlink(rank_out.c_str());
+    json v = text.empty() ? json{{"error", "no result"}} : json::parse(text);
+    out["measurements"].push_back(rc != 0 || v.contains("error") ? skipped(m, v.value("error", "the rank failed")) : ok(m, v));
+  }
+  if (rank == 0 && !write_json(out_path, out)) return 1;
+  return 0;
+}
+
 int run_rank(const json& plan, const std::string& out_path) {
   int rank = std::atoi(std::getenv("RANK")), world = std::atoi(std::getenv("WORLD_SIZE"));
   const char* local = std::getenv("LOCAL_RANK");
@@ -373,7 +408,10 @@ int run_rank(const json& plan, const std::string& out_path) {
   std::int64_t params = value_of(m, "params");
   c10d::TCPStoreOptions opts;
   opts.port = static_cast<std::uint16_t>(std::atoi(std::getenv("MASTER_PORT") ? std::getenv("MASTER_PORT") : "29500"));
-  opts.isServer = rank == 0 && std::getenv("DDPLINT_VERIFY_HOST_STORE") != nullptr;  // under torchrun the launcher hosts it
+  // torchrun's agent hosts the store when it says so (TORCHELASTIC_USE_AGENT_STORE=True); otherwise rank 0 does
+  const char* agent_store = std::getenv("TORCHELASTIC_USE_AGENT_STORE");
+  bool agent_hosts = agent_store != nullptr && std::string(agent_store) == "True";
+  opts.isServer = rank == 0 && (std::getenv("DDPLINT_VERIFY_HOST_STORE") != nullptr || !agent_hosts);
   opts.numWorkers = static_cast<std::size_t>(world);
   opts.waitWorkers = false;
   opts.timeout = std::chrono::seconds(60);
@@ -481,7 +519,10 @@ int main(int argc, char** argv) {
     return kExitBadPlan;
   }
   try {
-    if (std::getenv("WORLD_SIZE") != nullptr && std::getenv("RANK") != nullptr) return run_rank(plan, argv[2]);
+    if (std::getenv("WORLD_SIZE") != nullptr && std::getenv("RANK") != nullptr) {
+      if (std::getenv("DDPLINT_VERIFY_MEASUREMENT") == nullptr) return run_under_launcher(plan, argv[2]);
+      return run_rank(plan, argv[2]);
+    }
 
     int gpus = visible_gpus();
     bool cuda = gpus > 0 && dv::CudaDriver::get().loaded;

@@ -81,6 +81,11 @@ TEST_CASE("plan: each finding kind maps to its measurement, with sizes and their
   CHECK((*measurement(sized, "h2d_copy"))["bytes"] == json{{"value", 1 << 20}, {"source", "option"}});
   CHECK((*measurement(sized, "all_reduce"))["params"] == json{{"value", 1000000}, {"source", "option"}});
   CHECK((*measurement(sized, "all_reduce"))["gpus"] == json{{"value", 2}, {"source", "option"}});
+  // DDP203 (every rank on GPU 0) is answered by the device inventory
+  Linted gpu0 = linted("import torch\nimport torch.distributed as dist\ndist.init_process_group(\"nccl\")\nmodel = Net().cuda()\n");
+  json devices_plan = verify::make_plan(gpu0.source, gpu0.result.diagnostics, {});
+  REQUIRE(measurement(devices_plan, "devices") != nullptr);
+  CHECK((*measurement(devices_plan, "devices"))["answers"][0]["code"] == "DDP203");
   // a script without findings that a measurement answers: an empty plan
   Linted clean = linted("x = 1\n");
   CHECK(verify::make_plan(clean.source, clean.result.diagnostics, {})["measurements"].empty());

@@ -58,6 +58,17 @@ h2d="[m for m in d['measurements'] if m['id']=='h2d_copy'][0]"
 cores="[m for m in d['measurements'] if m['id']=='cpu_cores'][0]"
 [ "$(json "$r" "$cores['values']['cores'] >= 1 and $cores['values']['advised_num_workers'] >= 1")" = "True" ] || fail "no core count"
 
+# as torchrun starts it: two processes given RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT,
+# rank 0 hosting the TCPStore; rank 0 writes the all-reduce in the results format
+port=$(( 20000 + RANDOM % 20000 ))
+for rank in 0 1; do
+  RANK=$rank LOCAL_RANK=$rank WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
+    "$verify" "$work/plan.json" "$work/launched.json" &
+done
+wait
+[ "$(json "$work/launched.json" "[m['status'] for m in d['measurements'] if m['id']=='all_reduce'][0] + str(d['device']['launcher'])")" = "oktorchrun" ] ||
+  fail "the torchrun-style launch did not measure the all-reduce: $(cat "$work/launched.json")"
+
 # the whole command: findings, measurements, the no-GPU line, status 3
 set +e
 DDPLINT_VERIFY_BIN="$verify" "$ddplint" verify --params 2000000 "$work/train.py" >"$work/out" 2>&1
