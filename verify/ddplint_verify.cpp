@@ -92,6 +92,13 @@ void cuda_sync() {
   if (d.loaded) d.cuCtxSynchronize();
 }
 
+// Makes PyTorch create its context on the current device (lazily created
+// otherwise), so that driver calls such as cuMemGetInfo have one to ask.
+void ensure_context() {
+  at::Tensor t = at::ones({1}, at::TensorOptions().device(at::kCUDA));
+  cuda_sync();
+}
+
 std::size_t free_gpu_bytes() {
   auto& d = dv::CudaDriver::get();
   std::size_t free = 0, total = 0;
@@ -261,15 +268,14 @@ json measure_devices(const json& m) {
   std::size_t before = free_gpu_bytes();
   int pipefd[2];
   if (::pipe(pipefd) != 0) return skipped(m, "pipe failed");
+  // a fresh process (CUDA cannot be used in a child forked after it started): this
+  // executable again, in its context-holding mode, reporting on the pipe
   pid_t pid = ::fork();
   if (pid == 0) {
     ::close(pipefd[0]);
-    int dev = 0;
-    void* ctx = nullptr;
-    char okc = (d.cuDeviceGet(&dev, 0) == 0 && d.cuDevicePrimaryCtxRetain(&ctx, dev) == 0 && d.cuCtxSetCurrent(ctx) == 0) ? '1' : '0';
-    if (::write(pipefd[1], &okc, 1) != 1) ::_exit(1);
-    ::sleep(3);  // hold the context while the parent reads free memory
-    ::_exit(0);
+    std::string fd = std::to_string(pipefd[1]);
+    ::execl("/proc/self/exe", "ddplint-verify", "--hold-gpu-context", fd.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
   }
   ::close(pipefd[1]);
   char okc = '0';
@@ -453,6 +459,7 @@ int run_rank(const json& plan, const std::string& out_path) {
     }
     c10::Device device(at::kCUDA, static_cast<c10::DeviceIndex>(local_rank));
     c10::DeviceGuard guard(device);
+    ensure_context();
     dv::Nccl::UniqueId uid{};
     if (rank == 0) {
       nccl.GetUniqueId(&uid);
@@ -502,7 +509,23 @@ int run_rank(const json& plan, const std::string& out_path) {
 
 }  // namespace
 
+// `--hold-gpu-context FD`: creates a context on GPU 0 with the driver alone,
+// writes '1' (or '0' on failure) to FD, and holds it for 3 s (measure_devices).
+int hold_gpu_context(int fd) {
+  auto& d = dv::CudaDriver::get();
+  int dev = 0;
+  void* ctx = nullptr;
+  char okc = d.loaded && d.cuDeviceGet(&dev, 0) == 0 && d.cuDevicePrimaryCtxRetain(&ctx, dev) == 0 &&
+                     d.cuCtxSetCurrent(ctx) == 0
+                 ? '1'
+                 : '0';
+  if (::write(fd, &okc, 1) != 1) return 1;
+  ::sleep(3);
+  return 0;
+}
+
 int main(int argc, char** argv) {
+  if (argc == 3 && std::string(argv[1]) == "--hold-gpu-context") return hold_gpu_context(std::atoi(argv[2]));
   if (argc != 3) {
     std::fprintf(stderr, "usage: ddplint-verify PLAN.json RESULTS.json\n");
     return kExitBadPlan;
@@ -528,6 +551,7 @@ int main(int argc, char** argv) {
     bool cuda = gpus > 0 && dv::CudaDriver::get().loaded;
     json device = {{"cuda", cuda}, {"gpus", gpus}, {"cpu_cores", cpu_cores()}};
     json out = {{"version", dv::kPlanVersion}, {"device", device}, {"measurements", json::array()}};
+    if (cuda) ensure_context();
     const std::string no_cuda = "no CUDA device visible";
     for (const auto& m : plan["measurements"]) {
       std::string kind = m["kind"];
