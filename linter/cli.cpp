@@ -1,5 +1,6 @@
 #include "linter/cli.hpp"
 
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -58,7 +59,11 @@ void list_rules(std::span<const Rule> rules) {
 // The ddplint-verify executable: $DDPLINT_VERIFY_BIN, else beside this
 // executable, else on PATH. Empty when there is none.
 std::string find_verify_binary() {
-  if (const char* env = std::getenv("DDPLINT_VERIFY_BIN"); env && *env) return ::access(env, X_OK) == 0 ? env : "";
+  if (const char* env = std::getenv("DDPLINT_VERIFY_BIN"); env && *env) {
+    if (::access(env, X_OK) == 0) return env;
+    std::fprintf(stderr, "ddplint: DDPLINT_VERIFY_BIN=%s is not an executable file\n", env);
+    return "";
+  }
   std::error_code ec;
   std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
   if (!ec) {
@@ -83,12 +88,27 @@ int run_child(const std::string& binary, const std::string& plan, const std::str
   pid_t pid = ::fork();
   if (pid < 0) return -1;
   if (pid == 0) {
+    // `ddplint verify` is the driver: a launcher's rank variables in this shell must not turn it into a rank
+    for (const char* v : {"RANK", "LOCAL_RANK", "WORLD_SIZE", "DDPLINT_VERIFY_MEASUREMENT", "DDPLINT_VERIFY_BACKEND"})
+      ::unsetenv(v);
     ::execl(binary.c_str(), binary.c_str(), plan.c_str(), results.c_str(), static_cast<char*>(nullptr));
     ::_exit(127);
   }
+  // bounded: ddplint-verify budgets 480 s for its measurements; past 600 s it is stopped
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(600);
   int status = 0;
-  while (::waitpid(pid, &status, 0) < 0)
-    if (errno != EINTR) return -1;
+  for (;;) {
+    pid_t r = ::waitpid(pid, &status, WNOHANG);
+    if (r == pid) break;
+    if (r < 0 && errno != EINTR) return -1;
+    if (std::chrono::steady_clock::now() > deadline) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      std::fprintf(stderr, "ddplint: ddplint-verify ran past 600 s and was stopped\n");
+      return 128 + SIGKILL;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
@@ -116,7 +136,7 @@ int run_verify(std::span<const Rule> rules, const std::string& script, const ver
     return kExitError;
   }
   nlohmann::ordered_json plan = verify::make_plan(source, result.diagnostics, options);
-  std::string plan_text = plan.dump(2);
+  std::string plan_text = plan.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
   if (!plan_path.empty()) {
     std::FILE* f = std::fopen(plan_path.c_str(), "w");
     if (!f || std::fwrite(plan_text.data(), 1, plan_text.size(), f) != plan_text.size() || std::fclose(f) != 0) {
@@ -137,7 +157,7 @@ int run_verify(std::span<const Rule> rules, const std::string& script, const ver
     if (format == "text") std::printf("Nothing to measure: no finding of this script has a measurement.\n");
   } else if (std::string binary = find_verify_binary(); binary.empty()) {
     std::fprintf(stderr,
-                 "ddplint: ddplint-verify is not built: configure with `cmake --preset release -DDDPLINT_VERIFY=ON` "
+                 "ddplint: ddplint-verify is not built: build it with `cmake --preset verify && cmake --build --preset verify` "
                  "(needs LibTorch; see verify/README.md) or set DDPLINT_VERIFY_BIN\n");
     status = kExitVerifyUnavailable;
   } else {
@@ -326,7 +346,8 @@ int run_cli(int argc, char** argv, std::span<const Rule> rules) {
                          "Bytes copied to each GPU per step (default 64 MiB)")
       ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 40));
   verify_cmd->add_option("--step-ms", verify_step_ms, "Your measured step time in ms, to put costs in proportion")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::PositiveNumber)
+      ->check(CLI::Range(1e-3, 1e7));  // finite: nan and inf are refused
   verify_cmd->add_option("--format", verify_format, "text or json")->check(CLI::IsMember({"text", "json"}))->capture_default_str();
   verify_cmd->add_option("--plan", verify_plan_path, "Also write the plan (JSON) to this file")->type_name("PATH");
   verify_cmd->add_flag("--plan-only", verify_plan_only, "Print the plan and stop (no measurement)");

@@ -21,13 +21,17 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <optional>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -47,6 +51,7 @@ namespace {
 constexpr int kExitBadPlan = 2;
 constexpr int kExitNoCuda = 3;
 constexpr std::chrono::seconds kRankTimeout{120};  // every multi-rank run is bounded
+constexpr std::chrono::seconds kTotalBudget{480};  // and so is the whole run (ddplint waits at most 600 s)
 
 double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
 
@@ -59,8 +64,28 @@ std::string slurp(const std::string& path) {
 
 bool write_json(const std::string& path, const json& j) {
   std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  f << j.dump(2) << "\n";
-  return static_cast<bool>(f);
+  f << j.dump(2, ' ', false, json::error_handler_t::replace) << "\n";
+  f.flush();  // a full disk shows here, not at open
+  bool good = static_cast<bool>(f);
+  f.close();
+  return good && !f.fail();
+}
+
+// A strictly parsed integer environment variable in [lo, hi], or an error naming it.
+std::optional<long> env_int(const char* name, long lo, long hi, std::string& error) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') {
+    error = std::string(name) + " is not set";
+    return std::nullopt;
+  }
+  char* end = nullptr;
+  errno = 0;
+  long x = std::strtol(v, &end, 10);
+  if (errno != 0 || *end != '\0' || x < lo || x > hi) {
+    error = std::string(name) + "=" + v + ": must be an integer from " + std::to_string(lo) + " to " + std::to_string(hi);
+    return std::nullopt;
+  }
+  return x;
 }
 
 json skipped(const json& m, const std::string& reason) {
@@ -313,6 +338,11 @@ json launch_ranks(int ranks, const std::string& plan_path, const std::string& id
   char dir[] = "/tmp/ddplint-verify-ranks-XXXXXX";
   if (::mkdtemp(dir) == nullptr) return {{"error", "cannot create a temporary folder"}};
   int port = free_port();
+  std::string plan_copy = std::string(dir) + "/plan.json";
+  {
+    std::ofstream f(plan_copy, std::ios::binary);
+    f << slurp(plan_path);
+  }
   std::vector<pid_t> pids;
   for (int r = 0; r < ranks; ++r) {
     pid_t pid = ::fork();
@@ -329,7 +359,7 @@ json launch_ranks(int ranks, const std::string& plan_path, const std::string& id
       for (auto it = env.begin(); it != env.end(); ++it)
         if (it->is_string()) ::setenv(it.key().c_str(), it->get<std::string>().c_str(), 1);
       std::string out = std::string(dir) + "/rank" + std::to_string(r) + ".json";
-      ::execl("/proc/self/exe", "ddplint-verify", plan_path.c_str(), out.c_str(), static_cast<char*>(nullptr));
+      ::execl("/proc/self/exe", "ddplint-verify", plan_copy.c_str(), out.c_str(), static_cast<char*>(nullptr));
       ::_exit(127);
     }
     pids.push_back(pid);
@@ -353,6 +383,7 @@ json launch_ranks(int ranks, const std::string& plan_path, const std::string& id
   }
   std::string text = slurp(std::string(dir) + "/rank0.json");
   for (int r = 0; r < ranks; ++r) ::unlink((std::string(dir) + "/rank" + std::to_string(r) + ".json").c_str());
+  ::unlink(plan_copy.c_str());
   ::rmdir(dir);
   if (failed && text.empty()) return {{"error", "a rank failed or ran past " + std::to_string(kRankTimeout.count()) + " s"}};
   try {
@@ -426,7 +457,7 @@ int run_rank(const json& plan, const std::string& out_path) {
   json values = {{"ranks", world}, {"backend", backend}};
   if (backend == "gloo") {
 #ifdef USE_C10D_GLOO
-    auto options = c10d::ProcessGroupGloo::Options::create();
+    auto options = c10d::ProcessGroupGloo::Options::create(std::chrono::seconds(60));  // bounded, not Gloo's 30 min
     options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
     c10d::ProcessGroupGloo pg(store, rank, world, options);
     params = std::min<std::int64_t>(params, 64ll * 1024 * 1024);  // at most 256 MiB of fp32 per rank
@@ -531,11 +562,20 @@ int main(int argc, char** argv) {
     return kExitBadPlan;
   }
   json plan;
-  try {
-    plan = json::parse(slurp(argv[1]));
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "ddplint-verify: %s: not JSON: %s\n", argv[1], e.what());
-    return kExitBadPlan;
+  {
+    // plans are a few kilobytes: refuse devices, FIFOs and anything over 16 MiB
+    struct stat st {};
+    if (::stat(argv[1], &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > 16 * 1024 * 1024) {
+      std::fprintf(stderr, "ddplint-verify: %s: %s\n", argv[1],
+                   ::stat(argv[1], &st) != 0 ? std::strerror(errno) : "not a regular file of at most 16 MiB");
+      return kExitBadPlan;
+    }
+    try {
+      plan = json::parse(slurp(argv[1]));
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "ddplint-verify: %s: not JSON: %s\n", argv[1], e.what());
+      return kExitBadPlan;
+    }
   }
   if (std::string problem = dv::validate_plan(plan); !problem.empty()) {
     std::fprintf(stderr, "ddplint-verify: %s: %s\n", argv[1], problem.c_str());
@@ -543,7 +583,19 @@ int main(int argc, char** argv) {
   }
   try {
     if (std::getenv("WORLD_SIZE") != nullptr && std::getenv("RANK") != nullptr) {
-      if (std::getenv("DDPLINT_VERIFY_MEASUREMENT") == nullptr) return run_under_launcher(plan, argv[2]);
+      std::string error;
+      auto world = env_int("WORLD_SIZE", 2, 4096, error);
+      auto rank = world ? env_int("RANK", 0, *world - 1, error) : std::nullopt;
+      auto port = rank ? env_int("MASTER_PORT", 1, 65535, error) : std::nullopt;
+      if (!port) {
+        std::fprintf(stderr, "ddplint-verify: as a rank: %s (unset RANK and WORLD_SIZE to run outside a launcher)\n",
+                     error.c_str());
+        return kExitBadPlan;
+      }
+      if (std::getenv("DDPLINT_VERIFY_MEASUREMENT") == nullptr) {
+        int rc = run_under_launcher(plan, argv[2]);
+        return rc != 0 ? rc : (visible_gpus() > 0 ? 0 : kExitNoCuda);
+      }
       return run_rank(plan, argv[2]);
     }
 
@@ -553,8 +605,13 @@ int main(int argc, char** argv) {
     json out = {{"version", dv::kPlanVersion}, {"device", device}, {"measurements", json::array()}};
     if (cuda) ensure_context();
     const std::string no_cuda = "no CUDA device visible";
+    const auto started = Clock::now();
     for (const auto& m : plan["measurements"]) {
       std::string kind = m["kind"];
+      if (Clock::now() - started > kTotalBudget) {  // the whole run is bounded, not only each measurement
+        out["measurements"].push_back(skipped(m, "the run's time budget (" + std::to_string(kTotalBudget.count()) + " s) was spent"));
+        continue;
+      }
       int wanted = m.contains("gpus") ? static_cast<int>(m["gpus"]["value"].get<std::int64_t>()) : 0;
       int ranks = wanted > 0 ? std::min(wanted, std::max(gpus, 2)) : gpus;
       json r;
@@ -596,6 +653,9 @@ int main(int argc, char** argv) {
       return kExitBadPlan;
     }
     return cuda ? 0 : kExitNoCuda;
+  } catch (const c10::Error& e) {
+    std::fprintf(stderr, "ddplint-verify: %s\n", e.what_without_backtrace());
+    return kExitBadPlan;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "ddplint-verify: %s\n", e.what());
     return kExitBadPlan;

@@ -131,13 +131,17 @@ std::string validate_plan(const nlohmann::json& plan) {
   if (!plan.contains("measurements") || !plan["measurements"].is_array()) return "measurements: must be an array";
   static const std::set<std::string> known = {"h2d_copy", "sync_stall", "matmul", "all_reduce",
                                               "all_reduce_env", "devices", "cpu_cores"};
+  if (plan["measurements"].size() > 64) return "measurements: at most 64 (one per kind is what ddplint writes)";
   std::size_t i = 0;
+  std::set<std::string> ids;
   for (const auto& m : plan["measurements"]) {
     std::string at = "measurements[" + std::to_string(i++) + "]";
     if (!m.is_object()) return at + ": must be an object";
     if (!m.contains("kind") || !m["kind"].is_string() || !known.count(m["kind"].get<std::string>()))
       return at + ".kind: must be one of h2d_copy, sync_stall, matmul, all_reduce, all_reduce_env, devices, cpu_cores";
-    if (!m.contains("id") || !m["id"].is_string()) return at + ".id: must be a string";
+    if (!m.contains("id") || !m["id"].is_string() || m["id"].get<std::string>().empty() || m["id"].get<std::string>().size() > 64)
+      return at + ".id: must be a string of 1 to 64 characters";
+    if (!ids.insert(m["id"].get<std::string>()).second) return at + ".id: used twice";
     std::string kind = m["kind"];
     auto need = [&](const char* field) -> std::string {
       if (!m.contains(field) || !m[field].is_object() || !positive_int(m[field].value("value", nlohmann::json())))

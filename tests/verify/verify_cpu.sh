@@ -86,4 +86,23 @@ status=$?
 set -e
 [ "$status" -eq 2 ] || fail "malformed plan: expected status 2, got $status"
 grep -q "measurements\[0\].params.value: must be a positive integer" "$work/err" || fail "the bad field is not named: $(cat "$work/err")"
+# a shell with a launcher's rank variables: `ddplint verify` is still the driver (no hang)
+set +e
+RANK=0 WORLD_SIZE=2 DDPLINT_VERIFY_BIN="$verify" timeout 120 "$ddplint" verify --params 100000 "$work/train.py" >/dev/null 2>&1
+status=$?
+set -e
+[ "$status" -eq 3 ] || fail "with RANK/WORLD_SIZE in the environment: expected status 3, got $status"
+# bad rank variables and duplicate ids: status 2 naming them
+"$ddplint" verify --plan-only --params 100000 "$work/train.py" >"$work/plan2.json"
+set +e
+RANK=abc WORLD_SIZE=2 MASTER_PORT=1234 "$verify" "$work/plan2.json" "$work/x.json" 2>"$work/err"
+status=$?
+set -e
+[ "$status" -eq 2 ] && grep -q "RANK=abc" "$work/err" || fail "a bad RANK is not named: $(cat "$work/err")"
+/usr/bin/python3 -c "import json,sys; d=json.load(open(sys.argv[1])); d['measurements'].append(dict(d['measurements'][0])); json.dump(d,open(sys.argv[1],'w'))" "$work/plan2.json"
+set +e
+"$verify" "$work/plan2.json" "$work/x.json" 2>"$work/err"
+status=$?
+set -e
+[ "$status" -eq 2 ] && grep -q "id: used twice" "$work/err" || fail "duplicate ids accepted: $(cat "$work/err")"
 echo "verify: plan, Gloo 2-process all-reduce, host copy, core count, no-GPU exit 3 and malformed plan exit 2 all checked"
