@@ -673,7 +673,7 @@ TEST_CASE("ddplint verify: the plan, findings first, and the exits when ddplint-
   Run missing = ddplint({"verify", "train.py"}, "", d.path, {"DDPLINT_VERIFY_BIN=/nonexistent/ddplint-verify"});
   CHECK(missing.rc == 4);
   CHECK(contains(missing.out, "train.py:3:5: DDP101"));
-  CHECK(contains(missing.err, "ddplint-verify is not built: configure with"));
+  CHECK(contains(missing.err, "ddplint-verify is not built: build it with"));
   CHECK(contains(missing.out, "not measured: ddplint-verify did not run"));
   // a ddplint-verify that finds no CUDA device: the CPU measurement is reported, then the no-GPU line; exit 3
   d.write("fake-verify",
