@@ -34,6 +34,13 @@ namespace ddplint {
 
 namespace {
 
+// The rule with `code` among `rules`, or nullptr.
+const Rule* rule_with_code(std::span<const Rule> rules, std::string_view code) {
+  for (const Rule& r : rules)
+    if (r.info.code == code) return &r;
+  return nullptr;
+}
+
 bool use_color() {
   const char* no_color = std::getenv("NO_COLOR");
   if (no_color && *no_color) return false;
@@ -427,13 +434,8 @@ int run_cli(int argc, char** argv, std::span<const Rule> rules) {
     fixed_config = std::make_shared<const Config>(std::move(*config));
   }
   ConfigResolver resolver(rules);
-  // what one file is linted with: the rules selected for it and the rule options
-  struct FileSettings {
-    RuleSelection selection;
-    RuleOptions options;
-  };
-  auto settings_for = [&](const Config* config, const std::string& path) {
-    return FileSettings{selection_for(config, path, select, ignore), config ? config->options : RuleOptions{}};
+  auto settings_of = [&](const Config* config, const std::string& path) {
+    return settings_for(config, path, select, ignore);
   };
   std::vector<std::string> config_errors;  // each reported once
   // The configuration of `path`; nullptr for none; false on a configuration error.
@@ -559,9 +561,8 @@ int run_cli(int argc, char** argv, std::span<const Rule> rules) {
       auto [uri, relative] = sarif_uri(shown->path());
       std::map<std::pair<std::string_view, std::string>, std::size_t> seen;  // (rule, line text) -> count
       for (const auto& d : result.diagnostics) {
-        std::size_t index = 0;
-        for (std::size_t i = 0; i < rules.size(); ++i)
-          if (rules[i].info.code == d.rule->code) index = i;
+        const Rule* rule = rule_with_code(rules, d.rule->code);
+        std::size_t index = rule ? static_cast<std::size_t>(rule - rules.data()) : 0;
         const LineIndex& li = shown->lines();
         std::uint32_t line = li.line_of(d.start);
         std::string text(shown->text().substr(li.line_start(line), li.line_end(line) - li.line_start(line)));
@@ -618,9 +619,7 @@ int run_cli(int argc, char** argv, std::span<const Rule> rules) {
     if (show_fixes && !o.fixed.empty()) {
       fixes_report += "  " + o.path + ":\n";
       for (const auto& [code, n] : o.fixed) {
-        const Rule* rule = nullptr;
-        for (const Rule& r : rules)
-          if (r.info.code == code) rule = &r;
+        const Rule* rule = rule_with_code(rules, code);
         fixes_report += "    " + std::to_string(n) + " x " + std::string(code) + " (" +
                         (rule ? std::string(rule->info.name) : std::string()) + ")\n";
       }
@@ -667,7 +666,7 @@ int run_cli(int argc, char** argv, std::span<const Rule> rules) {
     std::string where = stdin_filename.empty() ? "stdin.py" : stdin_filename;
     if (!config_of(where, config)) return kExitError;
     Outcome o =
-        lint_source(SourceFile(name, std::move(*data)), settings_for(config.get(), where), false);
+        lint_source(SourceFile(name, std::move(*data)), settings_of(config.get(), where), false);
     emit(o);
   }
 
@@ -692,7 +691,7 @@ int run_cli(int argc, char** argv, std::span<const Rule> rules) {
   for (const DiscoveredPath& entry : entries) {
     std::shared_ptr<const Config> config;
     if (entry.error.empty()) config_of(entry.path, config);  // errors are collected in config_errors
-    selections.push_back(settings_for(config.get(), entry.path));
+    selections.push_back(settings_of(config.get(), entry.path));
   }
   if (!config_errors.empty()) return kExitError;
   std::size_t workers = std::max<std::size_t>(1, std::min<std::size_t>(jobs, entries.size()));
@@ -757,13 +756,11 @@ int run_cli(int argc, char** argv, std::span<const Rule> rules) {
     std::size_t count_w = 1, name_w = 1;
     for (const auto& [code, c] : rows) {
       count_w = std::max(count_w, std::to_string(c.first).size());
-      for (const Rule& r : rules)
-        if (r.info.code == code) name_w = std::max(name_w, r.info.name.size());
+      if (const Rule* r = rule_with_code(rules, code)) name_w = std::max(name_w, r->info.name.size());
     }
     for (const auto& [code, c] : rows) {
-      std::string_view name;
-      for (const Rule& r : rules)
-        if (r.info.code == code) name = r.info.name;
+      const Rule* r = rule_with_code(rules, code);
+      std::string_view name = r ? r->info.name : std::string_view();
       // [*]: every finding of the rule has a fix --fix applies; [-]: some have
       const char* mark = c.second == 0 ? "" : c.second == c.first ? "[*]" : "[-]";
       std::fprintf(summary, "%*zu  %-7.*s  %-*.*s%s%s\n", static_cast<int>(count_w), c.first, static_cast<int>(code.size()),

@@ -198,6 +198,11 @@ RuleSelection selection_for(const Config* config, const fs::path& file, const st
   return selection;
 }
 
+FileSettings settings_for(const Config* config, const fs::path& file, const std::vector<std::string>& select,
+                          const std::vector<std::string>& ignore) {
+  return FileSettings{selection_for(config, file, select, ignore), config ? config->options : RuleOptions{}};
+}
+
 std::variant<std::shared_ptr<const Config>, ConfigError> ConfigResolver::for_directory(const fs::path& start) {
   using Result = std::variant<std::shared_ptr<const Config>, ConfigError>;
   // walk up (iteratively, at most kMaxAncestors folders: an absurdly deep path

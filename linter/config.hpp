@@ -73,6 +73,16 @@ std::variant<std::optional<Config>, ConfigError> load_config(const std::filesyst
 RuleSelection selection_for(const Config* config, const std::filesystem::path& file,
                             const std::vector<std::string>& select, const std::vector<std::string>& ignore);
 
+/// What one file is linted with: the rules selected for it and the rule options.
+struct FileSettings {
+  RuleSelection selection;
+  RuleOptions options;
+};
+
+/// selection_for() and the configuration's rule options (defaults without one).
+FileSettings settings_for(const Config* config, const std::filesystem::path& file,
+                          const std::vector<std::string>& select, const std::vector<std::string>& ignore);
+
 /// Finds and caches the configuration closest to each linted file: the first
 /// folder, from the file's own upwards, holding `.ddplint.toml`,
 /// `ddplint.toml` or a `pyproject.toml` with `[tool.ddplint]` (checked in that

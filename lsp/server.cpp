@@ -369,7 +369,8 @@ std::pair<RuleSelection, RuleOptions> Server::settings_for_document(const Docume
       config = std::get<std::shared_ptr<const Config>>(found);
     }
   }
-  return {selection_for(config.get(), path, settings_.select, settings_.ignore), config ? config->options : RuleOptions{}};
+  FileSettings file = settings_for(config.get(), path, settings_.select, settings_.ignore);
+  return {std::move(file.selection), file.options};
 }
 
 void Server::relint_all() {

@@ -12,16 +12,19 @@ using namespace ddplint;
 namespace {
 const std::string kHead = "import torch\nfrom torch.utils.data import DataLoader\nmodel = Net().cuda()\n";
 
-// The file after applying the fix of the one finding of `code`; "" if it has no fix.
-std::string fixed(const std::string& src, std::string_view code) {
+// The fix of the one finding of `code`, with its applicability ("" if none).
+std::pair<std::string, std::string> fixed_with(const std::string& src, std::string_view code) {
   SourceFile f("t.py", src);
   LintResult r = lint(f, rules::all(), RuleSelection({std::string(code)}, {}));
   REQUIRE(r.diagnostics.size() == 1);
-  if (!r.diagnostics[0].fix) return "";
+  if (!r.diagnostics[0].fix) return {"", ""};
   std::vector<Edit> edits = r.diagnostics[0].fix->edits;
   std::sort(edits.begin(), edits.end(), [](const Edit& a, const Edit& b) { return a.start < b.start; });
-  return apply_edits(src, edits);
+  return {apply_edits(src, edits), r.diagnostics[0].fix->applicability == Fix::Applicability::Safe ? "safe" : "unsafe"};
 }
+
+// The file after applying the fix of the one finding of `code`; "" if it has no fix.
+std::string fixed(const std::string& src, std::string_view code) { return fixed_with(src, code).first; }
 }  // namespace
 
 TEST_CASE("DDP102 fix: pin_memory=True after the last argument, formatting kept") {
@@ -74,16 +77,6 @@ TEST_CASE("applicable_edits: safe only unless asked, overlapping fixes skipped, 
 }
 
 namespace {
-// The fix of the one finding of `code`, with its applicability ("" if none).
-std::pair<std::string, std::string> fixed_with(const std::string& src, std::string_view code) {
-  SourceFile f("t.py", src);
-  LintResult r = lint(f, rules::all(), RuleSelection({std::string(code)}, {}));
-  REQUIRE(r.diagnostics.size() == 1);
-  if (!r.diagnostics[0].fix) return {"", ""};
-  std::vector<Edit> edits = r.diagnostics[0].fix->edits;
-  std::sort(edits.begin(), edits.end(), [](const Edit& a, const Edit& b) { return a.start < b.start; });
-  return {apply_edits(src, edits), r.diagnostics[0].fix->applicability == Fix::Applicability::Safe ? "safe" : "unsafe"};
-}
 const std::string kDdpHead =
     "import os\nimport torch\nimport torch.distributed as dist\nfrom torch.nn.parallel import DistributedDataParallel as DDP\n"
     "dist.init_process_group(\"nccl\")\n";
