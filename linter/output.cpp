@@ -82,21 +82,20 @@ std::string_view line_text(const SourceFile& file, std::uint32_t line) {
   return file.text().substr(a, b - a);
 }
 
-bool is_continuation(unsigned char c) { return (c & 0xC0) == 0x80; }
 
 // Padding that lines up under `prefix` (tabs kept, one space per code point otherwise).
 std::string pad_under(std::string_view prefix) {
   std::string out;
   for (unsigned char c : prefix) {
     if (c == '\t') out += '\t';
-    else if (!is_continuation(c)) out += ' ';
+    else if (!is_utf8_continuation(c)) out += ' ';
   }
   return out;
 }
 
 std::size_t code_points(std::string_view s) {
   std::size_t n = 0;
-  for (unsigned char c : s) n += is_continuation(c) ? 0 : 1;
+  for (unsigned char c : s) n += is_utf8_continuation(c) ? 0 : 1;
   return n;
 }
 

@@ -16,7 +16,6 @@
 namespace ddplint {
 
 namespace {
-bool is_continuation(unsigned char c) { return (c & 0xC0) == 0x80; }
 
 // Length of the UTF-8 sequence starting with lead byte `c`, or 0 if invalid lead.
 int utf8_length(unsigned char c) {
@@ -60,7 +59,7 @@ Position LineIndex::position(std::uint32_t offset) const {
   std::uint32_t line = line_of(offset);
   std::uint32_t column = 1;
   for (std::uint32_t i = line == 0 ? std::min(bom_, offset) : starts_[line]; i < offset; ++i) {
-    if (!is_continuation(static_cast<unsigned char>(text_[i]))) ++column;
+    if (!is_utf8_continuation(static_cast<unsigned char>(text_[i]))) ++column;
   }
   return {line + 1, column};
 }
@@ -71,7 +70,7 @@ std::uint32_t LineIndex::utf16_column(std::uint32_t offset) const {
   std::uint32_t units = 0;
   for (std::uint32_t i = line == 0 ? std::min(bom_, offset) : starts_[line]; i < offset; ++i) {
     auto c = static_cast<unsigned char>(text_[i]);
-    if (is_continuation(c)) continue;
+    if (is_utf8_continuation(c)) continue;
     units += (c >= 0xF0) ? 2 : 1;  // astral-plane code points are surrogate pairs
   }
   return units;
@@ -105,7 +104,7 @@ DecodeError SourceFile::check_decodable(std::string* detail) const {
     if (c < 0x80) { ++i; continue; }
     int len = utf8_length(c);
     bool ok = len > 0 && i + len <= n;
-    for (int k = 1; ok && k < len; ++k) ok = is_continuation(p[i + k]);
+    for (int k = 1; ok && k < len; ++k) ok = is_utf8_continuation(p[i + k]);
     if (ok && len == 3) {  // reject overlong forms and UTF-16 surrogates
       if (c == 0xE0 && p[i + 1] < 0xA0) ok = false;
       if (c == 0xED && p[i + 1] >= 0xA0) ok = false;

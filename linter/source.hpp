@@ -11,6 +11,9 @@
 
 namespace ddplint {
 
+/// True for a UTF-8 continuation byte (10xxxxxx): not the start of a code point.
+inline bool is_utf8_continuation(unsigned char c) { return (c & 0xC0) == 0x80; }
+
 /// A 1-based position as shown to users: `row` is the line number, `column`
 /// counts Unicode code points from the start of the line (a tab is one).
 struct Position {

@@ -6,7 +6,6 @@
 namespace ddplint::lsp {
 
 namespace {
-bool is_continuation(unsigned char c) { return (c & 0xC0) == 0x80; }
 
 // Bytes of the code point whose lead byte is `c` (1 for a stray continuation byte).
 std::uint32_t sequence_length(unsigned char c) {
@@ -71,7 +70,7 @@ TextPosition position_at(std::string_view text, const LineIndex& lines, std::uin
   for (std::uint32_t i = lines.line_start(line); i < offset; ++i) {
     auto c = static_cast<unsigned char>(text[i]);
     if (enc == PositionEncoding::Utf8) ++units;
-    else if (!is_continuation(c)) units += units_of(c, enc);
+    else if (!is_utf8_continuation(c)) units += units_of(c, enc);
   }
   return {line, units};
 }

@@ -85,7 +85,7 @@ std::string uri_to_path(std::string_view uri) {
     rest = slash == std::string_view::npos ? std::string_view{} : rest.substr(slash);
   }
   for (std::size_t i = 0; i < rest.size(); ++i) {
-    if (rest[i] == '%' && i + 2 < rest.size() + 0 && hex_value(rest[i + 1]) >= 0 && hex_value(rest[i + 2]) >= 0) {
+    if (rest[i] == '%' && i + 2 < rest.size() && hex_value(rest[i + 1]) >= 0 && hex_value(rest[i + 2]) >= 0) {
       out.push_back(static_cast<char>(hex_value(rest[i + 1]) * 16 + hex_value(rest[i + 2])));
       i += 2;
     } else {
