@@ -51,7 +51,7 @@ int main(int argc, char** argv) {
   }
   double mb = static_cast<double>(bytes) / (1024.0 * 1024.0);
   std::printf("corpus: %zu files, %.1f MB\n", files.size(), mb);
-  std::vector<double> parse_s, lint_s;
+  std::vector<double> parse_s, walk_s, lint_s;
   std::size_t findings = 0, nodes = 0;
   RuleSelection all;
   for (int r = 0; r < rounds; ++r) {
@@ -61,14 +61,49 @@ int main(int argc, char** argv) {
       nodes += ts_node_child_count(tree.root()) > 0;
     }
     auto t1 = Clock::now();
+    for (const SourceFile& f : files) {
+      SyntaxTree tree = parse_python(f);
+      TSTreeCursor cursor = ts_tree_cursor_new(tree.root());
+      for (;;) {
+        nodes += ts_node_symbol(ts_tree_cursor_current_node(&cursor)) != 0;
+        if (ts_tree_cursor_goto_first_child(&cursor)) continue;
+        while (!ts_tree_cursor_goto_next_sibling(&cursor)) {
+          if (!ts_tree_cursor_goto_parent(&cursor)) goto done;
+        }
+      }
+    done:
+      ts_tree_cursor_delete(&cursor);
+    }
+    auto t1a = Clock::now();
+    for (const SourceFile& f : files) {
+      SyntaxTree tree = parse_python(f);
+      std::vector<std::pair<TSNode, uint32_t>> stack;
+      stack.push_back({tree.root(), 0});
+      while (!stack.empty()) {
+        auto& top = stack.back();
+        TSNode n = top.first;
+        if (top.second == 0) nodes += ts_node_symbol(n) != 0;
+        uint32_t count = ts_node_child_count(n);
+        if (top.second < count) {
+          TSNode c = ts_node_child(n, top.second++);
+          stack.push_back({c, 0});
+        } else {
+          stack.pop_back();
+        }
+      }
+    }
+    auto t1b = Clock::now();
+    std::printf("node-child walk %.2f s, cursor walk %.2f\n", std::chrono::duration<double>(t1b - t1a).count(), std::chrono::duration<double>(t1a - t1).count());
     findings = 0;
     for (const SourceFile& f : files) findings += lint(f, rules::all(), all).diagnostics.size();
     auto t2 = Clock::now();
     parse_s.push_back(std::chrono::duration<double>(t1 - t0).count());
-    lint_s.push_back(std::chrono::duration<double>(t2 - t1).count());
-    std::printf("round %d: parse %.2f s, lint %.2f s\n", r + 1, parse_s.back(), lint_s.back());
+    walk_s.push_back(std::chrono::duration<double>(t1b - t1).count());
+    lint_s.push_back(std::chrono::duration<double>(t2 - t1b).count());
+    std::printf("round %d: parse %.2f s, parse+walk %.2f s, lint %.2f s\n", r + 1, parse_s.back(), walk_s.back(), lint_s.back());
   }
-  double p = median(parse_s), l = median(lint_s);
+  double p = median(parse_s), l = median(lint_s), w = median(walk_s);
+  std::printf("tree-sitter parse + cursor walk of every node: %.2f s  %.1f MB/s, ratio %.2fx\n", w, mb / w, w / p);
   std::printf("tree-sitter parse only: %.2f s  %.1f MB/s (median of %d)\n", p, mb / p, rounds);
   std::printf("ddplint, all %zu rules: %.2f s  %.1f MB/s (median of %d), %zu findings\n", rules::all().size(), l,
               mb / l, rounds, findings);

@@ -1,5 +1,7 @@
 #include "linter/semantic_model.hpp"
 
+#include "linter/tree_walk.h"
+
 #include <algorithm>
 #include <array>
 #include <cctype>
@@ -106,34 +108,21 @@ class ModelBuilder {
     m_.region_ranges_.push_back({ts_node_start_byte(root), ts_node_end_byte(root)});
     region_stack_.push_back({0, 0});
 
-    TSTreeCursor cursor = ts_tree_cursor_new(root);
-    std::uint32_t depth = 0;
-    for (;;) {
-      TSNode node = ts_tree_cursor_current_node(&cursor);
-      if (has_error && !m_.first_error_ && (ts_node_is_error(node) || ts_node_is_missing(node))) {
-        note_syntax_error(node, {});
-      }
-      enter(node, &cursor, depth);
-      if (ts_tree_cursor_goto_first_child(&cursor)) {
-        ++depth;
-        continue;
-      }
-      for (;;) {
-        leave(depth);
-        if (ts_tree_cursor_goto_next_sibling(&cursor)) break;
-        if (!ts_tree_cursor_goto_parent(&cursor)) {
-          depth = UINT32_MAX;
-          break;
-        }
-        --depth;
-      }
-      if (depth == UINT32_MAX) break;
-    }
-    ts_tree_cursor_delete(&cursor);
+    has_error_ = has_error;
+    ddplint_walk(root, &ModelBuilder::enter_node, &ModelBuilder::leave_node, this);
     finish(root);
   }
 
  private:
+  static bool enter_node(void* context, const DdplintVisit* visit) {
+    auto* self = static_cast<ModelBuilder*>(context);
+    if (self->has_error_ && !self->m_.first_error_ && (ts_node_is_error(visit->node) || ts_node_is_missing(visit->node))) {
+      self->note_syntax_error(visit->node, {});
+    }
+    return self->enter(visit->node, visit->symbol, visit->named, visit->depth);
+  }
+  static void leave_node(void* context, std::uint32_t depth) { static_cast<ModelBuilder*>(context)->leave(depth); }
+
   struct Open {
     int region;
     std::uint32_t depth;
@@ -379,7 +368,9 @@ class ModelBuilder {
     }
   }
 
-  void enter(TSNode node, const TSTreeCursor* cursor, std::uint32_t depth) {
+  // Records what the model needs from `node`; returns false when its
+  // descendants hold nothing the model records (they are then not visited).
+  bool enter(TSNode node, TSSymbol s, bool named, std::uint32_t depth) {
     // the path from the root: parents without ts_node_parent (which walks down from the root)
     if (path_.size() <= depth + 1) {
       path_.resize(depth + 2);
@@ -388,12 +379,11 @@ class ModelBuilder {
       prev_stmt_.resize(depth + 2);
     }
     path_[depth] = node;
-    TSSymbol s = ts_node_symbol(node);
     if (s == k_.block || s == k_.module) {
       first_indent_[depth + 1] = {s == k_.module ? 0 : -1, s == k_.module ? 0 : -1};
       prev_stmt_[depth + 1] = TSNode{};
     }
-    if (!ts_node_is_named(node)) return;
+    if (!named) return true;
     TSNode parent = depth > 0 ? path_[depth - 1] : TSNode{};
     if (!m_.first_error_ && depth > 0 && s != k_.comment && !ts_node_is_error(node)) {
       TSSymbol ps = ts_node_symbol(parent);
@@ -428,42 +418,42 @@ class ModelBuilder {
         }
       }
       m_.calls_.push_back(std::move(c));
-      return;
+      return true;
     }
     if (s == k_.string) {
       note_string(node);
-      return;
+      return true;
     }
     if (s == k_.comment) {
       m_.comments_.push_back(node);
-      return;
+      return true;
     }
     if (s == k_.decorator) {
       if (ts_node_named_child_count(node) > 0) m_.decorators_.push_back(ts_node_named_child(node, 0));
-      return;
+      return true;
     }
     if (s == k_.subscript) {
       subscripts_.push_back(node);
-      return;
+      return true;
     }
     if (s == k_.assignment) {
       // chained assignments nest: only the outermost one binds
       if (ts_node_symbol(parent) != k_.assignment) bind_assignment(node);
       TSNode left = field(node, k_.f_left);
       if (!is_null(left) && ts_node_symbol(left) == k_.subscript) subscript_writes_.emplace_back(left, field(node, k_.f_right));
-      return;
+      return true;
     }
     if (s == k_.augmented_assignment) {
       bind(Binding::Kind::Augmented, field(node, k_.f_left), node, current_scope());
-      return;
+      return true;
     }
     if (s == k_.named_expression) {
       bind(Binding::Kind::Assign, field(node, k_.f_name), field(node, k_.f_value), current_scope());
-      return;
+      return true;
     }
     if (s == k_.import_statement || s == k_.import_from_statement) {
       record_import(node);
-      return;
+      return true;
     }
     if (s == k_.function_definition) {
       TSNode name = field(node, k_.f_name);
@@ -482,7 +472,7 @@ class ModelBuilder {
       m_.functions_by_name_[info.name].push_back(fn);
       TSNode params = field(node, k_.f_parameters);
       if (!is_null(params)) bind_parameters(params, info.region);
-      return;
+      return true;
     }
     if (s == k_.class_definition) {
       bind(Binding::Kind::Definition, field(node, k_.f_name), node, current_scope());
@@ -490,35 +480,37 @@ class ModelBuilder {
       r.kind = Region::Kind::Class;
       r.node = node;
       push_region(r, node, depth);
-      return;
+      return true;
     }
     if (s == k_.for_statement) {
       bind(Binding::Kind::LoopTarget, field(node, k_.f_left), TSNode{}, current_scope());
-      return;
+      return true;
     }
     if (s == k_.block) {
-      TSFieldId field_id = ts_tree_cursor_current_field_id(cursor);  // only blocks need it
+      // the only block child of these statements is the field the region is
+      // for (body or consequence; else/elif blocks sit in their own clauses)
       TSSymbol ps = ts_node_symbol(parent);
       Region r;
       r.node = parent;
-      if ((ps == k_.for_statement || ps == k_.while_statement) && field_id == k_.f_body) {
+      if (ps == k_.for_statement || ps == k_.while_statement) {
         r.kind = Region::Kind::Loop;
-      } else if ((ps == k_.if_statement || ps == k_.elif_clause) && field_id == k_.f_consequence) {
+      } else if (ps == k_.if_statement || ps == k_.elif_clause) {
         r.kind = Region::Kind::Branch;
         r.condition = field(parent, k_.f_condition);
-      } else if (ps == k_.else_clause && field_id == k_.f_body) {
-        if (depth < 2 || ts_node_symbol(path_[depth - 2]) != k_.if_statement) return;  // for/while/try else
+      } else if (ps == k_.else_clause) {
+        if (depth < 2 || ts_node_symbol(path_[depth - 2]) != k_.if_statement) return true;  // for/while/try else
         r.kind = Region::Kind::Branch;
         r.negated = true;
         r.condition = branch_condition_[depth - 2];  // the if's, or the last elif's, condition
-      } else if (ps == k_.with_statement && field_id == k_.f_body) {
+      } else if (ps == k_.with_statement) {
         r.kind = Region::Kind::With;
       } else {
-        return;
+        return true;
       }
       push_region(r, node, depth);
-      return;
+      return true;
     }
+    return true;
   }
 
   bool decorated_no_grad(TSNode parent) {
@@ -671,6 +663,7 @@ class ModelBuilder {
   std::vector<TSNode> branch_condition_;   // per depth: condition of the latest if/elif clause
   std::vector<std::pair<int, int>> first_indent_;  // per depth: indentation of a block's first statement
   std::vector<TSNode> prev_stmt_;                  // per depth: the block's previous statement
+  bool has_error_ = false;                         // the tree has ERROR or MISSING nodes
 };
 
 // ---------------------------------------------------------------------------

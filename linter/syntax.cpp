@@ -1,5 +1,7 @@
 #include "linter/syntax.hpp"
 
+#include "linter/tree_walk.h"
+
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -119,16 +121,11 @@ const Kinds& kinds() {
 }
 
 std::vector<TSNode> children(TSNode node, bool named_only) {
-  std::vector<TSNode> out;
-  if (ts_node_is_null(node) || ts_node_child_count(node) == 0) return out;
-  TSTreeCursor cursor = ts_tree_cursor_new(node);
-  if (ts_tree_cursor_goto_first_child(&cursor)) {
-    do {
-      TSNode c = ts_tree_cursor_current_node(&cursor);
-      if (!named_only || ts_node_is_named(c)) out.push_back(c);
-    } while (ts_tree_cursor_goto_next_sibling(&cursor));
-  }
-  ts_tree_cursor_delete(&cursor);
+  TSNode buffer[16];
+  std::size_t n = ddplint_children(node, named_only, buffer, std::size(buffer));
+  if (n <= std::size(buffer)) return std::vector<TSNode>(buffer, buffer + n);
+  std::vector<TSNode> out(n);
+  ddplint_children(node, named_only, out.data(), out.size());
   return out;
 }
 

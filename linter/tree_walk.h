@@ -1,0 +1,51 @@
+/* Fast pre-order walks over a tree-sitter tree, for the semantic model's one
+ * pass. Written in C against tree-sitter's internal subtree layout (version
+ * 0.25.0, pinned in package-lock.json), because the public TSTreeCursor costs
+ * about 19% of the parse time for a walk of every node, more than the whole
+ * budget of issue 7 (measured with bench/ddplint_bench, bench/README.md).
+ *
+ * The walks visit exactly the nodes, in exactly the order, that
+ * ts_tree_cursor_goto_first_child / goto_next_sibling visit (visible nodes,
+ * hidden ones descended transparently); tests/unit/test_tree_walk.cpp checks
+ * this against the cursor on every fixture and on random edits. Depth is
+ * bounded only by memory: the walk keeps an explicit heap stack, no recursion.
+ */
+#ifndef DDPLINT_TREE_WALK_H_
+#define DDPLINT_TREE_WALK_H_
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <tree_sitter/api.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** One visible node reached by a walk. */
+typedef struct {
+  TSNode node;      /**< the node (valid while the tree lives) */
+  TSSymbol symbol;  /**< ts_node_symbol(node) */
+  bool named;       /**< ts_node_is_named(node) */
+  uint32_t depth;   /**< 0 for the walk's root, +1 per visible level */
+} DdplintVisit;
+
+/** Called on entering a node; returns false to skip the node's descendants. */
+typedef bool (*DdplintEnterFn)(void *context, const DdplintVisit *visit);
+/** Called after a node's descendants (or right after enter for a leaf or a skipped node). */
+typedef void (*DdplintLeaveFn)(void *context, uint32_t depth);
+
+/** Walks `root` and its descendants in pre-order. Returns false only if memory
+ * for the walk's stack could not be allocated (the walk then stops early). */
+bool ddplint_walk(TSNode root, DdplintEnterFn enter, DdplintLeaveFn leave, void *context);
+
+/** Writes the children of `node` (only named ones if `named_only`), in order,
+ * to out[0 .. capacity); returns how many there are (which may exceed
+ * `capacity`: call again with a larger buffer). O(children + hidden nodes). */
+size_t ddplint_children(TSNode node, bool named_only, TSNode *out, size_t capacity);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* DDPLINT_TREE_WALK_H_ */
