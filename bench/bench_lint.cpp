@@ -74,26 +74,7 @@ int main(int argc, char** argv) {
     done:
       ts_tree_cursor_delete(&cursor);
     }
-    auto t1a = Clock::now();
-    for (const SourceFile& f : files) {
-      SyntaxTree tree = parse_python(f);
-      std::vector<std::pair<TSNode, uint32_t>> stack;
-      stack.push_back({tree.root(), 0});
-      while (!stack.empty()) {
-        auto& top = stack.back();
-        TSNode n = top.first;
-        if (top.second == 0) nodes += ts_node_symbol(n) != 0;
-        uint32_t count = ts_node_child_count(n);
-        if (top.second < count) {
-          TSNode c = ts_node_child(n, top.second++);
-          stack.push_back({c, 0});
-        } else {
-          stack.pop_back();
-        }
-      }
-    }
     auto t1b = Clock::now();
-    std::printf("node-child walk %.2f s, cursor walk %.2f\n", std::chrono::duration<double>(t1b - t1a).count(), std::chrono::duration<double>(t1a - t1).count());
     findings = 0;
     for (const SourceFile& f : files) findings += lint(f, rules::all(), all).diagnostics.size();
     auto t2 = Clock::now();

@@ -15,6 +15,7 @@ namespace ddplint {
 
 namespace {
 
+constexpr TSSymbol kErrorSymbol = static_cast<TSSymbol>(-1);  // ts_builtin_sym_error (tree-sitter's parser.h)
 constexpr int kMaxDepth = 24;  // bound on recursion through bindings and nesting
 constexpr std::size_t kMaxStringValue = 4096;  // longer constant strings are Unknown (bounded memory)
 
@@ -87,9 +88,11 @@ bool is_main_process_name(std::string_view raw) {
 }  // namespace
 
 std::string normalize_canonical(std::string name) {
+  if (name.compare(0, 6, "torch.") != 0) return name;  // every rewrite is under torch
   for (const auto& r : kRewrites) {
     if (name.compare(0, r.from.size(), r.from) == 0) {
-      return std::string(r.to) + name.substr(r.from.size());
+      name.replace(0, r.from.size(), r.to);
+      return name;
     }
   }
   return name;
@@ -99,7 +102,13 @@ std::string normalize_canonical(std::string name) {
 // The one walk over the tree.
 class ModelBuilder {
  public:
-  ModelBuilder(SemanticModel& m, const SyntaxTree& tree) : m_(m), k_(kinds()), tree_(tree) {}
+  ModelBuilder(SemanticModel& m, const SyntaxTree& tree) : m_(m), k_(kinds()), tree_(tree) {
+    // depth-indexed vectors keep their size (entries are written before read)
+    region_stack_.clear();
+    subscripts_.clear();
+    subscript_writes_.clear();
+    pending_arguments_.clear();
+  }
 
   void run() {
     TSNode root = tree_.root();
@@ -109,11 +118,32 @@ class ModelBuilder {
     region_stack_.push_back({0, 0});
 
     has_error_ = has_error;
-    ddplint_walk(root, &ModelBuilder::enter_node, &ModelBuilder::leave_node, this);
+    std::string_view text = m_.source_.text();
+    // (a searcher: string_view::find stops at every 'a', a common byte)
+    auto has = [&](std::string_view word) {
+      std::boyer_moore_horspool_searcher searcher(word.begin(), word.end());
+      return std::search(text.begin(), text.end(), searcher) != text.end();
+    };
+    may_use_keywords_as_names_ = has("async") || has("await");
+
+    ddplint_walk(root, &ModelBuilder::enter_node, &ModelBuilder::leave_node, this, /*skip_anonymous_leaves=*/true);
     finish(root);
   }
 
  private:
+  static const std::vector<bool>& recorded_symbols() {
+    static const std::vector<bool> table = [] {
+      const Kinds& k = kinds();
+      std::vector<bool> t(ts_language_symbol_count(tree_sitter_python()), false);
+      for (TSSymbol r : {k.if_statement, k.elif_clause, k.call, k.string, k.comment, k.decorator, k.subscript,
+                         k.assignment, k.augmented_assignment, k.named_expression, k.import_statement,
+                         k.import_from_statement, k.function_definition, k.class_definition, k.for_statement, k.block})
+        t[r] = true;
+      return t;
+    }();
+    return table;
+  }
+
   static bool enter_node(void* context, const DdplintVisit* visit) {
     auto* self = static_cast<ModelBuilder*>(context);
     if (self->has_error_ && !self->m_.first_error_ && (ts_node_is_error(visit->node) || ts_node_is_missing(visit->node))) {
@@ -374,19 +404,25 @@ class ModelBuilder {
     // the path from the root: parents without ts_node_parent (which walks down from the root)
     if (path_.size() <= depth + 1) {
       path_.resize(depth + 2);
+      symbols_.resize(depth + 2);
+      call_at_.resize(depth + 2);
       branch_condition_.resize(depth + 2);
       first_indent_.resize(depth + 2);
       prev_stmt_.resize(depth + 2);
     }
     path_[depth] = node;
+    symbols_[depth] = s;
     if (s == k_.block || s == k_.module) {
       first_indent_[depth + 1] = {s == k_.module ? 0 : -1, s == k_.module ? 0 : -1};
       prev_stmt_[depth + 1] = TSNode{};
     }
     if (!named) return true;
     TSNode parent = depth > 0 ? path_[depth - 1] : TSNode{};
-    if (!m_.first_error_ && depth > 0 && s != k_.comment && !ts_node_is_error(node)) {
-      TSSymbol ps = ts_node_symbol(parent);
+    if (depth >= 2 && symbols_[depth - 1] == k_.argument_list && symbols_[depth - 2] == k_.call && s != k_.comment) {
+      note_argument(node, s, call_at_[depth - 2]);
+    }
+    if (!m_.first_error_ && depth > 0 && s != k_.comment && s != kErrorSymbol) {
+      TSSymbol ps = symbols_[depth - 1];
       if (ps == k_.block || ps == k_.module) check_indentation(node, depth);
       // `print >> f, x` is a valid (if useless) Python 3 expression: only the plain form is an error
       bool chevron = s == k_.print_statement && ts_node_named_child_count(node) > 0 &&
@@ -394,11 +430,12 @@ class ModelBuilder {
       if ((s == k_.print_statement && !chevron) || s == k_.exec_statement) {
         note_syntax_error(node, std::string("Python 2 ") + (s == k_.print_statement ? "print" : "exec") +
                                     " statement: call it as a function");
-      } else if (s == k_.identifier) {
+      } else if (s == k_.identifier && may_use_keywords_as_names_) {
         std::string_view name = node_text(node, m_.source_.text());
         if (name == "async" || name == "await") note_syntax_error(node, "`" + std::string(name) + "` is a reserved keyword");
       }
     }
+    if (s >= recorded_.size() || !recorded_[s]) return true;  // most nodes: nothing below applies
     if (s == k_.if_statement) branch_condition_[depth] = field(node, k_.f_condition);
     if (s == k_.elif_clause && depth > 0) branch_condition_[depth - 1] = field(node, k_.f_condition);
     const int region = current_region();
@@ -408,6 +445,7 @@ class ModelBuilder {
       c.node = node;
       c.callee = field(node, k_.f_function);
       c.region = region;
+      call_at_[depth] = static_cast<int>(m_.calls_.size());
       if (!is_null(c.callee)) {
         TSSymbol cs = ts_node_symbol(c.callee);
         if (cs == k_.attribute) {
@@ -438,7 +476,7 @@ class ModelBuilder {
     }
     if (s == k_.assignment) {
       // chained assignments nest: only the outermost one binds
-      if (ts_node_symbol(parent) != k_.assignment) bind_assignment(node);
+      if (symbols_[depth - 1] != k_.assignment) bind_assignment(node);
       TSNode left = field(node, k_.f_left);
       if (!is_null(left) && ts_node_symbol(left) == k_.subscript) subscript_writes_.emplace_back(left, field(node, k_.f_right));
       return true;
@@ -513,6 +551,39 @@ class ModelBuilder {
     return true;
   }
 
+  void note_argument(TSNode node, TSSymbol s, int call) {
+    Argument a;
+    a.node = node;
+    a.value = node;
+    if (s == k_.keyword_argument) {
+      a.kind = Argument::Kind::Keyword;
+      a.keyword = node_text(field(node, k_.f_name), m_.source_.text());
+      a.value = field(node, k_.f_value);
+    } else if (s == k_.list_splat) {
+      a.kind = Argument::Kind::ListSplat;
+    } else if (s == k_.dictionary_splat) {
+      a.kind = Argument::Kind::DictionarySplat;
+    }
+    pending_arguments_.emplace_back(call, a);
+  }
+
+  // Groups the walk's arguments by call (a counting sort: stable, so each
+  // call's arguments stay in source order). O(calls + arguments).
+  void group_arguments() {
+    std::vector<CallSite>& calls = m_.calls_;
+    for (const auto& [call, a] : pending_arguments_) calls[call].argument_count++;
+    std::uint32_t next = 0;
+    for (CallSite& c : calls) {
+      c.first_argument = next;
+      next += c.argument_count;
+    }
+    m_.arguments_.resize(next);
+    std::vector<std::uint32_t>& fill = scratch_.fill;
+    fill.assign(calls.size(), 0);
+    for (const auto& [call, a] : pending_arguments_) m_.arguments_[calls[call].first_argument + fill[call]++] = a;
+    pending_arguments_.clear();
+  }
+
   bool decorated_no_grad(TSNode parent) {
     if (is_null(parent) || ts_node_symbol(parent) != k_.decorated_definition) return false;
     for (TSNode d : children(parent)) {
@@ -534,6 +605,7 @@ class ModelBuilder {
 
   void finish(TSNode root) {
     std::string_view text = m_.source_.text();
+    group_arguments();
     // canonical names of calls, indexes
     for (std::size_t i = 0; i < m_.calls_.size(); ++i) {
       CallSite& c = m_.calls_[i];
@@ -656,14 +728,39 @@ class ModelBuilder {
   SemanticModel& m_;
   const Kinds& k_;
   const SyntaxTree& tree_;
-  std::vector<Open> region_stack_;
-  std::vector<TSNode> subscripts_;
-  std::vector<std::pair<TSNode, TSNode>> subscript_writes_;  // `x[k] = v`: (x[k], v)
-  std::vector<TSNode> path_;               // node at each depth of the current walk position
-  std::vector<TSNode> branch_condition_;   // per depth: condition of the latest if/elif clause
-  std::vector<std::pair<int, int>> first_indent_;  // per depth: indentation of a block's first statement
-  std::vector<TSNode> prev_stmt_;                  // per depth: the block's previous statement
-  bool has_error_ = false;                         // the tree has ERROR or MISSING nodes
+  // The walk's working storage, kept per thread between files so that a run
+  // over many files does not allocate it again for each (cleared in the constructor).
+  struct Scratch {
+    std::vector<Open> region_stack;
+    std::vector<TSNode> subscripts;
+    std::vector<std::pair<TSNode, TSNode>> subscript_writes;
+    std::vector<TSNode> path;
+    std::vector<TSSymbol> symbols;
+    std::vector<int> call_at;
+    std::vector<std::pair<int, Argument>> pending_arguments;
+    std::vector<TSNode> branch_condition;
+    std::vector<std::pair<int, int>> first_indent;
+    std::vector<TSNode> prev_stmt;
+    std::vector<std::uint32_t> fill;
+  };
+  static Scratch& scratch() {
+    thread_local Scratch s;
+    return s;
+  }
+  Scratch& scratch_ = scratch();
+  std::vector<Open>& region_stack_ = scratch_.region_stack;
+  std::vector<TSNode>& subscripts_ = scratch_.subscripts;
+  std::vector<std::pair<TSNode, TSNode>>& subscript_writes_ = scratch_.subscript_writes;  // `x[k] = v`: (x[k], v)
+  std::vector<TSNode>& path_ = scratch_.path;                // node at each depth of the current walk position
+  std::vector<TSSymbol>& symbols_ = scratch_.symbols;        // its symbol
+  std::vector<int>& call_at_ = scratch_.call_at;             // per depth: index of the call entered there
+  std::vector<std::pair<int, Argument>>& pending_arguments_ = scratch_.pending_arguments;  // (call, argument)
+  std::vector<TSNode>& branch_condition_ = scratch_.branch_condition;  // per depth: latest if/elif condition
+  std::vector<std::pair<int, int>>& first_indent_ = scratch_.first_indent;  // per depth: a block's first indentation
+  std::vector<TSNode>& prev_stmt_ = scratch_.prev_stmt;      // per depth: the block's previous statement
+  bool has_error_ = false;                                   // the tree has ERROR or MISSING nodes
+  bool may_use_keywords_as_names_ = false;                   // the text contains `async` or `await`
+  const std::vector<bool>& recorded_ = recorded_symbols();   // per symbol: enter() records something for it
 };
 
 // ---------------------------------------------------------------------------
@@ -672,24 +769,56 @@ SemanticModel::SemanticModel(const SourceFile& source, const SyntaxTree& tree) :
   ModelBuilder(*this, tree).run();
 }
 
+namespace {
+// The text of a name or attribute chain written without spaces, comments or
+// line breaks (`args.batch_size`) is its dotted path: each segment must start
+// like an identifier (a digit would be a number: `1.5.real`) and not be a
+// keyword constant (`None.x`). Otherwise, empty: take the tree walk.
+bool plain_dotted(std::string_view t) {
+  if (t.empty()) return false;
+  bool segment_start = true;
+  std::size_t start = 0;
+  for (std::size_t i = 0; i <= t.size(); ++i) {
+    if (i == t.size() || t[i] == '.') {
+      std::string_view seg = t.substr(start, i - start);
+      if (seg.empty() || seg == "None" || seg == "True" || seg == "False") return false;
+      segment_start = true;
+      start = i + 1;
+      continue;
+    }
+    unsigned char c = static_cast<unsigned char>(t[i]);
+    bool ident = c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c >= 0x80;
+    if (!ident && !(!segment_start && c >= '0' && c <= '9')) return false;
+    segment_start = false;
+  }
+  return true;
+}
+}  // namespace
+
 std::string SemanticModel::path_of(TSNode expr) const {
   const Kinds& k = kinds();
-  std::vector<std::string_view> parts;
+  if (is_null(expr)) return {};
+  TSSymbol s0 = ts_node_symbol(expr);
+  if (s0 != k.identifier && s0 != k.attribute) return {};
+  std::string_view whole = text(expr);
+  if (plain_dotted(whole)) return std::string(whole);
+  std::array<std::string_view, 64> parts;
+  std::size_t n = 0;
   TSNode cur = expr;
-  for (int guard = 0; guard < 64; ++guard) {
+  for (; n < parts.size(); ++n) {
     if (is_null(cur)) return {};
     TSSymbol s = ts_node_symbol(cur);
     if (s == k.identifier) {
-      parts.push_back(text(cur));
+      parts[n++] = text(cur);
       std::string out;
-      for (auto it = parts.rbegin(); it != parts.rend(); ++it) {
-        if (!out.empty()) out += '.';
-        out += *it;
+      for (std::size_t i = n; i-- > 0;) {
+        out += parts[i];
+        if (i > 0) out += '.';
       }
       return out;
     }
     if (s != k.attribute) return {};
-    parts.push_back(text(field(cur, k.f_attribute)));
+    parts[n] = text(field(cur, k.f_attribute));
     cur = field(cur, k.f_object);
   }
   return {};
@@ -708,17 +837,16 @@ std::string_view SemanticModel::last_name(TSNode expr) const {
 std::string SemanticModel::canonical_name(TSNode expr) const {
   std::string path = path_of(expr);
   if (path.empty()) return {};
-  std::size_t dot = path.find('.');
-  std::string root = path.substr(0, dot);
-  auto it = aliases_.find(root);
+  std::size_t dot = std::min(path.find('.'), path.size());
+  auto it = aliases_.find(std::string_view(path).substr(0, dot));
   if (it == aliases_.end()) return {};
-  std::string full = it->second + (dot == std::string::npos ? "" : path.substr(dot));
-  return normalize_canonical(std::move(full));
+  path.replace(0, dot, it->second);
+  return normalize_canonical(std::move(path));
 }
 
 std::vector<const CallSite*> SemanticModel::calls_to(std::string_view canonical) const {
   std::vector<const CallSite*> out;
-  auto it = calls_by_canonical_.find(std::string(canonical));
+  auto it = calls_by_canonical_.find(canonical);
   if (it != calls_by_canonical_.end())
     for (int i : it->second) out.push_back(&calls_[i]);
   return out;
@@ -743,47 +871,34 @@ const CallSite* SemanticModel::call_at(TSNode call) const {
 }
 
 TSNode SemanticModel::argument(const CallSite& call, std::string_view keyword, int position) const {
-  const Kinds& k = kinds();
-  TSNode args = field(call.node, k.f_arguments);
-  if (is_null(args) || ts_node_symbol(args) != k.argument_list) return {};
   int pos = 0;
   TSNode positional{};
-  for (TSNode a : children(args)) {
-    TSSymbol s = ts_node_symbol(a);
-    if (s == k.comment) continue;
-    if (s == k.keyword_argument) {
-      if (!keyword.empty() && text(field(a, k.f_name)) == keyword) return field(a, k.f_value);
-      continue;
+  for (const Argument& a : arguments(call)) {
+    switch (a.kind) {
+      case Argument::Kind::Keyword:
+        if (!keyword.empty() && a.keyword == keyword) return a.value;
+        break;
+      case Argument::Kind::Positional:
+        if (pos == position) positional = a.node;
+        ++pos;
+        break;
+      default:
+        break;
     }
-    if (s == k.list_splat || s == k.dictionary_splat) {
-      continue;
-    }
-    if (pos == position) positional = a;
-    ++pos;
   }
   return positional;
 }
 
 bool SemanticModel::has_unpacked_arguments(const CallSite& call) const {
-  const Kinds& k = kinds();
-  TSNode args = field(call.node, k.f_arguments);
-  if (is_null(args)) return false;
-  for (TSNode child_ : children(args)) {
-    TSSymbol s = ts_node_symbol(child_);
-    if (s == k.list_splat || s == k.dictionary_splat) return true;
+  for (const Argument& a : arguments(call)) {
+    if (a.kind == Argument::Kind::ListSplat || a.kind == Argument::Kind::DictionarySplat) return true;
   }
   return false;
 }
 
 int SemanticModel::positional_count(const CallSite& call) const {
-  const Kinds& k = kinds();
-  TSNode args = field(call.node, k.f_arguments);
-  if (is_null(args) || ts_node_symbol(args) != k.argument_list) return 0;
   int count = 0;
-  for (TSNode child_ : children(args)) {
-    TSSymbol s = ts_node_symbol(child_);
-    if (s != k.keyword_argument && s != k.list_splat && s != k.dictionary_splat && s != k.comment) ++count;
-  }
+  for (const Argument& a : arguments(call)) count += a.kind == Argument::Kind::Positional;
   return count;
 }
 
@@ -804,7 +919,7 @@ int SemanticModel::region_of(TSNode node) const {
 
 std::vector<const Binding*> SemanticModel::bindings_of(std::string_view path, int region) const {
   std::vector<const Binding*> out;
-  auto it = bindings_by_path_.find(std::string(path));
+  auto it = bindings_by_path_.find(path);
   if (it == bindings_by_path_.end()) return out;
   if (path.find('.') != std::string_view::npos) {
     for (int i : it->second) out.push_back(&bindings_[i]);

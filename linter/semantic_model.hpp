@@ -42,6 +42,24 @@ struct Region {
   int function = -1;      ///< Function: index into functions()
 };
 
+/// Hash for unordered maps keyed by std::string that are looked up by
+/// std::string_view without building a string (C++20 heterogeneous lookup).
+struct StringHash {
+  using is_transparent = void;
+  std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+};
+template <class V>
+using StringMap = std::unordered_map<std::string, V, StringHash, std::equal_to<>>;
+
+/// One argument of a call's argument list (comments excluded), in order.
+struct Argument {
+  enum class Kind : std::uint8_t { Positional, Keyword, ListSplat, DictionarySplat };
+  Kind kind = Kind::Positional;
+  TSNode node{};             ///< the argument node (`keyword_argument` for a keyword)
+  TSNode value{};            ///< the passed expression (`v` in `k=v`; the node itself when positional)
+  std::string_view keyword;  ///< `k` in `k=v`, else empty
+};
+
 /// One call expression.
 struct CallSite {
   TSNode node{};          ///< the `call` node
@@ -50,6 +68,8 @@ struct CallSite {
   std::string canonical;  ///< resolved dotted name (`torch.utils.data.DataLoader`) or empty
   std::string_view method;  ///< last name of the callee: `m` in `x.m(...)`, `f` in `f(...)`
   int region = 0;         ///< innermost region holding the call
+  std::uint32_t first_argument = 0;  ///< its arguments: SemanticModel::arguments(call)
+  std::uint32_t argument_count = 0;
 };
 
 /// One binding of a name or attribute path (`x`, `args.batch_size`, `self.model`).
@@ -118,7 +138,7 @@ class SemanticModel {
   /// True if `import MODULE` / `import MODULE as LOCAL` (or `from PKG import
   /// MODULE`) binds `local` to module `module` anywhere in the file.
   bool imports_module_as(std::string_view local, std::string_view module) const {
-    auto it = aliases_.find(std::string(local));
+    auto it = aliases_.find(local);
     return it != aliases_.end() && it->second == module;
   }
   /// Dotted path of a plain name or attribute chain (`args.batch_size`), or empty.
@@ -137,6 +157,11 @@ class SemanticModel {
   /// Argument `keyword=` if present, else positional argument `position` (0-based;
   /// -1 to skip positions). Null node when absent.
   TSNode argument(const CallSite& call, std::string_view keyword, int position = -1) const;
+  /// The call's arguments in order, recorded by the walk (empty when its
+  /// arguments are a bare generator expression: `f(x for x in y)`).
+  std::span<const Argument> arguments(const CallSite& call) const {
+    return std::span<const Argument>(arguments_).subspan(call.first_argument, call.argument_count);
+  }
   /// True if the call passes `*args` or `**kwargs` (its arguments are then not all known).
   bool has_unpacked_arguments(const CallSite& call) const;
   /// Number of plain positional arguments.
@@ -274,11 +299,13 @@ class SemanticModel {
   std::vector<Region> regions_;
   std::vector<std::pair<std::uint32_t, std::uint32_t>> region_ranges_;  // byte range of each region's body
   std::vector<CallSite> calls_;
-  std::unordered_map<std::string, std::vector<int>> calls_by_canonical_;
+  std::vector<Argument> arguments_;  // grouped by call: CallSite::first_argument
+  StringMap<std::vector<int>> calls_by_canonical_;
   std::unordered_map<std::string_view, std::vector<int>> calls_by_name_;
   std::vector<Binding> bindings_;
-  std::unordered_map<std::string, std::vector<int>> bindings_by_path_;
-  std::unordered_map<std::string, std::string> aliases_;  // local name -> dotted module path
+  StringMap<std::vector<int>> bindings_by_path_;
+  // local name -> dotted module path (heterogeneous lookup by string_view)
+  StringMap<std::string> aliases_;
   std::vector<FunctionInfo> functions_;
   std::unordered_map<std::string_view, std::vector<int>> functions_by_name_;
   std::vector<TSNode> comments_;
@@ -287,8 +314,8 @@ class SemanticModel {
   std::optional<SyntaxProblem> first_error_;
   std::uint32_t header_end_ = 0;
   // argparse: dest -> the `add_argument` calls writing it; `set_defaults` values
-  std::unordered_map<std::string, std::vector<int>> argparse_;
-  std::unordered_map<std::string, std::vector<TSNode>> argparse_set_defaults_;
+  StringMap<std::vector<int>> argparse_;
+  StringMap<std::vector<TSNode>> argparse_set_defaults_;
   // loop analysis, indexed by region
   std::vector<std::uint8_t> step_loop_, training_loop_;
   std::vector<std::vector<int>> callers_;     // function index -> call indices

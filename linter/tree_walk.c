@@ -78,22 +78,26 @@ static const Subtree *next_child(Frame *f, Length *position, TSSymbol *alias) {
   return child;
 }
 
-static void describe(const TSTree *tree, const Subtree *subtree, Length position, TSSymbol alias, uint32_t depth,
-                     DdplintVisit *visit) {
-  const TSLanguage *language = tree->language;
+static inline bool is_named(const TSLanguage *language, Subtree subtree, TSSymbol alias) {
+  return alias ? ts_language_symbol_metadata(language, alias).named : ts_subtree_named(subtree);
+}
+
+static void describe(const TSTree *tree, const Subtree *subtree, Length position, TSSymbol alias, bool named,
+                     uint32_t depth, DdplintVisit *visit) {
   visit->node = ts_node_new(tree, subtree, position, alias);
-  visit->symbol = ts_language_public_symbol(language, alias ? alias : ts_subtree_symbol(*subtree));
-  visit->named = alias ? ts_language_symbol_metadata(language, alias).named : ts_subtree_named(*subtree);
+  visit->symbol = ts_language_public_symbol(tree->language, alias ? alias : ts_subtree_symbol(*subtree));
+  visit->named = named;
   visit->depth = depth;
 }
 
-bool ddplint_walk(TSNode root, DdplintEnterFn enter, DdplintLeaveFn leave, void *context) {
+bool ddplint_walk(TSNode root, DdplintEnterFn enter, DdplintLeaveFn leave, void *context, bool skip_anonymous_leaves) {
   if (ts_node_is_null(root)) return true;
   const TSTree *tree = root.tree;
   const Subtree *subtree = (const Subtree *)root.id;
   Length position = {root.context[0], {root.context[1], root.context[2]}};
   DdplintVisit visit;
-  describe(tree, subtree, position, (TSSymbol)root.context[3], 0, &visit);
+  TSSymbol root_alias = (TSSymbol)root.context[3];
+  describe(tree, subtree, position, root_alias, is_named(tree->language, *subtree, root_alias), 0, &visit);
   if (!enter(context, &visit) || ts_subtree_child_count(*subtree) == 0) {
     leave(context, 0);
     return true;
@@ -114,7 +118,9 @@ bool ddplint_walk(TSNode root, DdplintEnterFn enter, DdplintLeaveFn leave, void 
     const Subtree *child = next_child(f, &position, &alias);
     uint32_t depth = f->child_depth;
     if (ts_subtree_visible(*child) || alias) {
-      describe(tree, child, position, alias, depth, &visit);
+      bool named = is_named(tree->language, *child, alias);
+      if (skip_anonymous_leaves && !named && ts_subtree_child_count(*child) == 0 && !ts_subtree_missing(*child)) continue;
+      describe(tree, child, position, alias, named, depth, &visit);
       if (enter(context, &visit) && ts_subtree_child_count(*child) > 0) {
         ok = stack_push(&stack, tree->language, child, position, depth + 1, true);
       } else {
@@ -147,8 +153,7 @@ size_t ddplint_children(TSNode node, bool named_only, TSNode *out, size_t capaci
     TSSymbol alias;
     const Subtree *child = next_child(f, &position, &alias);
     if (ts_subtree_visible(*child) || alias) {
-      bool named = alias ? ts_language_symbol_metadata(tree->language, alias).named : ts_subtree_named(*child);
-      if (!named_only || named) {
+      if (!named_only || is_named(tree->language, *child, alias)) {
         if (n < capacity) out[n] = ts_node_new(tree, child, position, alias);
         ++n;
       }

@@ -35,9 +35,11 @@ typedef bool (*DdplintEnterFn)(void *context, const DdplintVisit *visit);
 /** Called after a node's descendants (or right after enter for a leaf or a skipped node). */
 typedef void (*DdplintLeaveFn)(void *context, uint32_t depth);
 
-/** Walks `root` and its descendants in pre-order. Returns false only if memory
- * for the walk's stack could not be allocated (the walk then stops early). */
-bool ddplint_walk(TSNode root, DdplintEnterFn enter, DdplintLeaveFn leave, void *context);
+/** Walks `root` and its descendants in pre-order. With `skip_anonymous_leaves`,
+ * anonymous nodes without children (punctuation, keywords: about half of all
+ * nodes) are passed over without calls, except MISSING ones (a syntax error). Returns false only if memory for the
+ * walk's stack could not be allocated (the walk then stops early). */
+bool ddplint_walk(TSNode root, DdplintEnterFn enter, DdplintLeaveFn leave, void *context, bool skip_anonymous_leaves);
 
 /** Writes the children of `node` (only named ones if `named_only`), in order,
  * to out[0 .. capacity); returns how many there are (which may exceed

@@ -28,9 +28,10 @@ bool prepared(const SemanticModel& model, const std::string& path) {
 bool dataset_shards_by_rank(const SemanticModel& model, TSNode dataset) {
   TSNode v = ts_node_symbol(dataset) == kinds().call ? dataset : model.single_assignment(dataset);
   if (ts_node_is_null(v) || ts_node_symbol(v) != kinds().call) return false;
-  for (TSNode a : children(field(v, kinds().f_arguments))) {
-    TSNode value = ts_node_symbol(a) == kinds().keyword_argument ? field(a, kinds().f_value) : a;
-    if (model.is_rank_value(value)) return true;
+  const CallSite* call = model.call_at(v);
+  if (call == nullptr) return false;
+  for (const Argument& a : model.arguments(*call)) {
+    if (model.is_rank_value(a.value)) return true;
   }
   return false;
 }

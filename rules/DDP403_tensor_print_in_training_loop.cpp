@@ -34,9 +34,8 @@ void check(const SemanticModel& model, RuleContext& ctx) {
   for (const CallSite& c : model.calls()) {
     if (!logging_call(model, c)) continue;
     TSNode found{};
-    for (TSNode a : children(field(c.node, kinds().f_arguments))) {
-      TSNode value = ts_node_symbol(a) == kinds().keyword_argument ? field(a, kinds().f_value) : a;
-      found = formatted_tensor(model, value);
+    for (const Argument& a : model.arguments(c)) {
+      found = formatted_tensor(model, a.value);
       if (!ts_node_is_null(found)) break;
     }
     if (ts_node_is_null(found) || !model.runs_every_step(c.node, kRareGuards)) continue;

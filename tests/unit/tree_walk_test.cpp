@@ -25,12 +25,15 @@ Step step(TSNode n, std::uint32_t depth) {
           ts_node_is_missing(n)};
 }
 
-std::vector<Step> cursor_walk(TSNode root) {
+std::vector<Step> cursor_walk(TSNode root, bool skip_anonymous_leaves = false) {
   std::vector<Step> out;
   TSTreeCursor cursor = ts_tree_cursor_new(root);
   std::uint32_t depth = 0;
   for (;;) {
-    out.push_back(step(ts_tree_cursor_current_node(&cursor), depth));
+    TSNode n = ts_tree_cursor_current_node(&cursor);
+    if (!skip_anonymous_leaves || ts_node_is_named(n) || ts_node_child_count(n) > 0 || ts_node_is_missing(n) ||
+        depth == 0)
+      out.push_back(step(n, depth));
     if (ts_tree_cursor_goto_first_child(&cursor)) {
       ++depth;
       continue;
@@ -52,7 +55,7 @@ struct Recorder {
   bool balanced = true;
 };
 
-std::vector<Step> fast_walk(TSNode root, bool* balanced) {
+std::vector<Step> fast_walk(TSNode root, bool* balanced, bool skip_anonymous_leaves = false) {
   Recorder r;
   auto enter = [](void* ctx, const DdplintVisit* v) {
     auto* rec = static_cast<Recorder*>(ctx);
@@ -68,7 +71,7 @@ std::vector<Step> fast_walk(TSNode root, bool* balanced) {
     if (rec->open.empty() || rec->open.back() != depth) rec->balanced = false;
     if (!rec->open.empty()) rec->open.pop_back();
   };
-  ddplint_walk(root, enter, leave, &r);
+  ddplint_walk(root, enter, leave, &r, skip_anonymous_leaves);
   *balanced = r.balanced && r.open.empty();
   return r.steps;
 }
@@ -77,15 +80,18 @@ void check_same(const std::string& text) {
   SourceFile src("<walk>", text);
   SyntaxTree tree = parse_python(src);
   REQUIRE(tree);
-  bool balanced = false;
-  std::vector<Step> fast = fast_walk(tree.root(), &balanced);
-  std::vector<Step> slow = cursor_walk(tree.root());
-  CHECK(balanced);
-  REQUIRE(fast.size() == slow.size());
-  for (std::size_t i = 0; i < fast.size(); ++i) {
-    if (fast[i] != slow[i]) {
-      FAIL_CHECK("walks differ at node " << i);
-      return;
+  for (bool skip : {false, true}) {
+    CAPTURE(skip);
+    bool balanced = false;
+    std::vector<Step> fast = fast_walk(tree.root(), &balanced, skip);
+    std::vector<Step> slow = cursor_walk(tree.root(), skip);
+    CHECK(balanced);
+    REQUIRE(fast.size() == slow.size());
+    for (std::size_t i = 0; i < fast.size(); ++i) {
+      if (fast[i] != slow[i]) {
+        FAIL_CHECK("walks differ at node " << i);
+        return;
+      }
     }
   }
 }
