@@ -43,6 +43,14 @@ struct RuleInfo {
   /// Findings are uses of a deprecated API (editors strike them through:
   /// LSP DiagnosticTag.Deprecated).
   bool deprecated_api = false;
+  /// Text the rule cannot fire without, for the prefilter that skips parsing
+  /// files no enabled rule could fire on (linter/prefilter.hpp): groups
+  /// separated by `;`, each of which must occur in the file; alternatives
+  /// within a group separated by `|`, any one of which is enough; each a
+  /// case-sensitive substring of the file's bytes. Example: `item;backward|step`.
+  /// Empty: the rule may fire on any file. `*`: wherever some other rule of
+  /// the catalog may fire (DDP001 reports syntax errors in training scripts).
+  std::string_view needs;
 };
 
 /// A finding: the rule, the byte range in the file, and the message.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "linter/prefilter.hpp"
 #include "linter/semantic_model.hpp"
 #include "linter/suppressions.hpp"
 #include "linter/syntax.hpp"
@@ -35,12 +36,36 @@ LintResult lint_decoded(const SourceFile& source, const SyntaxTree& tree, std::s
   return result;
 }
 
+// The prefilter for this rule set and selection, compiled once per thread
+// for each distinct set of enabled rules (files of one run share one or a few).
+const Prefilter& prefilter_for(std::span<const Rule> rules, const RuleSelection& selection) {
+  struct Entry {
+    const Rule* rules;
+    std::vector<bool> enabled;
+    Prefilter prefilter;
+  };
+  thread_local std::vector<Entry> cache;
+  std::vector<bool> enabled(rules.size());
+  for (std::size_t i = 0; i < rules.size(); ++i) enabled[i] = selection.enabled(rules[i].info.code);
+  for (const Entry& e : cache) {
+    if (e.rules == rules.data() && e.enabled == enabled) return e.prefilter;
+  }
+  if (cache.size() >= 16) cache.erase(cache.begin());
+  cache.push_back(Entry{rules.data(), std::move(enabled), Prefilter(rules, selection)});
+  return cache.back().prefilter;
+}
+
 }  // namespace
 
 LintResult lint(const SourceFile& source, std::span<const Rule> rules, const RuleSelection& selection,
-                const RuleOptions& options) {
+                const RuleOptions& options, bool prefilter) {
   std::string detail;
   if (source.check_decodable(&detail) != DecodeError::None) return LintResult{{}, detail};
+  if (prefilter && !prefilter_for(rules, selection).may_fire(source.text())) {
+    LintResult skipped;
+    skipped.skipped = true;
+    return skipped;
+  }
   return lint_decoded(source, parse_python(source), rules, selection, options);
 }
 

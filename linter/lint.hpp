@@ -19,13 +19,19 @@ struct LintResult {
   /// Non-empty when the file could not be linted (binary, not UTF-8, too
   /// large): a one-line reason; `diagnostics` is then empty.
   std::string error;
+  /// True when the prefilter found that no enabled rule could fire on the
+  /// file's bytes, so it was not parsed (`diagnostics` is then empty).
+  bool skipped = false;
 };
 
-/// Lints one in-memory source: checks it can be decoded, parses it once,
-/// builds the semantic model once, runs each enabled rule, drops findings
-/// silenced by `# noqa`, and sorts. Never throws for any input bytes.
+/// Lints one in-memory source: checks it can be decoded, skips it when the
+/// prefilter (linter/prefilter.hpp) finds that no enabled rule could fire on
+/// its bytes, else parses it once, builds the semantic model once, runs each
+/// enabled rule, drops findings silenced by `# noqa`, and sorts. Never throws
+/// for any input bytes. `prefilter = false` parses every file (the soundness
+/// checks compare both).
 LintResult lint(const SourceFile& source, std::span<const Rule> rules, const RuleSelection& selection,
-                const RuleOptions& options = RuleOptions{});
+                const RuleOptions& options = RuleOptions{}, bool prefilter = true);
 
 /// The same as lint() above for a source already parsed into `tree` (the
 /// language server keeps a tree per buffer and reparses incrementally).

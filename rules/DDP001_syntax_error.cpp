@@ -15,7 +15,7 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 
 extern const Rule kSyntaxError{
     {"DDP001", "syntax-error", Severity::Error, "The file does not parse; other rules run on what parsed",
-     "https://docs.python.org/3/reference/grammar.html", {}, false},
+     "https://docs.python.org/3/reference/grammar.html", {}, false, false, "*"},
     &check};
 
 }  // namespace ddplint::rules

@@ -1,0 +1,56 @@
+// prefilter_check: lints every *.py under the given folders twice, with and
+// without the prefilter, and fails (exit 1) on any difference in findings.
+// Prints how many files and bytes the prefilter skipped. One thread.
+//
+// Usage: ddplint_prefilter_check FOLDER...
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "linter/discovery.hpp"
+#include "linter/lint.hpp"
+#include "rules/registry.hpp"
+
+using namespace ddplint;
+
+int main(int argc, char** argv) {
+  std::vector<std::string> roots(argv + 1, argv + argc);
+  if (roots.empty()) {
+    std::fprintf(stderr, "usage: ddplint_prefilter_check FOLDER...\n");
+    return 2;
+  }
+  RuleSelection all;
+  std::size_t files = 0, skipped = 0, bytes = 0, skipped_bytes = 0, findings = 0, differences = 0;
+  for (const auto& entry : discover(roots)) {
+    if (!entry.error.empty()) continue;
+    std::string err;
+    auto data = read_file(entry.path, err);
+    if (!data) continue;
+    SourceFile f(entry.path, std::move(*data));
+    LintResult with = lint(f, rules::all(), all, RuleOptions{}, true);
+    LintResult without = lint(f, rules::all(), all, RuleOptions{}, false);
+    ++files;
+    bytes += f.text().size();
+    if (with.skipped) ++skipped, skipped_bytes += f.text().size();
+    findings += without.diagnostics.size();
+    bool same = with.diagnostics.size() == without.diagnostics.size() && with.error == without.error;
+    for (std::size_t i = 0; same && i < with.diagnostics.size(); ++i) {
+      const Diagnostic &a = with.diagnostics[i], &b = without.diagnostics[i];
+      same = a.rule == b.rule && a.start == b.start && a.end == b.end && a.message == b.message;
+    }
+    if (!same) {
+      ++differences;
+      std::printf("DIFFERENT: %s: %zu findings with the prefilter, %zu without\n", entry.path.c_str(),
+                  with.diagnostics.size(), without.diagnostics.size());
+      for (const Diagnostic& d : without.diagnostics) {
+        bool kept = false;
+        for (const Diagnostic& e : with.diagnostics) kept = kept || (e.rule == d.rule && e.start == d.start);
+        if (!kept) std::printf("  lost %.*s at byte %u: %s\n", static_cast<int>(d.rule->code.size()), d.rule->code.data(), d.start, d.message.c_str());
+      }
+    }
+  }
+  std::printf("%zu files (%.1f MB), %zu findings without the prefilter; prefilter skipped %zu files (%.1f MB, %.0f%% of bytes); %zu files differ\n",
+              files, bytes / 1048576.0, findings, skipped, skipped_bytes / 1048576.0,
+              bytes ? 100.0 * skipped_bytes / bytes : 0.0, differences);
+  return differences == 0 ? 0 : 1;
+}
