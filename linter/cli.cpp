@@ -325,6 +325,11 @@ int run_cli(int argc, char** argv, std::span<const Rule> rules) {
   app.add_flag("--isolated", isolated, "Ignore every configuration file");
   app.add_flag("--force-exclude", force_exclude,
                "Apply exclude patterns and .gitignore to paths named on the command line too (as a pre-commit hook needs)");
+  std::optional<bool> respect_gitignore;  // the command line overrides `respect-gitignore`
+  app.add_flag_callback("--respect-gitignore", [&] { respect_gitignore = true; },
+                        "Leave out files git ignores when walking folders (the default; overrides the configuration)");
+  app.add_flag_callback("--no-respect-gitignore", [&] { respect_gitignore = false; },
+                        "Lint files git ignores too (overrides the configuration's respect-gitignore)");
   app.add_flag("--fix", fix, "Apply safe fixes to the files (atomically); report what is left");
   app.add_flag("--unsafe-fixes", unsafe_fixes, "With --fix or --diff: apply unsafe fixes too");
   app.add_flag("--diff", diff, "Print the fixes as a unified diff and change nothing (exit 1 if there is one)");
@@ -681,7 +686,8 @@ int run_cli(int argc, char** argv, std::span<const Rule> rules) {
     std::filesystem::path absolute = std::filesystem::absolute(path, ec).lexically_normal();
     std::filesystem::path base = config ? config->directory : std::filesystem::current_path(ec);
     if (matches_exclude(exclude_patterns(config.get()), absolute, base)) return true;
-    return (config ? config->respect_gitignore : true) && gitignore.ignored(absolute, is_dir);
+    bool respect = respect_gitignore.value_or(config ? config->respect_gitignore : true);
+    return respect && gitignore.ignored(absolute, is_dir);
   };
   std::vector<DiscoveredPath> entries = discover(file_args, excluded, force_exclude);
   if (!config_errors.empty()) return kExitError;

@@ -648,6 +648,12 @@ TEST_CASE("discovery: .gitignore and .git/info/exclude, exclude patterns, --forc
   Run configured = ddplint({"-q", "--select", "DDP102", "."}, "", d.path);
   CHECK(files_of(configured.out) ==
         std::vector<std::string>{"generated/out.py", "scratch.py", "src/model_pb2.py", "src/train.py"});
+  // the command line overrides respect-gitignore either way
+  CHECK(files_of(ddplint({"-q", "--select", "DDP102", "--respect-gitignore", "."}, "", d.path).out) ==
+        std::vector<std::string>{"src/train.py"});
+  d.write("pyproject.toml", "[tool.ddplint]\n");
+  CHECK(files_of(ddplint({"-q", "--select", "DDP102", "--no-respect-gitignore", "."}, "", d.path).out) ==
+        std::vector<std::string>{"generated/out.py", "legacy/old.py", "scratch.py", "src/model_pb2.py", "src/train.py"});
   d.write("pyproject.toml", "[tool.ddplint]\nexclude = [\"src/*\"]\n");
   CHECK(files_of(ddplint({"-q", "--select", "DDP102", "."}, "", d.path).out) == std::vector<std::string>{"legacy/old.py"});
   // DDP602's threshold: batch 4 is tiny by default (8), not with a threshold of 4
