@@ -468,7 +468,6 @@ int run_cli(int argc, char** argv, std::span<const Rule> rules) {
   bool had_error = false;
   bool color = (format == "text" || format == "full" || format == "grouped") && output_file.empty() && use_color();
   std::size_t findings = 0, files = 0;
-  nlohmann::ordered_json json_out = nlohmann::ordered_json::array();
 
   // One file's output, computed on any thread and emitted in input order.
   struct Outcome {
@@ -598,6 +597,21 @@ int run_cli(int argc, char** argv, std::span<const Rule> rules) {
   std::string fixes_report;
   bool any_diff = false, summary_to_stderr = false;
   std::map<std::string_view, std::pair<std::size_t, std::size_t>> stats;
+  // json and sarif documents are written as each file completes, not held:
+  // memory stays flat however many findings a run has
+  std::optional<StreamedJsonArray> json_stream;
+  if (!diff && !statistics) {
+    bool stdin_fixed = fix && std::find(paths.begin(), paths.end(), "-") != paths.end();  // stdout is the source
+    if (format == "json") {
+      json_stream.emplace(stdin_fixed ? stderr : report, nlohmann::ordered_json::array(), "");
+    } else if (format == "sarif") {
+      std::string root = source_root.generic_string();
+      json_stream.emplace(report,
+                          sarif_log(rules, nlohmann::ordered_json::array(),
+                                    "file://" + uri_path_encode(root) + (root.back() == '/' ? "" : "/")),
+                          "/runs/0/results");
+    }
+  }
   auto emit = [&](Outcome& o) {
     if (!o.err.empty()) std::fwrite(o.err.data(), 1, o.err.size(), stderr);
     for (const auto& [code, counts] : o.stats) {
@@ -620,7 +634,8 @@ int run_cli(int argc, char** argv, std::span<const Rule> rules) {
       o.out.clear();
     }
     if (!o.out.empty()) std::fwrite(o.out.data(), 1, o.out.size(), report);
-    for (auto& item : o.json) json_out.push_back(std::move(item));
+    if (json_stream)
+      for (const auto& item : o.json) json_stream->push(item);
     if (show_fixes && !o.fixed.empty()) {
       fixes_report += "  " + o.path + ":\n";
       for (const auto& [code, n] : o.fixed) {
@@ -691,27 +706,37 @@ int run_cli(int argc, char** argv, std::span<const Rule> rules) {
   };
   std::vector<DiscoveredPath> entries = discover(file_args, excluded, force_exclude);
   if (!config_errors.empty()) return kExitError;
-  // every file's configuration is resolved before any is linted: a bad configuration stops the run
-  std::vector<FileSettings> selections;
+  // every file's configuration is resolved before any is linted: a bad configuration stops the run.
+  // Files under one configuration without per-file-ignores share one FileSettings (memory per
+  // file stays a pointer, whatever the size of the run).
+  std::vector<std::shared_ptr<const FileSettings>> selections;
   selections.reserve(entries.size());
+  std::map<const Config*, std::shared_ptr<const FileSettings>> shared_settings;
   for (const DiscoveredPath& entry : entries) {
     std::shared_ptr<const Config> config;
     if (entry.error.empty()) config_of(entry.path, config);  // errors are collected in config_errors
-    selections.push_back(settings_of(config.get(), entry.path));
+    if (config && !config->per_file_ignores.empty()) {
+      selections.push_back(std::make_shared<const FileSettings>(settings_of(config.get(), entry.path)));
+      continue;
+    }
+    auto& shared = shared_settings[config.get()];
+    if (!shared) shared = std::make_shared<const FileSettings>(settings_of(config.get(), entry.path));
+    selections.push_back(shared);
   }
   if (!config_errors.empty()) return kExitError;
   std::size_t workers = std::max<std::size_t>(1, std::min<std::size_t>(jobs, entries.size()));
   if (workers <= 1) {
     for (const DiscoveredPath& entry : entries) {
-      Outcome o = lint_path(entry, selections[static_cast<std::size_t>(&entry - entries.data())]);
+      Outcome o = lint_path(entry, *selections[static_cast<std::size_t>(&entry - entries.data())]);
       emit(o);
     }
   } else {
-    std::vector<std::optional<Outcome>> slots(entries.size());
+    // a ring of `window` slots: file i waits in slot i % window until emitted
+    const std::size_t window = workers * 8;
+    std::vector<std::optional<Outcome>> slots(std::min(window, entries.size()));
     std::mutex mutex;
     std::condition_variable ready, room;
     std::size_t next = 0, emitted = 0;
-    const std::size_t window = workers * 8;
     auto work = [&] {
       for (;;) {
         std::size_t i;
@@ -723,7 +748,7 @@ int run_cli(int argc, char** argv, std::span<const Rule> rules) {
         }
         Outcome o;
         try {
-          o = lint_path(entries[i], selections[i]);
+          o = lint_path(entries[i], *selections[i]);
         } catch (const std::exception& e) {  // one bad file never stops the others
           o = Outcome{};
           o.err = "ddplint: " + entries[i].path + ": internal error: " + e.what() + "\n";
@@ -731,7 +756,7 @@ int run_cli(int argc, char** argv, std::span<const Rule> rules) {
         }
         {
           std::lock_guard lock(mutex);
-          slots[i] = std::move(o);
+          slots[i % slots.size()] = std::move(o);
         }
         ready.notify_all();
       }
@@ -742,9 +767,10 @@ int run_cli(int argc, char** argv, std::span<const Rule> rules) {
       Outcome o;
       {
         std::unique_lock lock(mutex);
-        ready.wait(lock, [&] { return slots[i].has_value(); });
-        o = std::move(*slots[i]);
-        slots[i].reset();
+        std::optional<Outcome>& slot = slots[i % slots.size()];
+        ready.wait(lock, [&] { return slot.has_value(); });
+        o = std::move(*slot);
+        slot.reset();
         emitted = i + 1;
       }
       room.notify_all();
@@ -775,17 +801,10 @@ int run_cli(int argc, char** argv, std::span<const Rule> rules) {
     }
     if (!quiet && format == "text")
       std::fprintf(summary, "Found %s in %s.\n", plural(findings, "finding").c_str(), plural(files, "file").c_str());
-  } else if (format == "sarif") {
-    nlohmann::ordered_json log = sarif_log(rules, std::move(json_out),
-                                           "file://" + uri_path_encode(source_root.generic_string()) +
-                                               (source_root.generic_string().back() == '/' ? "" : "/"));
-    std::string s = log.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
-    std::fprintf(report, "%s\n", s.c_str());
+  } else if (json_stream) {  // json, sarif
+    json_stream->finish();
   } else if (format == "json-lines" || format == "github") {
     // one record per line, no summary
-  } else if (format == "json") {
-    std::string s = json_out.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
-    std::fprintf(summary, "%s\n", s.c_str());
   } else if (!quiet) {
     if (fix)
       std::fprintf(summary, "Found %s (%zu fixed, %zu remaining) in %s.\n", plural(findings + fixed_total, "finding").c_str(),

@@ -1,6 +1,7 @@
 #include "linter/lint.hpp"
 
 #include <algorithm>
+#include <optional>
 
 #include "linter/prefilter.hpp"
 #include "linter/semantic_model.hpp"
@@ -10,6 +11,15 @@
 namespace ddplint {
 
 namespace {
+// The prefilter of the whole catalog `rules`, whatever is selected.
+const Prefilter& catalog_prefilter(std::span<const Rule> rules) {
+  thread_local std::vector<std::pair<const Rule*, Prefilter>> cache;
+  for (const auto& [r, p] : cache)
+    if (r == rules.data()) return p;
+  cache.emplace_back(rules.data(), Prefilter(rules, RuleSelection{}));
+  return cache.back().second;
+}
+
 LintResult lint_decoded(const SourceFile& source, const SyntaxTree& tree, std::span<const Rule> rules,
                         const RuleSelection& selection, const RuleOptions& options) {
   LintResult result;
@@ -19,8 +29,13 @@ LintResult lint_decoded(const SourceFile& source, const SyntaxTree& tree, std::s
   }
   SemanticModel model(source, tree);
   std::vector<Diagnostic> found;
+  std::optional<bool> training_script;  // some rule of the catalog may fire here (for `needs = "*"`)
   for (const Rule& rule : rules) {
     if (!selection.enabled(rule.info.code)) continue;
+    if (rule.info.needs == "*") {  // DDP001: reported in files other rules could fire on, prefiltered or not
+      if (!training_script) training_script = catalog_prefilter(rules).may_fire(source.text());
+      if (!*training_script) continue;
+    }
     RuleContext ctx(rule.info, found, options);
     rule.check(model, ctx);
   }

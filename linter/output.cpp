@@ -314,4 +314,46 @@ nlohmann::ordered_json sarif_log(std::span<const Rule> rules, nlohmann::ordered_
           {"runs", {std::move(run)}}};
 }
 
+StreamedJsonArray::StreamedJsonArray(std::FILE* out, nlohmann::ordered_json document, const std::string& array_pointer)
+    : out_(out) {
+  // dump the document with one sentinel element in the array: the text before
+  // its line, its indentation and the text after it frame every element
+  static constexpr std::string_view kSentinel = "\"ddplint-streamed-array-sentinel\"";
+  nlohmann::ordered_json::json_pointer at(array_pointer);
+  document.at(at).push_back("ddplint-streamed-array-sentinel");
+  std::string text = document.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+  std::size_t s = text.find(kSentinel);
+  std::size_t line = text.rfind('\n', s) + 1;
+  prefix_ = text.substr(0, line - 1);  // ends with `[`
+  indent_ = text.substr(line, s - line);
+  suffix_ = text.substr(s + kSentinel.size());  // `\n<spaces>]...`
+}
+
+void StreamedJsonArray::start() {
+  if (started_) return;
+  started_ = true;
+  std::fwrite(prefix_.data(), 1, prefix_.size(), out_);
+}
+
+void StreamedJsonArray::push(const nlohmann::ordered_json& element) {
+  start();
+  std::string text = element.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+  std::string framed = (any_ ? ",\n" : "\n") + indent_;
+  for (char c : text) {
+    framed += c;
+    if (c == '\n') framed += indent_;  // JSON strings hold no raw newlines: only layout ones
+  }
+  std::fwrite(framed.data(), 1, framed.size(), out_);
+  any_ = true;
+}
+
+void StreamedJsonArray::finish() {
+  start();
+  // an empty array is `[]` on one line, as dump() writes it
+  std::string_view rest = suffix_;
+  if (!any_) rest.remove_prefix(rest.find(']'));
+  std::fwrite(rest.data(), 1, rest.size(), out_);
+  std::fputc('\n', out_);
+}
+
 }  // namespace ddplint

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <cstdio>
 #include <span>
 #include <string>
 #include <vector>
@@ -53,6 +54,29 @@ nlohmann::ordered_json sarif_result(const SourceFile& file, const Diagnostic& d,
 /// default level) and `results`. `root_uri` (a `file://` URI ending in `/`) is
 /// what `%SRCROOT%` stands for.
 nlohmann::ordered_json sarif_log(std::span<const Rule> rules, nlohmann::ordered_json results, const std::string& root_uri);
+
+/// Writes a JSON document whose one array is given element by element, so that
+/// a run's findings need not all be held: the output is byte for byte
+/// `document.dump(2)` (invalid UTF-8 replaced) with the elements pushed in the
+/// array at `array_pointer` (which must hold an empty array in `document`).
+/// Nothing is written before the first push() or finish(); call finish() once.
+class StreamedJsonArray {
+ public:
+  /// `out` must stay open until finish(); `array_pointer` e.g. "" (the
+  /// document is the array) or "/runs/0/results". Throws nlohmann's
+  /// out_of_range if the pointer does not name an array of `document`.
+  StreamedJsonArray(std::FILE* out, nlohmann::ordered_json document, const std::string& array_pointer);
+  /// Appends one element.
+  void push(const nlohmann::ordered_json& element);
+  /// Writes the rest of the document and a final newline.
+  void finish();
+
+ private:
+  void start();
+  std::FILE* out_;
+  std::string prefix_, suffix_, indent_;  // text around the array's elements; their indentation
+  bool started_ = false, any_ = false;
+};
 
 /// A path as a relative URI reference: `/` separators, each byte outside
 /// RFC 3986's unreserved set and `/` percent-encoded.

@@ -42,7 +42,7 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 extern const Rule kDataloaderWithoutWorkers{
     {"DDP101", "dataloader-without-workers", Severity::Warning,
      "DataLoader with no num_workers or num_workers=0: the GPU waits for data",
-     "https://pytorch.org/docs/stable/data.html#single-and-multi-process-data-loading", {}, true},
+     "https://pytorch.org/docs/stable/data.html#single-and-multi-process-data-loading", {}, true, false, "torch"},
     &check};
 
 }  // namespace ddplint::rules

@@ -41,7 +41,7 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 extern const Rule kDataloaderWithoutPinMemory{
     {"DDP102", "dataloader-without-pin-memory", Severity::Warning,
      "DataLoader without pin_memory=True in a script that trains on CUDA",
-     "https://pytorch.org/docs/stable/data.html#memory-pinning", {}, true},
+     "https://pytorch.org/docs/stable/data.html#memory-pinning", {}, true, false, "torch"},
     &check};
 
 }  // namespace ddplint::rules

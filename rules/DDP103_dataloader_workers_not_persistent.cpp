@@ -78,7 +78,7 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 extern const Rule kDataloaderWorkersNotPersistent{
     {"DDP103", "dataloader-workers-not-persistent", Severity::Info,
      "num_workers > 0 without persistent_workers=True for a loader iterated once per epoch",
-     "https://pytorch.org/docs/stable/data.html#torch.utils.data.DataLoader", {}, false},
+     "https://pytorch.org/docs/stable/data.html#torch.utils.data.DataLoader", {}, false, false, "torch"},
     &check};
 
 }  // namespace ddplint::rules

@@ -65,7 +65,7 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 extern const Rule kDistributedWithoutSampler{
     {"DDP104", "distributed-without-sampler", Severity::Error,
      "A distributed script whose training DataLoader has no DistributedSampler: every rank sees all data",
-     "https://pytorch.org/docs/stable/data.html#torch.utils.data.distributed.DistributedSampler", {}, false},
+     "https://pytorch.org/docs/stable/data.html#torch.utils.data.distributed.DistributedSampler", {}, false, false, "torch"},
     &check};
 
 }  // namespace ddplint::rules

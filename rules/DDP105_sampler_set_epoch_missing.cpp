@@ -41,7 +41,7 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 extern const Rule kSamplerSetEpochMissing{
     {"DDP105", "sampler-set-epoch-missing", Severity::Warning,
      "A shuffling DistributedSampler in an epoch loop with no sampler.set_epoch(epoch): same order every epoch",
-     "https://pytorch.org/docs/stable/data.html#torch.utils.data.distributed.DistributedSampler", {}, false},
+     "https://pytorch.org/docs/stable/data.html#torch.utils.data.distributed.DistributedSampler", {}, false, false, "torch"},
     &check};
 
 }  // namespace ddplint::rules

@@ -39,7 +39,7 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 extern const Rule kSamplerWithShuffle{
     {"DDP106", "sampler-with-shuffle", Severity::Error,
      "DataLoader(shuffle=True, sampler=...): raises ValueError at start-up",
-     "https://pytorch.org/docs/stable/data.html#torch.utils.data.DataLoader", {}, true},
+     "https://pytorch.org/docs/stable/data.html#torch.utils.data.DataLoader", {}, true, false, "torch"},
     &check};
 
 }  // namespace ddplint::rules

@@ -72,7 +72,7 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 extern const Rule kPinnedCopyBlocking{
     {"DDP107", "pinned-copy-blocking", Severity::Info,
      "Per-step .to(device)/.cuda() without non_blocking=True in a script whose loader pins memory",
-     "https://pytorch.org/tutorials/intermediate/pinmem_nonblock.html", {}, false},
+     "https://pytorch.org/tutorials/intermediate/pinmem_nonblock.html", {}, false, false, "torch"},
     &check};
 
 }  // namespace ddplint::rules

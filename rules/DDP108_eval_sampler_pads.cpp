@@ -35,7 +35,7 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 extern const Rule kEvalSamplerPads{
     {"DDP108", "eval-sampler-pads", Severity::Info,
      "A DistributedSampler on an evaluation loader with drop_last=False: duplicated samples skew metrics",
-     "https://pytorch.org/docs/stable/data.html#torch.utils.data.distributed.DistributedSampler", {}, false},
+     "https://pytorch.org/docs/stable/data.html#torch.utils.data.distributed.DistributedSampler", {}, false, false, "torch"},
     &check};
 
 }  // namespace ddplint::rules

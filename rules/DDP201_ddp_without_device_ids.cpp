@@ -43,7 +43,7 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 extern const Rule kDdpWithoutDeviceIds{
     {"DDP201", "ddp-without-device-ids", Severity::Warning,
      "DistributedDataParallel without device_ids where nothing pins the rank's GPU",
-     "https://pytorch.org/docs/stable/generated/torch.nn.parallel.DistributedDataParallel.html", {}, true},
+     "https://pytorch.org/docs/stable/generated/torch.nn.parallel.DistributedDataParallel.html", {}, true, false, "torch"},
     &check};
 
 }  // namespace ddplint::rules

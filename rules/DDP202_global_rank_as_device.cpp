@@ -108,10 +108,11 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 }
 }  // namespace
 
+// needs: fires without torch: uses_cuda() (a "cuda"/"nccl" string, .cuda()) and .to(rank)/.cuda(rank)
 extern const Rule kGlobalRankAsDevice{
     {"DDP202", "global-rank-as-device", Severity::Error,
      "A global rank (dist.get_rank(), RANK, args.rank) used as a CUDA device index",
-     "https://pytorch.org/docs/stable/elastic/run.html#environment-variables", {}, false},
+     "https://pytorch.org/docs/stable/elastic/run.html#environment-variables", {}, false, false, "torch|cuda|nccl"},
     &check};
 
 }  // namespace ddplint::rules

@@ -18,7 +18,7 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 extern const Rule kDataParallelRule{
     {"DDP204", "data-parallel", Severity::Warning,
      "torch.nn.DataParallel: single-process, replicates the model every step; use DDP",
-     "https://pytorch.org/docs/stable/generated/torch.nn.DataParallel.html", {}, false},
+     "https://pytorch.org/docs/stable/generated/torch.nn.DataParallel.html", {}, false, false, "torch"},
     &check};
 
 }  // namespace ddplint::rules

@@ -30,7 +30,7 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 extern const Rule kDdpBeforeDeviceMove{
     {"DDP205", "ddp-before-device-move", Severity::Error,
      "The model is wrapped in DDP before being moved to its GPU",
-     "https://pytorch.org/docs/stable/generated/torch.nn.parallel.DistributedDataParallel.html", {}, false},
+     "https://pytorch.org/docs/stable/generated/torch.nn.parallel.DistributedDataParallel.html", {}, false, false, "torch"},
     &check};
 
 }  // namespace ddplint::rules

@@ -67,10 +67,11 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 }
 }  // namespace
 
+// needs: --local_rank needs no torch: `.local_rank` in the text and an add_argument call; the launch checks need torch
 extern const Rule kLegacyLauncher{
     {"DDP206", "legacy-launcher", Severity::Warning,
      "`--local_rank` argument or torch.distributed.launch: deprecated, use torchrun and LOCAL_RANK",
-     "https://pytorch.org/docs/stable/elastic/run.html", {}, true, true},
+     "https://pytorch.org/docs/stable/elastic/run.html", {}, true, true, "torch|.local_rank;torch|add_argument"},
     &check};
 
 }  // namespace ddplint::rules

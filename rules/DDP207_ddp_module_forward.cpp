@@ -61,7 +61,7 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 extern const Rule kDdpModuleForward{
     {"DDP207", "ddp-module-forward", Severity::Error,
      "model.module(...) in the training loop of a DDP-wrapped model: gradients are not synchronised",
-     "https://pytorch.org/docs/stable/notes/ddp.html", {}, false},
+     "https://pytorch.org/docs/stable/notes/ddp.html", {}, false, false, "torch"},
     &check};
 
 }  // namespace ddplint::rules

@@ -20,7 +20,7 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 
 extern const Rule kSyncbnAfterDdp{
     {"DDP208", "syncbn-after-ddp", Severity::Error, "SyncBatchNorm.convert_sync_batchnorm applied after the DDP wrap",
-     "https://pytorch.org/docs/stable/generated/torch.nn.SyncBatchNorm.html", {}, false},
+     "https://pytorch.org/docs/stable/generated/torch.nn.SyncBatchNorm.html", {}, false, false, "torch"},
     &check};
 
 }  // namespace ddplint::rules

@@ -27,7 +27,7 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 extern const Rule kFindUnusedParameters{
     {"DDP209", "find-unused-parameters", Severity::Info,
      "find_unused_parameters=True: an extra autograd-graph traversal every iteration",
-     "https://pytorch.org/docs/stable/generated/torch.nn.parallel.DistributedDataParallel.html", {}, true},
+     "https://pytorch.org/docs/stable/generated/torch.nn.parallel.DistributedDataParallel.html", {}, true, false, "torch"},
     &check};
 
 }  // namespace ddplint::rules

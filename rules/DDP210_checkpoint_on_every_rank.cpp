@@ -82,7 +82,7 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 extern const Rule kCheckpointOnEveryRank{
     {"DDP210", "checkpoint-on-every-rank", Severity::Warning,
      "torch.save in a distributed script not guarded by a rank-0 check",
-     "https://pytorch.org/tutorials/intermediate/ddp_tutorial.html#save-and-load-checkpoints", {}, false},
+     "https://pytorch.org/tutorials/intermediate/ddp_tutorial.html#save-and-load-checkpoints", {}, false, false, "torch"},
     &check};
 
 }  // namespace ddplint::rules

@@ -36,7 +36,7 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 extern const Rule kLoadWithoutMapLocation{
     {"DDP211", "load-without-map-location", Severity::Warning,
      "torch.load without map_location in a distributed CUDA script: every rank loads onto GPU 0",
-     "https://pytorch.org/docs/stable/generated/torch.load.html", {}, false},
+     "https://pytorch.org/docs/stable/generated/torch.load.html", {}, false, false, "torch"},
     &check};
 
 }  // namespace ddplint::rules

@@ -28,7 +28,7 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 extern const Rule kDdpForwardOnOneRank{
     {"DDP212", "ddp-forward-on-one-rank", Severity::Warning,
      "The DDP-wrapped model called (forward) inside a rank-0 guard: the job can hang",
-     "https://pytorch.org/docs/stable/notes/ddp.html", {}, false},
+     "https://pytorch.org/docs/stable/notes/ddp.html", {}, false, false, "torch"},
     &check};
 
 }  // namespace ddplint::rules

@@ -33,7 +33,7 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 extern const Rule kManualGradientAllreduce{
     {"DDP301", "manual-gradient-allreduce", Severity::Error,
      "all_reduce/reduce/broadcast on .grad of a model that DDP already synchronises",
-     "https://pytorch.org/docs/stable/notes/ddp.html", {}, false},
+     "https://pytorch.org/docs/stable/notes/ddp.html", {}, false, false, "torch"},
     &check};
 
 }  // namespace ddplint::rules

@@ -26,7 +26,7 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 extern const Rule kCollectiveInTrainingLoop{
     {"DDP302", "collective-in-training-loop", Severity::Warning,
      "A collective (all_reduce, barrier, all_gather, ...) executed on every training step",
-     "https://pytorch.org/docs/stable/distributed.html#collective-functions", {}, false},
+     "https://pytorch.org/docs/stable/distributed.html#collective-functions", {}, false, false, "torch"},
     &check};
 
 }  // namespace ddplint::rules

@@ -56,7 +56,7 @@ extern const Rule kAccumulationWithoutNoSync{
     {"DDP303", "accumulation-without-no-sync", Severity::Warning,
      "Gradient accumulation in a DDP script without model.no_sync(): DDP all-reduces every micro-step",
      "https://pytorch.org/docs/stable/generated/torch.nn.parallel.DistributedDataParallel.html#torch.nn.parallel.DistributedDataParallel.no_sync",
-     {}, false},
+     {}, false, false, "torch"},
     &check};
 
 }  // namespace ddplint::rules

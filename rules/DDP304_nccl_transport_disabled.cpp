@@ -29,10 +29,11 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 }
 }  // namespace
 
+// needs: env writes (os.environ, putenv) without torch; assumes no literal splits "NCCL" ("NC" "CL_IB_DISABLE")
 extern const Rule kNcclTransportDisabled{
     {"DDP304", "nccl-transport-disabled", Severity::Warning,
      "NCCL_IB_DISABLE / NCCL_P2P_DISABLE / NCCL_SHM_DISABLE / NCCL_NET=Socket set in code",
-     "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html", {}, false},
+     "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html", {}, false, false, "NCCL;environ|putenv"},
     &check};
 
 }  // namespace ddplint::rules

@@ -30,7 +30,7 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 extern const Rule kGlooBackendForCuda{
     {"DDP305", "gloo-backend-for-cuda", Severity::Warning,
      "init_process_group(backend=\"gloo\") in a script that trains on CUDA",
-     "https://pytorch.org/docs/stable/distributed.html#which-backend-to-use", {}, false},
+     "https://pytorch.org/docs/stable/distributed.html#which-backend-to-use", {}, false, false, "torch"},
     &check};
 
 }  // namespace ddplint::rules

@@ -21,9 +21,10 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 }
 }  // namespace
 
+// needs: env writes (os.environ, putenv) without torch; assumes no literal splits "NCCL" ("NC" "CL_DEBUG")
 extern const Rule kNcclDebugLeftOn{
     {"DDP306", "nccl-debug-left-on", Severity::Info, "NCCL_DEBUG set to INFO or TRACE in code",
-     "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html#nccl-debug", {}, false},
+     "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html#nccl-debug", {}, false, false, "NCCL;environ|putenv"},
     &check};
 
 }  // namespace ddplint::rules

@@ -46,7 +46,7 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 extern const Rule kCollectiveUnderRankGuard{
     {"DDP308", "collective-under-rank-guard", Severity::Error,
      "A collective (all_reduce, barrier, broadcast, ...) called only inside a rank-dependent branch",
-     "https://pytorch.org/docs/stable/distributed.html#collective-functions", {}, false},
+     "https://pytorch.org/docs/stable/distributed.html#collective-functions", {}, false, false, "torch"},
     &check};
 
 }  // namespace ddplint::rules

@@ -51,7 +51,7 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 extern const Rule kTensorPrintInTrainingLoop{
     {"DDP403", "tensor-print-in-training-loop", Severity::Warning,
      "print/logging/f-string of a tensor every training step: an implicit copy to the host",
-     "https://pytorch.org/docs/stable/notes/cuda.html#asynchronous-execution", {}, false},
+     "https://pytorch.org/docs/stable/notes/cuda.html#asynchronous-execution", {}, false, false, "torch"},
     &check};
 
 }  // namespace ddplint::rules

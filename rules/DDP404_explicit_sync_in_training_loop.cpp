@@ -41,7 +41,7 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 extern const Rule kExplicitSyncInTrainingLoop{
     {"DDP404", "explicit-sync-in-training-loop", Severity::Warning,
      "torch.cuda.synchronize() or torch.cuda.empty_cache() on every training step",
-     "https://pytorch.org/docs/stable/notes/cuda.html#asynchronous-execution", {}, false},
+     "https://pytorch.org/docs/stable/notes/cuda.html#asynchronous-execution", {}, false, false, "torch"},
     &check};
 
 }  // namespace ddplint::rules

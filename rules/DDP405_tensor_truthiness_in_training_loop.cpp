@@ -55,7 +55,7 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 extern const Rule kTensorTruthinessInTrainingLoop{
     {"DDP405", "tensor-truthiness-in-training-loop", Severity::Info,
      "float(t), int(t), bool(t) or `if t > x:` on a tensor every training step: a host-device sync",
-     "https://pytorch.org/docs/stable/notes/cuda.html#asynchronous-execution", {}, false},
+     "https://pytorch.org/docs/stable/notes/cuda.html#asynchronous-execution", {}, false, false, "torch"},
     &check};
 
 }  // namespace ddplint::rules

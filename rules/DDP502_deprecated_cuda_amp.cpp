@@ -75,7 +75,7 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 extern const Rule kDeprecatedCudaAmp{
     {"DDP502", "deprecated-cuda-amp", Severity::Warning,
      "torch.cuda.amp.autocast / GradScaler: deprecated, use torch.amp with \"cuda\"",
-     "https://pytorch.org/docs/stable/amp.html", {}, true, true},
+     "https://pytorch.org/docs/stable/amp.html", {}, true, true, "torch"},
     &check};
 
 }  // namespace ddplint::rules

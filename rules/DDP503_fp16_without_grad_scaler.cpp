@@ -29,7 +29,7 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 extern const Rule kFp16WithoutGradScaler{
     {"DDP503", "fp16-without-grad-scaler", Severity::Error,
      "float16 autocast in a training loop with no GradScaler: gradients underflow",
-     "https://pytorch.org/docs/stable/amp.html#gradient-scaling", {}, false},
+     "https://pytorch.org/docs/stable/amp.html#gradient-scaling", {}, false, false, "torch"},
     &check};
 
 }  // namespace ddplint::rules

@@ -37,7 +37,7 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 
 extern const Rule kGradScalerWithBf16{
     {"DDP504", "grad-scaler-with-bf16", Severity::Info, "GradScaler used together with bfloat16 autocast",
-     "https://pytorch.org/docs/stable/amp.html#gradient-scaling", {}, false},
+     "https://pytorch.org/docs/stable/amp.html#gradient-scaling", {}, false, false, "torch"},
     &check};
 
 }  // namespace ddplint::rules

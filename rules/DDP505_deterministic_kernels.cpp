@@ -50,7 +50,7 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 extern const Rule kDeterministicKernels{
     {"DDP505", "deterministic-kernels", Severity::Info,
      "cudnn.deterministic=True, use_deterministic_algorithms(True) or cudnn.benchmark=False in a training script",
-     "https://pytorch.org/docs/stable/notes/randomness.html", {}, false},
+     "https://pytorch.org/docs/stable/notes/randomness.html", {}, false, false, "torch"},
     &check};
 
 }  // namespace ddplint::rules

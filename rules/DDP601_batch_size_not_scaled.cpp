@@ -76,7 +76,7 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 extern const Rule kBatchSizeNotScaled{
     {"DDP601", "batch-size-not-scaled", Severity::Warning,
      "Per-rank batch size derived by dividing a total by world_size (or DataParallel batch not scaled)",
-     "https://pytorch.org/docs/stable/notes/ddp.html", {}, false},
+     "https://pytorch.org/docs/stable/notes/ddp.html", {}, false, false, "torch"},
     &check};
 
 }  // namespace ddplint::rules

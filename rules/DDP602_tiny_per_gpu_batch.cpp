@@ -27,7 +27,7 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 extern const Rule kTinyPerGpuBatch{
     {"DDP602", "tiny-per-gpu-batch", Severity::Info,
      "A distributed script whose per-rank batch size is a constant below the threshold (default 8)",
-     "https://pytorch.org/docs/stable/notes/ddp.html", {}, false},
+     "https://pytorch.org/docs/stable/notes/ddp.html", {}, false, false, "torch"},
     &check};
 
 }  // namespace ddplint::rules

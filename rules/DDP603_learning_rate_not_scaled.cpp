@@ -65,7 +65,7 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 extern const Rule kLearningRateNotScaled{
     {"DDP603", "learning-rate-not-scaled", Severity::Info,
      "Per-rank batch fixed (global batch grows with world_size) while the learning rate is a constant",
-     "https://pytorch.org/docs/stable/notes/ddp.html", {}, false},
+     "https://pytorch.org/docs/stable/notes/ddp.html", {}, false, false, "torch"},
     &check};
 
 }  // namespace ddplint::rules
