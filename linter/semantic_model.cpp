@@ -119,12 +119,7 @@ class ModelBuilder {
 
     has_error_ = has_error;
     std::string_view text = m_.source_.text();
-    // (a searcher: string_view::find stops at every 'a', a common byte)
-    auto has = [&](std::string_view word) {
-      std::boyer_moore_horspool_searcher searcher(word.begin(), word.end());
-      return std::search(text.begin(), text.end(), searcher) != text.end();
-    };
-    may_use_keywords_as_names_ = has("async") || has("await");
+    may_use_keywords_as_names_ = contains_text(text, "async") || contains_text(text, "await");
 
     ddplint_walk(root, &ModelBuilder::enter_node, &ModelBuilder::leave_node, this, /*skip_anonymous_leaves=*/true);
     finish(root);

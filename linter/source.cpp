@@ -1,5 +1,7 @@
 #include "linter/source.hpp"
 
+#include <string.h>  // memmem
+
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
@@ -14,6 +16,11 @@
 #include <cstdlib>
 
 namespace ddplint {
+
+bool contains_text(std::string_view hay, std::string_view needle) {
+  if (needle.empty()) return true;
+  return memmem(hay.data(), hay.size(), needle.data(), needle.size()) != nullptr;
+}
 
 namespace {
 

@@ -43,7 +43,7 @@ void check(const SemanticModel& model, RuleContext& ctx) {
   std::string_view text = model.source().text();
   // iterable datasets shard (or stream) by themselves; their loaders take no sampler
   for (std::string_view word : {"IterableDataset", "WebDataset", "webdataset", "streaming=True"})
-    if (text.find(word) != std::string_view::npos) return;
+    if (contains_text(text, word)) return;
   for (const CallSite* call : model.calls_to(kDataLoader)) {
     if (model.has_unpacked_arguments(*call)) continue;
     // DataLoader(dataset, batch_size, shuffle, sampler, batch_sampler, ...)

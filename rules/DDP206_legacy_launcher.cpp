@@ -10,12 +10,11 @@ namespace {
 // option kept so that old launch commands still parse).
 bool torchrun_ready(const SemanticModel& model) {
   std::string_view text = model.source().text();
-  if (text.find(".local_rank") == std::string_view::npos) return true;
+  if (!contains_text(text, ".local_rank")) return true;
   for (const CallSite& c : model.calls())
     if ((c.canonical == "os.environ.get" || c.canonical == "os.getenv") && model.env_var_read(c.node) == "LOCAL_RANK")
       return true;
-  return text.find("environ[\"LOCAL_RANK\"]") != std::string_view::npos ||
-         text.find("environ['LOCAL_RANK']") != std::string_view::npos;
+  return contains_text(text, "environ[\"LOCAL_RANK\"]") || contains_text(text, "environ['LOCAL_RANK']");
 }
 
 void check(const SemanticModel& model, RuleContext& ctx) {

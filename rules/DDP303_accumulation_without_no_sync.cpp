@@ -19,7 +19,7 @@ bool inside(const SemanticModel& model, int inner, int outer) {
 bool syncs_selectively(const SemanticModel& model) {
   std::string_view text = model.source().text();
   for (std::string_view word : {"no_sync", "require_backward_grad_sync", ".accumulate("})
-    if (text.find(word) != std::string_view::npos) return true;
+    if (contains_text(text, word)) return true;
   return false;
 }
 

@@ -19,8 +19,8 @@ bool uses_reduced_precision(const SemanticModel& model) {
     return n;
   };
   for (std::string_view word : {"autocast", "GradScaler", "mixed_precision", "MixedPrecision", "mp_policy"}) {
+    if (!contains_text(text, word)) continue;  // the common case, without counting
     std::size_t all = count(text, word);
-    if (all == 0) continue;
     std::size_t in_comments = 0;  // a `# TODO: try autocast` is not a use
     for (TSNode c : model.comments()) in_comments += count(model.text(c), word);
     if (all > in_comments) return true;

@@ -243,7 +243,7 @@ bool Pins::before(const SemanticModel& model, TSNode node) const {
 
 Pins collect_pins(const SemanticModel& model) {
   Pins pins;
-  pins.anywhere = model.source().text().find("CUDA_VISIBLE_DEVICES") != std::string_view::npos;
+  pins.anywhere = contains_text(model.source().text(), "CUDA_VISIBLE_DEVICES");
   if (pins.anywhere) return pins;
   for (const CallSite* c : model.calls_to("torch.cuda.set_device")) pins.add(model, c->node);
   for (const CallSite* c : model.calls_to("torch.cuda.device")) pins.add(model, c->node);
