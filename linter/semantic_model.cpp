@@ -206,7 +206,7 @@ class ModelBuilder {
       if (target_is_seq && !is_null(right) &&
           (ts_node_symbol(right) == k_.expression_list || ts_node_symbol(right) == k_.tuple) &&
           ts_node_named_child_count(right) == ts_node_named_child_count(target)) {
-        std::vector<TSNode> targets_ = children(target), values_ = children(right);
+        NodeList targets_ = children(target), values_ = children(right);
         for (std::size_t i = 0; i < targets_.size() && i < values_.size(); ++i) {
           bind(Binding::Kind::Assign, targets_[i], values_[i], current_scope());
         }

@@ -120,13 +120,14 @@ const Kinds& kinds() {
   return k;
 }
 
-std::vector<TSNode> children(TSNode node, bool named_only) {
-  TSNode buffer[16];
-  std::size_t n = ddplint_children(node, named_only, buffer, std::size(buffer));
-  if (n <= std::size(buffer)) return std::vector<TSNode>(buffer, buffer + n);
-  std::vector<TSNode> out(n);
-  ddplint_children(node, named_only, out.data(), out.size());
-  return out;
+NodeList children(TSNode node, bool named_only) {
+  NodeList list;
+  list.size_ = ddplint_children(node, named_only, list.inline_, NodeList::kInline);
+  if (list.size_ > NodeList::kInline) {
+    list.heap_.resize(list.size_);
+    ddplint_children(node, named_only, list.heap_.data(), list.heap_.size());
+  }
+  return list;
 }
 
 SyntaxTree parse_python(const SourceFile& source, const SyntaxTree* previous) {

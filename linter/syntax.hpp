@@ -79,10 +79,32 @@ inline std::string_view node_text(TSNode node, std::string_view text) {
 /// Child by field id, or a null node.
 inline TSNode field(TSNode node, TSFieldId id) { return ts_node_child_by_field_id(node, id); }
 
+/// A node's children: up to 8 held inline (most nodes have a few), more on
+/// the heap. Iterable and indexable like a vector.
+class NodeList {
+ public:
+  static constexpr std::size_t kInline = 8;
+  const TSNode* begin() const { return data(); }
+  const TSNode* end() const { return data() + size_; }
+  const TSNode* data() const { return size_ <= kInline ? inline_ : heap_.data(); }
+  std::size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  const TSNode& operator[](std::size_t i) const { return data()[i]; }
+  const TSNode& front() const { return data()[0]; }
+  const TSNode& back() const { return data()[size_ - 1]; }
+
+ private:
+  friend NodeList children(TSNode node, bool named_only);
+  TSNode inline_[kInline];
+  std::vector<TSNode> heap_;
+  std::size_t size_ = 0;
+};
+
 /// The children of `node` in order (only named ones if `named_only`; comments
-/// are named). O(children) in all: repeated ts_node_child(node, i) costs O(i)
-/// each and is quadratic on long argument lists or statement sequences.
-std::vector<TSNode> children(TSNode node, bool named_only = true);
+/// are named). O(children) in all, without allocating for up to 8: repeated
+/// ts_node_child(node, i) costs O(i) each and is quadratic on long argument
+/// lists or statement sequences.
+NodeList children(TSNode node, bool named_only = true);
 
 /// Same node (tree-sitter has no operator==).
 inline bool same_node(TSNode a, TSNode b) { return ts_node_eq(a, b); }

@@ -118,7 +118,7 @@ std::optional<Edit> remove_argument(const SemanticModel& model, const CallSite& 
   const Kinds& k = kinds();
   TSNode args = field(call.node, k.f_arguments);
   if (ts_node_is_null(args) || ts_node_symbol(args) != k.argument_list) return std::nullopt;
-  std::vector<TSNode> all = children(args);
+  NodeList all = children(args);
   std::vector<TSNode> real;
   for (TSNode a : all)
     if (ts_node_symbol(a) != k.comment) real.push_back(a);

@@ -164,7 +164,7 @@ TEST_CASE("children() lists the same nodes as the cursor, named or all") {
           if (!named_only || ts_node_is_named(c)) expected.push_back(c);
         } while (ts_tree_cursor_goto_next_sibling(&cursor));
       }
-      std::vector<TSNode> got = children(n, named_only);
+      NodeList got = children(n, named_only);
       REQUIRE(got.size() == expected.size());
       for (std::size_t i = 0; i < got.size(); ++i) CHECK(ts_node_eq(got[i], expected[i]));
     }
