@@ -15,6 +15,7 @@ DEBS=(
   "libcli11-dev:-"
   "nlohmann-json3-dev:-"
   "libtomlplusplus-dev:-"
+  "libmimalloc-dev:-"
   "doctest-dev:-"
   "libdtl-dev:-"
   "libgit2-dev:-"

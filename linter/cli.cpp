@@ -737,12 +737,22 @@ int run_cli(int argc, char** argv, std::span<const Rule> rules) {
     std::mutex mutex;
     std::condition_variable ready, room;
     std::size_t next = 0, emitted = 0;
+    // wake-ups only when someone waits for them: the emitting thread for the
+    // next file in order, workers for room in the window (a notify per file
+    // cost 2-core runs a context switch each)
+    bool emitter_waiting = false;
+    std::size_t room_waiters = 0;
     auto work = [&] {
       for (;;) {
         std::size_t i;
         {
           std::unique_lock lock(mutex);
-          room.wait(lock, [&] { return next >= entries.size() || next < emitted + window; });
+          auto has_room = [&] { return next >= entries.size() || next < emitted + window; };
+          if (!has_room()) {
+            ++room_waiters;
+            room.wait(lock, has_room);
+            --room_waiters;
+          }
           if (next >= entries.size()) return;
           i = next++;
         }
@@ -754,26 +764,34 @@ int run_cli(int argc, char** argv, std::span<const Rule> rules) {
           o.err = "ddplint: " + entries[i].path + ": internal error: " + e.what() + "\n";
           o.error = true;
         }
+        bool wake;
         {
           std::lock_guard lock(mutex);
           slots[i % slots.size()] = std::move(o);
+          wake = emitter_waiting && i == emitted;
         }
-        ready.notify_all();
+        if (wake) ready.notify_one();
       }
     };
     std::vector<std::thread> pool;
     for (std::size_t t = 0; t < workers; ++t) pool.emplace_back(work);
     for (std::size_t i = 0; i < entries.size(); ++i) {
       Outcome o;
+      bool wake;
       {
         std::unique_lock lock(mutex);
         std::optional<Outcome>& slot = slots[i % slots.size()];
-        ready.wait(lock, [&] { return slot.has_value(); });
+        if (!slot) {
+          emitter_waiting = true;
+          ready.wait(lock, [&] { return slot.has_value(); });
+          emitter_waiting = false;
+        }
         o = std::move(*slot);
         slot.reset();
         emitted = i + 1;
+        wake = room_waiters > 0;
       }
-      room.notify_all();
+      if (wake) room.notify_all();
       emit(o);
     }
     for (auto& t : pool) t.join();
