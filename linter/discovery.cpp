@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <filesystem>
+#include <iterator>
 #include <string_view>
 #include <system_error>
 #include <utility>
@@ -76,7 +77,7 @@ std::vector<DiscoveredPath> discover(const std::vector<std::string>& arguments, 
       }
     }
     std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.path < b.path; });
-    out.insert(out.end(), found.begin(), found.end());
+    out.insert(out.end(), std::make_move_iterator(found.begin()), std::make_move_iterator(found.end()));
   }
   return out;
 }
