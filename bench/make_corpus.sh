@@ -4,11 +4,11 @@
 #           examples/ and fixtures/, each copy varied (renamed identifiers,
 #           different constants), so no two files are identical;
 #   mixed/  the system Python's standard library (few files mention torch).
-# Usage: bench/make_corpus.sh [TARGET_MB]   (default 20)
+# Usage: bench/make_corpus.sh [TARGET_MB [OUT_DIR]]   (default 20, bench/corpus)
 set -euo pipefail
+out=$(realpath -m "${2:-$(dirname "$0")/corpus}")
 cd "$(dirname "$0")/.."
 target_mb=${1:-20}
-out=bench/corpus
 rm -rf "$out/torch" "$out/mixed"
 mkdir -p "$out/torch" "$out/mixed"
 
@@ -39,7 +39,7 @@ perl -e '
 
 stdlib=$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["stdlib"])' 2>/dev/null || echo /usr/lib/python3)
 if [ -d "$stdlib" ]; then
-  (cd "$stdlib" && find . -name '*.py' -not -path '*/site-packages/*' -print0 | cpio -0pdm --quiet "$OLDPWD/$out/mixed" 2>/dev/null) ||
-    (cd "$stdlib" && find . -name '*.py' -not -path '*/site-packages/*' -exec cp --parents {} "$OLDPWD/$out/mixed" \;)
+  (cd "$stdlib" && find . -name '*.py' -not -path '*/site-packages/*' -print0 | cpio -0pdm --quiet "$out/mixed" 2>/dev/null) ||
+    (cd "$stdlib" && find . -name '*.py' -not -path '*/site-packages/*' -exec cp --parents {} "$out/mixed" \;)
 fi
 du -sh "$out/torch" "$out/mixed" >&2

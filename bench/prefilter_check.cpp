@@ -1,6 +1,9 @@
 // prefilter_check: lints every *.py under the given folders twice, with and
-// without the prefilter, and fails (exit 1) on any difference in findings.
-// Prints how many files and bytes the prefilter skipped. One thread.
+// without the prefilter, and fails (exit 1) on any difference in findings, and
+// on any finding (without the prefilter) of a rule whose declared `needs` do
+// not occur in the file: that rule's needs are wrong even where another rule
+// kept the file from being skipped. Prints how many files and bytes the
+// prefilter skipped. One thread.
 //
 // Usage: ddplint_prefilter_check FOLDER...
 #include <cstdio>
@@ -9,6 +12,7 @@
 
 #include "linter/discovery.hpp"
 #include "linter/lint.hpp"
+#include "linter/prefilter.hpp"
 #include "rules/registry.hpp"
 
 using namespace ddplint;
@@ -20,7 +24,10 @@ int main(int argc, char** argv) {
     return 2;
   }
   RuleSelection all;
-  std::size_t files = 0, skipped = 0, bytes = 0, skipped_bytes = 0, findings = 0, differences = 0;
+  std::size_t files = 0, skipped = 0, bytes = 0, skipped_bytes = 0, findings = 0, differences = 0, unmet = 0;
+  // each rule's own needs, alone
+  std::vector<Prefilter> own;
+  for (const Rule& r : rules::all()) own.emplace_back(std::span<const Rule>(&r, 1), all);
   for (const auto& entry : discover(roots)) {
     if (!entry.error.empty()) continue;
     std::string err;
@@ -33,6 +40,16 @@ int main(int argc, char** argv) {
     bytes += f.text().size();
     if (with.skipped) ++skipped, skipped_bytes += f.text().size();
     findings += without.diagnostics.size();
+    for (const Diagnostic& d : without.diagnostics) {
+      std::size_t r = 0;
+      while (&rules::all()[r].info != d.rule) ++r;
+      if (d.rule->needs != "*" && !own[r].may_fire(f.text())) {
+        ++unmet;
+        std::printf("NEEDS WRONG: %s: %.*s fired at byte %u without its needs \"%.*s\"\n", entry.path.c_str(),
+                    static_cast<int>(d.rule->code.size()), d.rule->code.data(), d.start,
+                    static_cast<int>(d.rule->needs.size()), d.rule->needs.data());
+      }
+    }
     bool same = with.diagnostics.size() == without.diagnostics.size() && with.error == without.error;
     for (std::size_t i = 0; same && i < with.diagnostics.size(); ++i) {
       const Diagnostic &a = with.diagnostics[i], &b = without.diagnostics[i];
@@ -49,8 +66,8 @@ int main(int argc, char** argv) {
       }
     }
   }
-  std::printf("%zu files (%.1f MB), %zu findings without the prefilter; prefilter skipped %zu files (%.1f MB, %.0f%% of bytes); %zu files differ\n",
+  std::printf("%zu files (%.1f MB), %zu findings without the prefilter; prefilter skipped %zu files (%.1f MB, %.0f%% of bytes); %zu files differ; %zu findings without their rule's needs\n",
               files, bytes / 1048576.0, findings, skipped, skipped_bytes / 1048576.0,
-              bytes ? 100.0 * skipped_bytes / bytes : 0.0, differences);
-  return differences == 0 ? 0 : 1;
+              bytes ? 100.0 * skipped_bytes / bytes : 0.0, differences, unmet);
+  return differences == 0 && unmet == 0 ? 0 : 1;
 }
