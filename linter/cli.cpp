@@ -694,13 +694,17 @@ int run_cli(int argc, char** argv, std::span<const Rule> rules) {
   // order as soon as each is ready, and at most a bounded window of them is held.
   // folder discovery leaves out the configuration's `exclude` patterns and what git ignores
   GitIgnore gitignore;
+  std::error_code cwd_error;
+  const std::filesystem::path cwd = std::filesystem::current_path(cwd_error);
+  std::map<const Config*, std::vector<std::string>> patterns_of;  // exclude patterns, per configuration
   auto excluded = [&](const std::filesystem::path& path, bool is_dir) {
     std::shared_ptr<const Config> config;
     if (!config_of(path.string(), config)) return false;  // reported; the run stops after discovery
-    std::error_code ec;
-    std::filesystem::path absolute = std::filesystem::absolute(path, ec).lexically_normal();
-    std::filesystem::path base = config ? config->directory : std::filesystem::current_path(ec);
-    if (matches_exclude(exclude_patterns(config.get()), absolute, base)) return true;
+    std::filesystem::path absolute = (path.is_absolute() ? path : cwd / path).lexically_normal();
+    const std::filesystem::path& base = config ? config->directory : cwd;
+    auto patterns = patterns_of.find(config.get());
+    if (patterns == patterns_of.end()) patterns = patterns_of.emplace(config.get(), exclude_patterns(config.get())).first;
+    if (matches_exclude(patterns->second, absolute, base)) return true;
     bool respect = respect_gitignore.value_or(config ? config->respect_gitignore : true);
     return respect && gitignore.ignored(absolute, is_dir);
   };

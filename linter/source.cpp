@@ -89,7 +89,6 @@ SourceFile::SourceFile(std::string path, std::string bytes)
       static_cast<unsigned char>(bytes_[1]) == 0xBB && static_cast<unsigned char>(bytes_[2]) == 0xBF) {
     bom_ = 3;
   }
-  index_.emplace(std::string_view(bytes_));
 }
 
 DecodeError SourceFile::check_decodable(std::string* detail) const {
@@ -100,7 +99,7 @@ DecodeError SourceFile::check_decodable(std::string* detail) const {
   if (const void* nul = std::memchr(bytes_.data(), '\0', bytes_.size())) {
     if (detail) {
       auto off = static_cast<std::uint32_t>(static_cast<const char*>(nul) - bytes_.data());
-      *detail = "binary file (NUL byte at line " + std::to_string(index_->position(off).row) + ")";
+      *detail = "binary file (NUL byte at line " + std::to_string(lines().position(off).row) + ")";
     }
     return DecodeError::Binary;
   }
@@ -125,7 +124,7 @@ DecodeError SourceFile::check_decodable(std::string* detail) const {
         char hex[8];
         std::snprintf(hex, sizeof hex, "0x%02x", c);
         *detail = std::string("not valid UTF-8 (byte ") + hex + " at line " +
-                  std::to_string(index_->position(static_cast<std::uint32_t>(i)).row) + ")";
+                  std::to_string(lines().position(static_cast<std::uint32_t>(i)).row) + ")";
       }
       return DecodeError::InvalidUtf8;
     }

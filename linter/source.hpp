@@ -72,7 +72,13 @@ class SourceFile {
 
   const std::string& path() const { return path_; }
   std::string_view text() const { return bytes_; }
-  const LineIndex& lines() const { return *index_; }
+  /// The line index, built on first use (a file the prefilter skips never
+  /// needs one). Not safe to call for the first time from two threads at once;
+  /// a SourceFile belongs to one thread at a time.
+  const LineIndex& lines() const {
+    if (!index_) index_.emplace(std::string_view(bytes_));
+    return *index_;
+  }
   /// Bytes of a leading UTF-8 byte-order mark (0 or 3); parsing starts after it.
   std::uint32_t bom_length() const { return bom_; }
 
@@ -85,7 +91,7 @@ class SourceFile {
   std::string path_;
   std::string bytes_;
   std::uint32_t bom_ = 0;
-  std::optional<LineIndex> index_;
+  mutable std::optional<LineIndex> index_;
 };
 
 /// Largest file ddplint parses, in bytes (tree-sitter offsets are 32-bit; files
