@@ -605,9 +605,12 @@ class ModelBuilder {
     for (std::size_t i = 0; i < m_.calls_.size(); ++i) {
       CallSite& c = m_.calls_[i];
       if (!is_null(c.callee)) c.canonical = m_.canonical_name(c.callee);
-      if (!c.canonical.empty()) m_.calls_by_canonical_[c.canonical].push_back(static_cast<int>(i));
-      if (!c.method.empty()) m_.calls_by_name_[c.method].push_back(static_cast<int>(i));
+      if (!c.canonical.empty()) m_.calls_by_canonical_.emplace_back(c.canonical, static_cast<int>(i));
+      if (!c.method.empty()) m_.calls_by_name_.emplace_back(c.method, static_cast<int>(i));
     }
+    // (calls_ no longer changes: the views into each canonical string stay valid)
+    std::sort(m_.calls_by_canonical_.begin(), m_.calls_by_canonical_.end());
+    std::sort(m_.calls_by_name_.begin(), m_.calls_by_name_.end());
     // argparse destinations
     for (const CallSite* c : m_.calls_named("add_argument")) {
       std::string dest;
@@ -839,20 +842,24 @@ std::string SemanticModel::canonical_name(TSNode expr) const {
   return normalize_canonical(std::move(path));
 }
 
-std::vector<const CallSite*> SemanticModel::calls_to(std::string_view canonical) const {
+namespace {
+// The calls listed under `key` in a sorted (key, call index) table, in file order.
+std::vector<const CallSite*> calls_under(const std::vector<std::pair<std::string_view, int>>& table,
+                                         std::string_view key, const std::vector<CallSite>& calls) {
   std::vector<const CallSite*> out;
-  auto it = calls_by_canonical_.find(canonical);
-  if (it != calls_by_canonical_.end())
-    for (int i : it->second) out.push_back(&calls_[i]);
+  auto it = std::lower_bound(table.begin(), table.end(), key,
+                             [](const std::pair<std::string_view, int>& e, std::string_view k) { return e.first < k; });
+  for (; it != table.end() && it->first == key; ++it) out.push_back(&calls[it->second]);
   return out;
+}
+}  // namespace
+
+std::vector<const CallSite*> SemanticModel::calls_to(std::string_view canonical) const {
+  return calls_under(calls_by_canonical_, canonical, calls_);
 }
 
 std::vector<const CallSite*> SemanticModel::calls_named(std::string_view name) const {
-  std::vector<const CallSite*> out;
-  auto it = calls_by_name_.find(name);
-  if (it != calls_by_name_.end())
-    for (int i : it->second) out.push_back(&calls_[i]);
-  return out;
+  return calls_under(calls_by_name_, name, calls_);
 }
 
 const CallSite* SemanticModel::call_at(TSNode call) const {

@@ -300,8 +300,9 @@ class SemanticModel {
   std::vector<std::pair<std::uint32_t, std::uint32_t>> region_ranges_;  // byte range of each region's body
   std::vector<CallSite> calls_;
   std::vector<Argument> arguments_;  // grouped by call: CallSite::first_argument
-  StringMap<std::vector<int>> calls_by_canonical_;
-  std::unordered_map<std::string_view, std::vector<int>> calls_by_name_;
+  // (canonical name or last name, call index), sorted: one allocation per file
+  // instead of a map node and a vector per name; views into calls_ and the text
+  std::vector<std::pair<std::string_view, int>> calls_by_canonical_, calls_by_name_;
   std::vector<Binding> bindings_;
   StringMap<std::vector<int>> bindings_by_path_;
   // local name -> dotted module path (heterogeneous lookup by string_view)
