@@ -844,21 +844,20 @@ std::string SemanticModel::canonical_name(TSNode expr) const {
 
 namespace {
 // The calls listed under `key` in a sorted (key, call index) table, in file order.
-std::vector<const CallSite*> calls_under(const std::vector<std::pair<std::string_view, int>>& table,
-                                         std::string_view key, const std::vector<CallSite>& calls) {
-  std::vector<const CallSite*> out;
-  auto it = std::lower_bound(table.begin(), table.end(), key,
-                             [](const std::pair<std::string_view, int>& e, std::string_view k) { return e.first < k; });
-  for (; it != table.end() && it->first == key; ++it) out.push_back(&calls[it->second]);
-  return out;
+CallRange calls_under(const std::vector<CallRange::Entry>& table, std::string_view key, const std::vector<CallSite>& calls) {
+  auto less = [](const CallRange::Entry& e, std::string_view k) { return e.first < k; };
+  auto first = std::lower_bound(table.begin(), table.end(), key, less);
+  auto last = first;
+  while (last != table.end() && last->first == key) ++last;
+  return CallRange(table.data() + (first - table.begin()), table.data() + (last - table.begin()), calls.data());
 }
 }  // namespace
 
-std::vector<const CallSite*> SemanticModel::calls_to(std::string_view canonical) const {
+CallRange SemanticModel::calls_to(std::string_view canonical) const {
   return calls_under(calls_by_canonical_, canonical, calls_);
 }
 
-std::vector<const CallSite*> SemanticModel::calls_named(std::string_view name) const {
+CallRange SemanticModel::calls_named(std::string_view name) const {
   return calls_under(calls_by_name_, name, calls_);
 }
 

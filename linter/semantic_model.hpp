@@ -60,6 +60,41 @@ struct Argument {
   std::string_view keyword;  ///< `k` in `k=v`, else empty
 };
 
+struct CallSite;
+
+/// Calls listed under one name in the model's sorted indexes: iterates as
+/// `const CallSite*` in file order without copying (valid while the model lives).
+class CallRange {
+ public:
+  using Entry = std::pair<std::string_view, int>;  // (name, index into the calls)
+  class iterator {
+   public:
+    iterator(const Entry* e, const CallSite* calls) : e_(e), calls_(calls) {}
+    const CallSite* operator*() const;
+    iterator& operator++() {
+      ++e_;
+      return *this;
+    }
+    bool operator!=(const iterator& o) const { return e_ != o.e_; }
+    bool operator==(const iterator& o) const { return e_ == o.e_; }
+
+   private:
+    const Entry* e_;
+    const CallSite* calls_;
+  };
+  CallRange() = default;
+  CallRange(const Entry* first, const Entry* last, const CallSite* calls) : first_(first), last_(last), calls_(calls) {}
+  iterator begin() const { return {first_, calls_}; }
+  iterator end() const { return {last_, calls_}; }
+  bool empty() const { return first_ == last_; }
+  std::size_t size() const { return static_cast<std::size_t>(last_ - first_); }
+
+ private:
+  const Entry* first_ = nullptr;
+  const Entry* last_ = nullptr;
+  const CallSite* calls_ = nullptr;
+};
+
 /// One call expression.
 struct CallSite {
   TSNode node{};          ///< the `call` node
@@ -71,6 +106,8 @@ struct CallSite {
   std::uint32_t first_argument = 0;  ///< its arguments: SemanticModel::arguments(call)
   std::uint32_t argument_count = 0;
 };
+
+inline const CallSite* CallRange::iterator::operator*() const { return calls_ + e_->second; }
 
 /// One binding of a name or attribute path (`x`, `args.batch_size`, `self.model`).
 struct Binding {
@@ -148,10 +185,10 @@ class SemanticModel {
 
   // --- calls ----------------------------------------------------------------
   std::span<const CallSite> calls() const { return calls_; }
-  /// Calls whose callee resolves to `canonical` (exact match).
-  std::vector<const CallSite*> calls_to(std::string_view canonical) const;
-  /// Calls `x.name(...)` or `name(...)` by last name, whatever the receiver.
-  std::vector<const CallSite*> calls_named(std::string_view name) const;
+  /// Calls whose callee resolves to `canonical` (exact match), in file order.
+  CallRange calls_to(std::string_view canonical) const;
+  /// Calls `x.name(...)` or `name(...)` by last name, whatever the receiver, in file order.
+  CallRange calls_named(std::string_view name) const;
   /// The call site record for a `call` node, or nullptr.
   const CallSite* call_at(TSNode call) const;
   /// Argument `keyword=` if present, else positional argument `position` (0-based;

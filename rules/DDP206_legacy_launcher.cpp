@@ -20,7 +20,7 @@ bool torchrun_ready(const SemanticModel& model) {
 void check(const SemanticModel& model, RuleContext& ctx) {
   // parser.add_argument("--local_rank", ...) / ("--local-rank", ...)
   bool ready = torchrun_ready(model);
-  for (const CallSite* call : ready ? std::vector<const CallSite*>{} : model.calls_named("add_argument")) {
+  for (const CallSite* call : ready ? CallRange{} : model.calls_named("add_argument")) {
     for (int i = 0; i < 3; ++i) {
       TSNode opt = model.argument(*call, "", i);
       if (ts_node_is_null(opt)) break;
