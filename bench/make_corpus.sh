@@ -42,4 +42,4 @@ if [ -d "$stdlib" ]; then
   (cd "$stdlib" && find . -name '*.py' -not -path '*/site-packages/*' -print0 | cpio -0pdm --quiet "$out/mixed" 2>/dev/null) ||
     (cd "$stdlib" && find . -name '*.py' -not -path '*/site-packages/*' -exec cp --parents {} "$out/mixed" \;)
 fi
-du -sh "$out/torch" "$out/mixed" >&2
+du -sh --apparent-size "$out/torch" "$out/mixed" >&2  # bytes of the files, not disk blocks
