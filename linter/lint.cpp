@@ -11,13 +11,36 @@
 namespace ddplint {
 
 namespace {
+// The prefilter for this rule set and selection, compiled once per thread
+// for each distinct set of enabled rules (files of one run share one or a few).
+const Prefilter& prefilter_for(std::span<const Rule> rules, const RuleSelection& selection) {
+  struct Entry {
+    std::vector<const char*> needs;  // identity of the rule set: each rule's needs literal
+    RuleSelection selection;
+    Prefilter prefilter;
+  };
+  thread_local std::vector<Entry> cache;
+  auto same_rules = [&](const Entry& e) {
+    if (e.needs.size() != rules.size()) return false;
+    for (std::size_t i = 0; i < rules.size(); ++i)
+      if (e.needs[i] != rules[i].info.needs.data()) return false;
+    return true;
+  };
+  // selections compared by value: a few short lists, cheaper than asking every rule's state per file
+  for (const Entry& e : cache) {
+    if (e.selection == selection && same_rules(e)) return e.prefilter;
+  }
+  if (cache.size() >= 16) cache.erase(cache.begin());
+  std::vector<const char*> needs;
+  for (const Rule& r : rules) needs.push_back(r.info.needs.data());
+  cache.push_back(Entry{std::move(needs), selection, Prefilter(rules, selection)});
+  return cache.back().prefilter;
+}
+
 // The prefilter of the whole catalog `rules`, whatever is selected.
 const Prefilter& catalog_prefilter(std::span<const Rule> rules) {
-  thread_local std::vector<std::pair<const Rule*, Prefilter>> cache;
-  for (const auto& [r, p] : cache)
-    if (r == rules.data()) return p;
-  cache.emplace_back(rules.data(), Prefilter(rules, RuleSelection{}));
-  return cache.back().second;
+  static const RuleSelection everything;
+  return prefilter_for(rules, everything);
 }
 
 LintResult lint_decoded(const SourceFile& source, const SyntaxTree& tree, std::span<const Rule> rules,
@@ -49,25 +72,6 @@ LintResult lint_decoded(const SourceFile& source, const SyntaxTree& tree, std::s
     return a.rule->code < b.rule->code;
   });
   return result;
-}
-
-// The prefilter for this rule set and selection, compiled once per thread
-// for each distinct set of enabled rules (files of one run share one or a few).
-const Prefilter& prefilter_for(std::span<const Rule> rules, const RuleSelection& selection) {
-  struct Entry {
-    const Rule* rules;
-    std::vector<bool> enabled;
-    Prefilter prefilter;
-  };
-  thread_local std::vector<Entry> cache;
-  std::vector<bool> enabled(rules.size());
-  for (std::size_t i = 0; i < rules.size(); ++i) enabled[i] = selection.enabled(rules[i].info.code);
-  for (const Entry& e : cache) {
-    if (e.rules == rules.data() && e.enabled == enabled) return e.prefilter;
-  }
-  if (cache.size() >= 16) cache.erase(cache.begin());
-  cache.push_back(Entry{rules.data(), std::move(enabled), Prefilter(rules, selection)});
-  return cache.back().prefilter;
 }
 
 }  // namespace

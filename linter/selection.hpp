@@ -41,10 +41,14 @@ class RuleSelection {
   /// first prefix that matches no rule, or std::nullopt.
   std::optional<std::string> validate(std::span<const Rule> rules) const;
 
+  /// Same layers, so the same rules enabled (caches compare selections by value).
+  bool operator==(const RuleSelection&) const = default;
+
  private:
   struct Layer {
     std::vector<std::string> select, extend_select, ignore;
     bool replaces = false;  ///< the layer has a select: rules it does not match are off
+    bool operator==(const Layer&) const = default;
   };
   std::vector<Layer> layers_;
 };
