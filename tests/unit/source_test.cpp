@@ -70,3 +70,18 @@ TEST_CASE("write_file_atomically: replaces, keeps the mode; refuses a file chang
   CHECK(entries == 1);  // no temporary file left
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("check_decodable finds a bad byte at any offset, around its 8-byte ASCII fast path") {
+  for (std::size_t at = 0; at < 24; ++at) {
+    CAPTURE(at);
+    std::string text(24, 'x');
+    text[at] = '\xff';
+    SourceFile bad("bad.py", text);
+    CHECK(bad.check_decodable() == DecodeError::InvalidUtf8);
+    std::string good(24, 'x');
+    good.replace(at, 1, "\xc3\xa9");  // é, valid two-byte UTF-8 at every alignment
+    CHECK(SourceFile("good.py", good).check_decodable() == DecodeError::None);
+    std::string cut = std::string(at, 'x') + "\xc3";  // truncated sequence at the end
+    CHECK(SourceFile("cut.py", cut).check_decodable() == DecodeError::InvalidUtf8);
+  }
+}
