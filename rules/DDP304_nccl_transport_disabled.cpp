@@ -7,6 +7,11 @@ namespace ddplint::rules {
 namespace {
 
 void check(const SemanticModel& model, RuleContext& ctx) {
+  // Variable names are resolved through constants and concatenation, but the
+  // rule reports only files where `NCCL` is written out: a name spelled across
+  // pieces that split it ("NC" "CL_DEBUG") is deliberately not followed, so the
+  // prefilter's `needs` below hold exactly.
+  if (!contains_text(model.source().text(), "NCCL")) return;
   for (const EnvWrite& w : model.env_writes()) {
     Value v = model.value_of(w.value);
     std::string what;
@@ -29,7 +34,7 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 }
 }  // namespace
 
-// needs: env writes (os.environ, putenv) without torch; assumes no literal splits "NCCL" ("NC" "CL_IB_DISABLE")
+// needs: env writes (os.environ, putenv) without torch; `NCCL` written out (checked in check())
 extern const Rule kNcclTransportDisabled{
     {"DDP304", "nccl-transport-disabled", Severity::Warning,
      "NCCL_IB_DISABLE / NCCL_P2P_DISABLE / NCCL_SHM_DISABLE / NCCL_NET=Socket set in code",

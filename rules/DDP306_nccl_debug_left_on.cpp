@@ -6,6 +6,11 @@ namespace ddplint::rules {
 
 namespace {
 void check(const SemanticModel& model, RuleContext& ctx) {
+  // Variable names are resolved through constants and concatenation, but the
+  // rule reports only files where `NCCL` is written out: a name spelled across
+  // pieces that split it ("NC" "CL_DEBUG") is deliberately not followed, so the
+  // prefilter's `needs` below hold exactly.
+  if (!contains_text(model.source().text(), "NCCL")) return;
   for (const EnvWrite& w : model.env_writes()) {
     if (w.name != "NCCL_DEBUG") continue;
     Value v = model.value_of(w.value);
@@ -21,7 +26,7 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 }
 }  // namespace
 
-// needs: env writes (os.environ, putenv) without torch; assumes no literal splits "NCCL" ("NC" "CL_DEBUG")
+// needs: env writes (os.environ, putenv) without torch; `NCCL` written out (checked in check())
 extern const Rule kNcclDebugLeftOn{
     {"DDP306", "nccl-debug-left-on", Severity::Info, "NCCL_DEBUG set to INFO or TRACE in code",
      "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html#nccl-debug", {}, false, false, "NCCL;environ|putenv"},
