@@ -9,6 +9,7 @@
 #include <condition_variable>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <thread>
 #include <cstdio>
 #include <cerrno>
@@ -710,6 +711,17 @@ int run_cli(int argc, char** argv, std::span<const Rule> rules) {
   };
   std::vector<DiscoveredPath> entries = discover(file_args, excluded, force_exclude);
   if (!config_errors.empty()) return kExitError;
+  if (fix || diff) {
+    // one file reached by two spellings (`a.py ./a.py`, overlapping folders,
+    // symbolic links) is fixed once: two workers writing it would race
+    std::set<std::filesystem::path> seen;
+    std::erase_if(entries, [&](const DiscoveredPath& e) {
+      if (!e.error.empty()) return false;
+      std::error_code ec;
+      std::filesystem::path real = std::filesystem::weakly_canonical(e.path, ec);
+      return !ec && !seen.insert(real).second;
+    });
+  }
   // every file's configuration is resolved before any is linted: a bad configuration stops the run.
   // Files under one configuration without per-file-ignores share one FileSettings (memory per
   // file stays a pointer, whatever the size of the run).

@@ -497,6 +497,18 @@ TEST_CASE("--fix: writes safe fixes atomically, keeps the mode, is idempotent; -
   CHECK(entries == 0);
 }
 
+TEST_CASE("--fix with -j: one file named several ways is fixed once") {
+  TempDir d;
+  const std::string script = "import torch\nfrom torch.utils.data import DataLoader\nl = DataLoader(ds, num_workers=2)\nmodel.cuda()\n";
+  for (int round = 0; round < 5; ++round) {
+    d.write("a.py", script);
+    Run r = ddplint({"--isolated", "-j", "8", "--fix", "a.py", "./a.py", "././a.py", (d.path / "a.py").string()}, "", d.path);
+    CHECK(r.rc == 0);
+    CHECK(contains(r.out, "Found 1 finding (1 fixed, 0 remaining) in 1 file."));
+    CHECK(r.err.empty());
+  }
+}
+
 TEST_CASE("--fix: remaining findings reported, syntax errors get no fixes, stdin prints the fixed source") {
   TempDir d;
   const std::string broken = "import torch\nfrom torch.utils.data import DataLoader\nl = DataLoader(ds, num_workers=2)\nmodel.cuda()\ndef f(:\n";
