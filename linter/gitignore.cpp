@@ -48,7 +48,14 @@ bool GitIgnore::ignored(const fs::path& path, bool is_dir) {
   fs::path absolute = fs::absolute(path, ec).lexically_normal();
   if (ec) return false;
   std::lock_guard lock(mutex_);
-  git_repository* repo = repository_for(absolute.parent_path());
+  auto [real_dir, inserted] = real_directory_.try_emplace(absolute.parent_path());
+  if (inserted) {
+    std::error_code canonical_error;
+    real_dir->second = fs::canonical(absolute.parent_path(), canonical_error);
+    if (canonical_error) real_dir->second = absolute.parent_path();
+  }
+  absolute = real_dir->second / absolute.filename();
+  git_repository* repo = repository_for(real_dir->second);
   if (repo == nullptr || git_repository_workdir(repo) == nullptr) return false;
   fs::path workdir = fs::path(git_repository_workdir(repo)).lexically_normal();
   std::string relative = absolute.lexically_relative(workdir).generic_string();

@@ -30,6 +30,9 @@ class GitIgnore {
 
   std::mutex mutex_;
   std::map<std::filesystem::path, git_repository*> by_directory_;  ///< nullptr: not in a repository
+  /// folder as reached -> the same folder with symbolic links resolved (libgit2's
+  /// working directories are real paths; a path through a link must match them)
+  std::map<std::filesystem::path, std::filesystem::path> real_directory_;
 };
 
 }  // namespace ddplint

@@ -650,6 +650,14 @@ TEST_CASE("discovery: .gitignore and .git/info/exclude, exclude patterns, --forc
   };
   Run all = ddplint({"-q", "--select", "DDP102", "."}, "", d.path);
   CHECK(files_of(all.out) == std::vector<std::string>{"legacy/old.py", "src/train.py"});
+  {  // the same through a symbolic link to the repository: .gitignore still applies
+    fs::path link = d.path.string() + "_link";
+    fs::create_directory_symlink(d.path, link);
+    Run through = ddplint({"-q", "--select", "DDP102", link.string()}, "", d.path);
+    fs::remove(link);
+    CHECK(files_of(through.out) ==
+          std::vector<std::string>{link.string() + "/legacy/old.py", link.string() + "/src/train.py"});
+  }
   // a file named on the command line is linted even if ignored, unless --force-exclude
   CHECK(files_of(ddplint({"-q", "--select", "DDP102", "generated/out.py"}, "", d.path).out) ==
         std::vector<std::string>{"generated/out.py"});
