@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "linter/discovery.hpp"
+#include "bench/corpus.hpp"
 #include "linter/lint.hpp"
 #include "linter/syntax.hpp"
 #include "rules/registry.hpp"
@@ -42,16 +42,11 @@ int main(int argc, char** argv) {
   }
   std::vector<SourceFile> files;
   std::size_t bytes = 0;
-  for (const auto& entry : discover(roots)) {
-    if (!entry.error.empty()) continue;
-    std::string err;
-    auto data = read_file(entry.path, err);
-    if (!data) continue;
-    SourceFile f(entry.path, std::move(*data));
-    if (f.check_decodable() != DecodeError::None) continue;  // the linter would not parse these either
+  bench::for_each_source(roots, [&](SourceFile&& f) {
+    if (f.check_decodable() != DecodeError::None) return;  // the linter would not parse these either
     bytes += f.text().size();
     files.push_back(std::move(f));
-  }
+  });
   double mb = static_cast<double>(bytes) / (1024.0 * 1024.0);
   std::printf("corpus: %zu files, %.1f MB\n", files.size(), mb);
   std::vector<double> parse_s, walk_s, lint_s;

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "linter/discovery.hpp"
+#include "bench/corpus.hpp"
 #include "linter/lint.hpp"
 #include "linter/prefilter.hpp"
 #include "rules/registry.hpp"
@@ -28,12 +28,7 @@ int main(int argc, char** argv) {
   // each rule's own needs, alone
   std::vector<Prefilter> own;
   for (const Rule& r : rules::all()) own.emplace_back(std::span<const Rule>(&r, 1), all);
-  for (const auto& entry : discover(roots)) {
-    if (!entry.error.empty()) continue;
-    std::string err;
-    auto data = read_file(entry.path, err);
-    if (!data) continue;
-    SourceFile f(entry.path, std::move(*data));
+  bench::for_each_source(roots, [&](SourceFile&& f) {
     LintResult with = lint(f, rules::all(), all, RuleOptions{}, true);
     LintResult without = lint(f, rules::all(), all, RuleOptions{}, false);
     ++files;
@@ -45,7 +40,7 @@ int main(int argc, char** argv) {
       while (&rules::all()[r].info != d.rule) ++r;
       if (d.rule->needs != "*" && !own[r].may_fire(f.text())) {
         ++unmet;
-        std::printf("NEEDS WRONG: %s: %.*s fired at byte %u without its needs \"%.*s\"\n", entry.path.c_str(),
+        std::printf("NEEDS WRONG: %s: %.*s fired at byte %u without its needs \"%.*s\"\n", f.path().c_str(),
                     static_cast<int>(d.rule->code.size()), d.rule->code.data(), d.start,
                     static_cast<int>(d.rule->needs.size()), d.rule->needs.data());
       }
@@ -57,7 +52,7 @@ int main(int argc, char** argv) {
     }
     if (!same) {
       ++differences;
-      std::printf("DIFFERENT: %s: %zu findings with the prefilter, %zu without\n", entry.path.c_str(),
+      std::printf("DIFFERENT: %s: %zu findings with the prefilter, %zu without\n", f.path().c_str(),
                   with.diagnostics.size(), without.diagnostics.size());
       for (const Diagnostic& d : without.diagnostics) {
         bool kept = false;
@@ -65,7 +60,7 @@ int main(int argc, char** argv) {
         if (!kept) std::printf("  lost %.*s at byte %u: %s\n", static_cast<int>(d.rule->code.size()), d.rule->code.data(), d.start, d.message.c_str());
       }
     }
-  }
+  });
   std::printf("%zu files (%.1f MB), %zu findings without the prefilter; prefilter skipped %zu files (%.1f MB, %.0f%% of bytes); %zu files differ; %zu findings without their rule's needs\n",
               files, bytes / 1048576.0, findings, skipped, skipped_bytes / 1048576.0,
               bytes ? 100.0 * skipped_bytes / bytes : 0.0, differences, unmet);
