@@ -62,6 +62,7 @@ LintResult lint_decoded(const SourceFile& source, const SyntaxTree& tree, std::s
     RuleContext ctx(rule.info, found, options);
     rule.check(model, ctx);
   }
+  if (found.empty()) return result;  // no `# noqa` to read, no line index to build
   Suppressions noqa = Suppressions::collect(model);
   const LineIndex& lines = source.lines();
   for (Diagnostic& d : found) {
