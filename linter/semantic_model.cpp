@@ -112,12 +112,11 @@ class ModelBuilder {
 
   void run() {
     TSNode root = tree_.root();
-    bool has_error = ts_node_has_error(root);
     m_.regions_.push_back(Region{Region::Kind::Module, -1, 0, root, {}, false, 0, -1});
     m_.region_ranges_.push_back({ts_node_start_byte(root), ts_node_end_byte(root)});
     region_stack_.push_back({0, 0});
 
-    has_error_ = has_error;
+    has_error_ = ts_node_has_error(root);
     std::string_view text = m_.source_.text();
     may_use_keywords_as_names_ = contains_text(text, "async") || contains_text(text, "await");
 
@@ -653,12 +652,11 @@ class ModelBuilder {
         Value key = m_.value_of(m_.argument(c, "", 0));
         if (key.kind == Value::Kind::Str) m_.env_writes_.push_back(EnvWrite{key.s, m_.argument(c, "", 1), c.node});
       } else if (c.canonical == "os.environ.update") {
-        for (TSNode a : children(field(c.node, k_.f_arguments))) {
-          if (ts_node_symbol(a) == k_.keyword_argument) {
-            m_.env_writes_.push_back(
-                EnvWrite{std::string(node_text(field(a, k_.f_name), m_.source_.text())), field(a, k_.f_value), c.node});
-          } else if (std::string_view(ts_node_type(a)) == "dictionary") {
-            for (TSNode pair : children(a)) {
+        for (const Argument& a : m_.arguments(c)) {
+          if (a.kind == Argument::Kind::Keyword) {
+            m_.env_writes_.push_back(EnvWrite{std::string(a.keyword), a.value, c.node});
+          } else if (std::string_view(ts_node_type(a.node)) == "dictionary") {
+            for (TSNode pair : children(a.node)) {
               if (std::string_view(ts_node_type(pair)) != "pair") continue;
               Value key = m_.value_of(ts_node_child_by_field_name(pair, "key", 3));
               if (key.kind == Value::Kind::Str)
@@ -697,11 +695,8 @@ class ModelBuilder {
     }
     // parser.set_defaults(x=...) overrides every add_argument default of x
     for (const CallSite* c : m_.calls_named("set_defaults")) {
-      TSNode args = field(c->node, k_.f_arguments);
-      for (TSNode a : children(args)) {
-        if (ts_node_symbol(a) != k_.keyword_argument) continue;
-        std::string dest(node_text(field(a, k_.f_name), m_.source_.text()));
-        m_.argparse_set_defaults_[dest].push_back(field(a, k_.f_value));
+      for (const Argument& a : m_.arguments(*c)) {
+        if (a.kind == Argument::Kind::Keyword) m_.argparse_set_defaults_[std::string(a.keyword)].push_back(a.value);
       }
     }
     if (m_.argparse_.contains("local_rank")) m_.distributed_ = true;

@@ -7,11 +7,7 @@ namespace ddplint::rules {
 namespace {
 
 void check(const SemanticModel& model, RuleContext& ctx) {
-  // Variable names are resolved through constants and concatenation, but the
-  // rule reports only files where `NCCL` is written out: a name spelled across
-  // pieces that split it ("NC" "CL_DEBUG") is deliberately not followed, so the
-  // prefilter's `needs` below hold exactly.
-  if (!contains_text(model.source().text(), "NCCL")) return;
+  if (!spells_out_nccl(model)) return;  // the rule's `needs` below hold exactly
   for (const EnvWrite& w : model.env_writes()) {
     Value v = model.value_of(w.value);
     std::string what;

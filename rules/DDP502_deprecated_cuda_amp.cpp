@@ -40,9 +40,7 @@ std::optional<Fix> rewrite(const SemanticModel& model, TSNode callee, const Call
   if (ts_node_is_null(args) || ts_node_symbol(args) != kinds().argument_list) return std::nullopt;
   if (name != "GradScaler" && (model.positional_count(*call) > 0 || model.has_unpacked_arguments(*call)))
     return std::nullopt;
-  bool empty = true;
-  for (TSNode a : children(args))
-    if (ts_node_symbol(a) != kinds().comment) empty = false;
+  bool empty = model.arguments(*call).empty();
   std::uint32_t at = ts_node_start_byte(args) + 1;
   fix.edits.push_back(Edit{at, at, empty ? device : device + ", "});
   return fix;

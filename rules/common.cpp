@@ -96,13 +96,14 @@ bool host_tensor_rec(const SemanticModel& model, TSNode expr, int depth) {
 
 bool host_tensor(const SemanticModel& model, TSNode expr) { return host_tensor_rec(model, expr, 0); }
 
+bool spells_out_nccl(const SemanticModel& model) { return contains_text(model.source().text(), "NCCL"); }
+
 std::optional<Edit> append_argument(const SemanticModel& model, const CallSite& call, std::string_view text) {
   const Kinds& k = kinds();
   TSNode args = field(call.node, k.f_arguments);
   if (ts_node_is_null(args) || ts_node_symbol(args) != k.argument_list) return std::nullopt;
-  TSNode last{};
-  for (TSNode a : children(args))
-    if (ts_node_symbol(a) != k.comment) last = a;
+  std::span<const Argument> given = model.arguments(call);
+  TSNode last = given.empty() ? TSNode{} : given.back().node;
   std::string add(text);
   if (ts_node_is_null(last)) {
     // `f()`: right after the opening parenthesis
@@ -118,10 +119,8 @@ std::optional<Edit> remove_argument(const SemanticModel& model, const CallSite& 
   const Kinds& k = kinds();
   TSNode args = field(call.node, k.f_arguments);
   if (ts_node_is_null(args) || ts_node_symbol(args) != k.argument_list) return std::nullopt;
-  NodeList all = children(args);
   std::vector<TSNode> real;
-  for (TSNode a : all)
-    if (ts_node_symbol(a) != k.comment) real.push_back(a);
+  for (const Argument& a : model.arguments(call)) real.push_back(a.node);
   auto it = std::find_if(real.begin(), real.end(), [&](TSNode a) { return same_node(a, arg); });
   if (it == real.end()) return std::nullopt;
   std::uint32_t start, end;
@@ -135,9 +134,8 @@ std::optional<Edit> remove_argument(const SemanticModel& model, const CallSite& 
     start = ts_node_start_byte(arg);
     end = ts_node_end_byte(arg);
   }
-  for (TSNode a : all)
+  for (TSNode a : children(args))
     if (ts_node_symbol(a) == k.comment && ts_node_start_byte(a) < end && ts_node_end_byte(a) > start) return std::nullopt;
-  (void)model;
   return Edit{start, end, ""};
 }
 

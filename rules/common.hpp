@@ -30,6 +30,13 @@ bool mentions_gradient(const SemanticModel& model, TSNode expr);
 /// Range of `node` cut at the end of its first line (for findings over long nodes).
 std::pair<std::uint32_t, std::uint32_t> first_line_range(const SemanticModel& model, TSNode node);
 
+/// True if the file writes `NCCL` out. DDP304/DDP306 resolve variable names
+/// through constants and concatenation, but report only in such files: a name
+/// spelled across pieces that split it ("NC" "CL_DEBUG") is deliberately not
+/// followed, so their `needs` ("NCCL;...") hold exactly and the prefilter never
+/// changes their findings.
+bool spells_out_nccl(const SemanticModel& model);
+
 /// True if `expr` is certainly a tensor in host memory: a torch factory call
 /// (`torch.tensor`, `torch.randint`, `torch.zeros`, ...) without a `device=`
 /// argument, then only methods that keep the device (`.mean()`, `.sum()`;
