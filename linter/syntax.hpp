@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "linter/source.hpp"
+#include "linter/tree_walk.h"
 
 extern "C" const TSLanguage* tree_sitter_python(void);
 
@@ -77,7 +78,7 @@ inline std::string_view node_text(TSNode node, std::string_view text) {
 }
 
 /// Child by field id, or a null node.
-inline TSNode field(TSNode node, TSFieldId id) { return ts_node_child_by_field_id(node, id); }
+inline TSNode field(TSNode node, TSFieldId id) { return ddplint_field(node, id); }
 
 /// A node's children: up to 8 held inline (most nodes have a few), more on
 /// the heap. Iterable and indexable like a vector.

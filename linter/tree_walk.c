@@ -30,30 +30,35 @@ typedef struct {
   Frame inline_frames[32];
 } Stack;
 
-static void stack_init(Stack *s) {
+static inline void stack_init(Stack *s) {
   s->frames = s->inline_frames;
   s->size = 0;
   s->capacity = sizeof s->inline_frames / sizeof s->inline_frames[0];
 }
 
-static void stack_free(Stack *s) {
+#define ALWAYS_INLINE static inline __attribute__((always_inline))
+
+ALWAYS_INLINE void stack_free(Stack *s) {
   if (s->frames != s->inline_frames) free(s->frames);
 }
 
-static bool stack_push(Stack *s, const TSLanguage *language, const Subtree *subtree, Length position,
-                       uint32_t child_depth, bool visible) {
-  if (s->size == s->capacity) {
-    size_t capacity = s->capacity * 2;
-    Frame *frames = malloc(capacity * sizeof(Frame));
-    if (!frames) return false;
-    memcpy(frames, s->frames, s->size * sizeof(Frame));
-    stack_free(s);
-    s->frames = frames;
-    s->capacity = capacity;
-  }
+static bool stack_grow(Stack *s) {
+  size_t capacity = s->capacity * 2;
+  Frame *frames = malloc(capacity * sizeof(Frame));
+  if (!frames) return false;
+  memcpy(frames, s->frames, s->size * sizeof(Frame));
+  stack_free(s);
+  s->frames = frames;
+  s->capacity = capacity;
+  return true;
+}
+
+ALWAYS_INLINE bool stack_push(Stack *s, const TSLanguage *language, const Subtree *subtree, Length position,
+                              uint32_t child_depth, bool visible) {
+  if (s->size == s->capacity && !stack_grow(s)) return false;
   Frame *f = &s->frames[s->size++];
   f->children = ts_subtree_children(*subtree);
-  f->count = ts_subtree_child_count(*subtree);
+  f->count = subtree->ptr->child_count;  /* a pushed subtree always has children (is not inline) */
   f->index = 0;
   f->structural_index = 0;
   f->position = position;
@@ -64,7 +69,7 @@ static bool stack_push(Stack *s, const TSLanguage *language, const Subtree *subt
 }
 
 /* Takes the next child of `f`; returns its subtree and sets its position and alias. */
-static const Subtree *next_child(Frame *f, Length *position, TSSymbol *alias) {
+ALWAYS_INLINE const Subtree *next_child(Frame *f, Length *position, TSSymbol *alias) {
   const Subtree *child = &f->children[f->index];
   *position = f->position;
   *alias = 0;
@@ -78,14 +83,32 @@ static const Subtree *next_child(Frame *f, Length *position, TSSymbol *alias) {
   return child;
 }
 
-static inline bool is_named(const TSLanguage *language, Subtree subtree, TSSymbol alias) {
-  return alias ? ts_language_symbol_metadata(language, alias).named : ts_subtree_named(subtree);
+/* ts_language_symbol_metadata(language, symbol).named, inline (language.c). */
+ALWAYS_INLINE bool symbol_named(const TSLanguage *language, TSSymbol symbol) {
+  if (symbol == ts_builtin_sym_error) return true;
+  if (symbol == ts_builtin_sym_error_repeat) return false;
+  return language->symbol_metadata[symbol].named;
 }
 
-static void describe(const TSTree *tree, const Subtree *subtree, Length position, TSSymbol alias, bool named,
-                     uint32_t depth, DdplintVisit *visit) {
-  visit->node = ts_node_new(tree, subtree, position, alias);
-  visit->symbol = ts_language_public_symbol(tree->language, alias ? alias : ts_subtree_symbol(*subtree));
+ALWAYS_INLINE bool is_named(const TSLanguage *language, Subtree subtree, TSSymbol alias) {
+  return alias ? symbol_named(language, alias) : ts_subtree_named(subtree);
+}
+
+/* ts_node_new (node.c), inline. */
+ALWAYS_INLINE TSNode make_node(const TSTree *tree, const Subtree *subtree, Length position, TSSymbol alias) {
+  TSNode node = {{position.bytes, position.extent.row, position.extent.column, alias}, subtree, tree};
+  return node;
+}
+
+/* ts_language_public_symbol (language.c), inline. */
+ALWAYS_INLINE TSSymbol public_symbol(const TSLanguage *language, TSSymbol symbol) {
+  return symbol == ts_builtin_sym_error ? symbol : language->public_symbol_map[symbol];
+}
+
+ALWAYS_INLINE void describe(const TSTree *tree, const Subtree *subtree, Length position, TSSymbol alias, bool named,
+                            uint32_t depth, DdplintVisit *visit) {
+  visit->node = make_node(tree, subtree, position, alias);
+  visit->symbol = public_symbol(tree->language, alias ? alias : ts_subtree_symbol(*subtree));
   visit->named = named;
   visit->depth = depth;
 }
@@ -134,12 +157,11 @@ bool ddplint_walk(TSNode root, DdplintEnterFn enter, DdplintLeaveFn leave, void 
   return ok;
 }
 
-size_t ddplint_children(TSNode node, bool named_only, TSNode *out, size_t capacity) {
-  if (ts_node_is_null(node)) return 0;
-  const TSTree *tree = node.tree;
-  const Subtree *subtree = (const Subtree *)node.id;
+/* The children of `subtree` at `position` into out[0 .. capacity); with
+ * `stop_when_full`, stops once `capacity` are found. Returns how many were found. */
+static size_t collect_children(const TSTree *tree, const Subtree *subtree, Length position, bool named_only,
+                               TSNode *out, size_t capacity, bool stop_when_full) {
   if (ts_subtree_child_count(*subtree) == 0) return 0;
-  Length position = {node.context[0], {node.context[1], node.context[2]}};
   Stack stack;
   stack_init(&stack);
   size_t n = 0;
@@ -154,8 +176,9 @@ size_t ddplint_children(TSNode node, bool named_only, TSNode *out, size_t capaci
     const Subtree *child = next_child(f, &position, &alias);
     if (ts_subtree_visible(*child) || alias) {
       if (!named_only || is_named(tree->language, *child, alias)) {
-        if (n < capacity) out[n] = ts_node_new(tree, child, position, alias);
+        if (n < capacity) out[n] = make_node(tree, child, position, alias);
         ++n;
+        if (stop_when_full && n >= capacity) break;
       }
     } else if (ts_subtree_visible_child_count(*child) > 0) {
       ok = stack_push(&stack, tree->language, child, position, 1, false);
@@ -163,4 +186,70 @@ size_t ddplint_children(TSNode node, bool named_only, TSNode *out, size_t capaci
   }
   stack_free(&stack);
   return n;
+}
+
+size_t ddplint_children(TSNode node, bool named_only, TSNode *out, size_t capacity) {
+  if (ts_node_is_null(node)) return 0;
+  Length position = {node.context[0], {node.context[1], node.context[2]}};
+  return collect_children(node.tree, (const Subtree *)node.id, position, named_only, out, capacity, false);
+}
+
+static const TSNode kNullNode = {{0, 0, 0, 0}, NULL, NULL};
+
+TSNode ddplint_field(TSNode self, TSFieldId field_id) {
+  /* The same search as ts_node_child_by_field_id (node.c), with the child
+   * iteration inline and positions kept as we go. */
+recur:
+  if (!field_id || ts_node_is_null(self)) return kNullNode;
+  const Subtree *subtree = (const Subtree *)self.id;
+  if (ts_subtree_child_count(*subtree) == 0 || subtree->ptr->visible_child_count == 0) return kNullNode;
+  const TSTree *tree = self.tree;
+  const TSLanguage *language = tree->language;
+  const TSFieldMapEntry *field_map, *field_map_end;
+  ts_language_field_map(language, subtree->ptr->production_id, &field_map, &field_map_end);
+  if (field_map == field_map_end) return kNullNode;
+  while (field_map->field_id < field_id) {
+    field_map++;
+    if (field_map == field_map_end) return kNullNode;
+  }
+  while (field_map_end[-1].field_id > field_id) {
+    field_map_end--;
+    if (field_map == field_map_end) return kNullNode;
+  }
+  Frame frame;
+  frame.children = ts_subtree_children(*subtree);
+  frame.count = subtree->ptr->child_count;
+  frame.index = 0;
+  frame.structural_index = 0;
+  frame.position = (Length){self.context[0], {self.context[1], self.context[2]}};
+  frame.alias_sequence = ts_language_alias_sequence(language, subtree->ptr->production_id);
+  while (frame.index < frame.count) {
+    Length position;
+    TSSymbol alias;
+    const Subtree *child = next_child(&frame, &position, &alias);
+    if (ts_subtree_extra(*child)) continue;
+    uint32_t index = frame.structural_index - 1;
+    if (index < field_map->child_index) continue;
+    TSNode node = make_node(tree, child, position, alias);
+    if (field_map->inherited) {
+      if (field_map + 1 == field_map_end) {
+        self = node;
+        goto recur;
+      }
+      TSNode result = ddplint_field(node, field_id);
+      if (result.id) return result;
+      field_map++;
+      if (field_map == field_map_end) return kNullNode;
+    } else if (ts_subtree_visible(*child) || alias) {
+      return node;
+    } else if (ts_subtree_child_count(*child) > 0 && child->ptr->visible_child_count > 0) {
+      TSNode first = kNullNode;
+      collect_children(tree, child, position, false, &first, 1, true);
+      return first;
+    } else {
+      field_map++;
+      if (field_map == field_map_end) return kNullNode;
+    }
+  }
+  return kNullNode;
 }

