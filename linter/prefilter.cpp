@@ -1,6 +1,7 @@
 #include "linter/prefilter.hpp"
 
-#include <string.h>  // memmem (POSIX 2024, glibc, macOS)
+#include "linter/source.hpp"
+
 
 #include <algorithm>
 #include <stdexcept>
@@ -72,7 +73,7 @@ bool Prefilter::may_fire(std::string_view text) const {
   auto present = [&](int i) {
     if (seen[i] == 0) {
       const std::string& s = strings_[i];
-      seen[i] = memmem(text.data(), text.size(), s.data(), s.size()) != nullptr ? 2 : 1;
+      seen[i] = contains_text(text, s) ? 2 : 1;
     }
     return seen[i] == 2;
   };

@@ -89,6 +89,9 @@ bool is_main_process_name(std::string_view raw) {
 
 std::string normalize_canonical(std::string name) {
   if (name.compare(0, 6, "torch.") != 0) return name;  // every rewrite is under torch
+  if (name.size() < 9) return name;
+  char c = name[6];  // torch.nn / utils / distributed / cuda / amp: the only rewritten modules
+  if (c != 'n' && c != 'u' && c != 'd' && c != 'c' && c != 'a') return name;
   for (const auto& r : kRewrites) {
     if (name.compare(0, r.from.size(), r.from) == 0) {
       name.replace(0, r.from.size(), r.to);
@@ -117,11 +120,12 @@ class ModelBuilder {
     region_stack_.push_back({0, 0});
 
     has_error_ = ts_node_has_error(root);
+    m_.header_end_ = static_cast<std::uint32_t>(m_.source_.text().size());
     std::string_view text = m_.source_.text();
     may_use_keywords_as_names_ = contains_text(text, "async") || contains_text(text, "await");
 
     ddplint_walk(root, &ModelBuilder::enter_node, &ModelBuilder::leave_node, this, /*skip_anonymous_leaves=*/true);
-    finish(root);
+    finish();
   }
 
  private:
@@ -194,7 +198,8 @@ class ModelBuilder {
     TSNode right = field(assignment, k_.f_right);
     if (is_null(left)) return;
     // a = b = value: the innermost right side is the value for every target
-    std::vector<TSNode> targets{left};
+    NodeList targets;
+    targets.push_back(left);
     while (!is_null(right) && ts_node_symbol(right) == k_.assignment) {
       targets.push_back(field(right, k_.f_left));
       right = field(right, k_.f_right);
@@ -340,15 +345,22 @@ class ModelBuilder {
   std::pair<int, int> indentation(TSNode stmt) const {
     std::string_view text = m_.source_.text();
     std::uint32_t start = ts_node_start_byte(stmt);
-    std::uint32_t line_start = m_.source_.lines().line_start(m_.source_.lines().line_of(start));
-    if (line_start == 0) line_start = m_.source_.bom_length();
+    // back to the line's start (after \n, \r\n or a lone \r, as LineIndex
+    // breaks lines; a leading BOM is not indentation) over blanks only
+    const std::uint32_t floor = static_cast<std::uint32_t>(m_.source_.bom_length());
+    std::uint32_t line_start = start;
+    while (line_start > floor) {
+      char c = text[line_start - 1];
+      if (c == '\n' || c == '\r') break;
+      if (c != ' ' && c != '\t' && c != '\f') return {-1, -1};
+      --line_start;
+    }
     int col8 = 0, col1 = 0;
     for (std::uint32_t i = line_start; i < start; ++i) {
       char c = text[i];
       if (c == ' ') ++col8, ++col1;
       else if (c == '\t') col8 = (col8 / 8 + 1) * 8, ++col1;
-      else if (c == '\f') col8 = 0, col1 = 0;
-      else return {-1, -1};
+      else col8 = 0, col1 = 0;  // \f
     }
     return {col8, col1};
   }
@@ -411,6 +423,7 @@ class ModelBuilder {
       prev_stmt_[depth + 1] = TSNode{};
     }
     if (!named) return true;
+    if (depth == 1 && !header_done_) note_header(node, s);
     TSNode parent = depth > 0 ? path_[depth - 1] : TSNode{};
     if (depth >= 2 && symbols_[depth - 1] == k_.argument_list && symbols_[depth - 2] == k_.call && s != k_.comment) {
       note_argument(node, s, call_at_[depth - 2]);
@@ -545,6 +558,20 @@ class ModelBuilder {
     return true;
   }
 
+  // The header block: comments before the first statement of the module that
+  // is not its docstring. Called for each named child of the module in order
+  // until that statement.
+  void note_header(TSNode node, TSSymbol s) {
+    if (s == k_.comment) return;
+    if (docstring_allowed_ && s == k_.expression_statement && ts_node_named_child_count(node) == 1 &&
+        ts_node_symbol(ts_node_named_child(node, 0)) == k_.string) {
+      docstring_allowed_ = false;
+      return;
+    }
+    m_.header_end_ = ts_node_start_byte(node);
+    header_done_ = true;
+  }
+
   void note_argument(TSNode node, TSSymbol s, int call) {
     Argument a;
     a.node = node;
@@ -589,6 +616,8 @@ class ModelBuilder {
   }
 
   void note_string(TSNode node) {
+    std::string_view whole = node_text(node, m_.source_.text());
+    if (!contains(whole, "cuda") && !contains(whole, "nccl")) return;  // (most strings)
     for (TSNode c : children(node)) {
       if (ts_node_symbol(c) != k_.string_content) continue;
       std::string_view t = node_text(c, m_.source_.text());
@@ -597,8 +626,7 @@ class ModelBuilder {
     }
   }
 
-  void finish(TSNode root) {
-    std::string_view text = m_.source_.text();
+  void finish() {
     group_arguments();
     // canonical names of calls, indexes
     for (std::size_t i = 0; i < m_.calls_.size(); ++i) {
@@ -701,20 +729,6 @@ class ModelBuilder {
     }
     if (m_.argparse_.contains("local_rank")) m_.distributed_ = true;
 
-    // header block: comments before the first statement that is not the docstring
-    m_.header_end_ = static_cast<std::uint32_t>(text.size());
-    bool docstring_allowed = true;
-    for (TSNode child : children(root)) {
-      TSSymbol s = ts_node_symbol(child);
-      if (s == k_.comment) continue;
-      if (docstring_allowed && s == k_.expression_statement && ts_node_named_child_count(child) == 1 &&
-          ts_node_symbol(ts_node_named_child(child, 0)) == k_.string) {
-        docstring_allowed = false;
-        continue;
-      }
-      m_.header_end_ = ts_node_start_byte(child);
-      break;
-    }
     m_.analyse_loops();
   }
 
@@ -752,6 +766,8 @@ class ModelBuilder {
   std::vector<std::pair<int, int>>& first_indent_ = scratch_.first_indent;  // per depth: a block's first indentation
   std::vector<TSNode>& prev_stmt_ = scratch_.prev_stmt;      // per depth: the block's previous statement
   bool has_error_ = false;                                   // the tree has ERROR or MISSING nodes
+  bool header_done_ = false;                                 // the header block's end is known
+  bool docstring_allowed_ = true;                            // no statement before: a string is the docstring
   bool may_use_keywords_as_names_ = false;                   // the text contains `async` or `await`
   const std::vector<bool>& recorded_ = recorded_symbols();   // per symbol: enter() records something for it
 };
@@ -768,21 +784,30 @@ namespace {
 // like an identifier (a digit would be a number: `1.5.real`) and not be a
 // keyword constant (`None.x`). Otherwise, empty: take the tree walk.
 bool plain_dotted(std::string_view t) {
+  // 1: may start an identifier (letters, _, non-ASCII), 2: may continue one (also digits)
+  static constexpr std::array<unsigned char, 256> kind = [] {
+    std::array<unsigned char, 256> k{};
+    for (int c = 0; c < 256; ++c) {
+      if (c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c >= 0x80) k[c] = 1;
+      else if (c >= '0' && c <= '9') k[c] = 2;
+    }
+    return k;
+  }();
   if (t.empty()) return false;
-  bool segment_start = true;
   std::size_t start = 0;
   for (std::size_t i = 0; i <= t.size(); ++i) {
     if (i == t.size() || t[i] == '.') {
-      std::string_view seg = t.substr(start, i - start);
-      if (seg.empty() || seg == "None" || seg == "True" || seg == "False") return false;
-      segment_start = true;
+      std::size_t len = i - start;
+      if (len == 0) return false;
+      if ((len == 4 || len == 5) && t[start] >= 'F' && t[start] <= 'T') {
+        std::string_view seg = t.substr(start, len);
+        if (seg == "None" || seg == "True" || seg == "False") return false;
+      }
       start = i + 1;
       continue;
     }
-    unsigned char c = static_cast<unsigned char>(t[i]);
-    bool ident = c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c >= 0x80;
-    if (!ident && !(!segment_start && c >= '0' && c <= '9')) return false;
-    segment_start = false;
+    unsigned char k = kind[static_cast<unsigned char>(t[i])];
+    if (k == 0 || (k == 2 && i == start)) return false;
   }
   return true;
 }
@@ -828,6 +853,21 @@ std::string_view SemanticModel::last_name(TSNode expr) const {
 }
 
 std::string SemanticModel::canonical_name(TSNode expr) const {
+  if (is_null(expr)) return {};
+  TSSymbol s0 = ts_node_symbol(expr);
+  const Kinds& k = kinds();
+  if (s0 != k.identifier && s0 != k.attribute) return {};
+  std::string_view whole = text(expr);
+  if (plain_dotted(whole)) {
+    // the common case, without building the path first: most names are not imports
+    std::size_t dot = std::min(whole.find('.'), whole.size());
+    auto it = aliases_.find(whole.substr(0, dot));
+    if (it == aliases_.end()) return {};
+    std::string name;
+    name.reserve(it->second.size() + whole.size() - dot);
+    name.append(it->second).append(whole.substr(dot));
+    return normalize_canonical(std::move(name));
+  }
   std::string path = path_of(expr);
   if (path.empty()) return {};
   std::size_t dot = std::min(path.find('.'), path.size());

@@ -17,9 +17,41 @@
 
 namespace ddplint {
 
+namespace {
+// How common a byte is in Python source, roughly (0 rarest .. 9 most common):
+// upper-case letters, digits and most punctuation are rare; blanks, lower-case
+// vowels and common consonants are frequent.
+int byte_commonness(unsigned char c) {
+  if (c == ' ' || c == 'e' || c == 't' || c == 'a' || c == 'i' || c == 'o' || c == 'n' || c == 's' || c == 'r')
+    return 9;
+  if (c == '\n' || c == 'l' || c == 'd' || c == 'c' || c == 'u' || c == 'm' || c == 'p' || c == '_' || c == '.' ||
+      c == 'h' || c == '(' || c == ')' || c == ',' || c == '=' || c == 'f')
+    return 6;
+  if (c >= 'a' && c <= 'z') return 4;
+  if (c == '\'' || c == '"' || c == ':' || c == '[' || c == ']' || c == '#') return 3;
+  return 1;
+}
+}  // namespace
+
 bool contains_text(std::string_view hay, std::string_view needle) {
   if (needle.empty()) return true;
-  return memmem(hay.data(), hay.size(), needle.data(), needle.size()) != nullptr;
+  if (needle.size() > hay.size()) return false;
+  // find the needle's rarest byte with memchr (vectorised), then compare
+  std::size_t pick = 0;
+  for (std::size_t i = 1; i < needle.size(); ++i) {
+    if (byte_commonness(static_cast<unsigned char>(needle[i])) < byte_commonness(static_cast<unsigned char>(needle[pick])))
+      pick = i;
+  }
+  const char* begin = hay.data() + pick;
+  const char* end = hay.data() + (hay.size() - needle.size() + pick + 1);  // last possible spot of the byte, +1
+  for (const char* at = begin; at < end;) {
+    const void* hit = memchr(at, needle[pick], static_cast<std::size_t>(end - at));
+    if (hit == nullptr) return false;
+    const char* p = static_cast<const char*>(hit);
+    if (std::memcmp(p - pick, needle.data(), needle.size()) == 0) return true;
+    at = p + 1;
+  }
+  return false;
 }
 
 namespace {

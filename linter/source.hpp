@@ -14,9 +14,12 @@ namespace ddplint {
 /// True for a UTF-8 continuation byte (10xxxxxx): not the start of a code point.
 inline bool is_utf8_continuation(unsigned char c) { return (c & 0xC0) == 0x80; }
 
-/// True if `needle` occurs in `hay`. glibc's memmem: several times faster on
-/// source text than std::string_view::find, which stops at every occurrence
-/// of the needle's first byte (measured with bench/ddplint_bench under perf).
+/// True if `needle` occurs in `hay`. Looks for the needle's rarest byte in
+/// source text (an upper-case letter or punctuation before a common
+/// lower-case letter) with memchr, then compares: about 4x fewer instructions
+/// than glibc's memmem on the torch corpus, which was itself several times
+/// faster than std::string_view::find, which stops at every occurrence of the
+/// needle's first byte (measured with callgrind on bench/ddplint_bench --lint-only).
 bool contains_text(std::string_view hay, std::string_view needle);
 
 /// A 1-based position as shown to users: `row` is the line number, `column`

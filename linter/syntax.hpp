@@ -93,6 +93,16 @@ class NodeList {
   const TSNode& operator[](std::size_t i) const { return data()[i]; }
   const TSNode& front() const { return data()[0]; }
   const TSNode& back() const { return data()[size_ - 1]; }
+  /// Appends `node` (to the heap once more than 8 are held).
+  void push_back(TSNode node) {
+    if (size_ < kInline) {
+      inline_[size_++] = node;
+      return;
+    }
+    if (size_ == kInline) heap_.assign(inline_, inline_ + kInline);
+    heap_.push_back(node);
+    ++size_;
+  }
 
  private:
   friend NodeList children(TSNode node, bool named_only);

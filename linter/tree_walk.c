@@ -157,10 +157,9 @@ bool ddplint_walk(TSNode root, DdplintEnterFn enter, DdplintLeaveFn leave, void 
   return ok;
 }
 
-/* The children of `subtree` at `position` into out[0 .. capacity); with
- * `stop_when_full`, stops once `capacity` are found. Returns how many were found. */
+/* The children of `subtree` at `position` into out[0 .. capacity); returns how many there are. */
 static size_t collect_children(const TSTree *tree, const Subtree *subtree, Length position, bool named_only,
-                               TSNode *out, size_t capacity, bool stop_when_full) {
+                               TSNode *out, size_t capacity) {
   if (ts_subtree_child_count(*subtree) == 0) return 0;
   Stack stack;
   stack_init(&stack);
@@ -178,7 +177,6 @@ static size_t collect_children(const TSTree *tree, const Subtree *subtree, Lengt
       if (!named_only || is_named(tree->language, *child, alias)) {
         if (n < capacity) out[n] = make_node(tree, child, position, alias);
         ++n;
-        if (stop_when_full && n >= capacity) break;
       }
     } else if (ts_subtree_visible_child_count(*child) > 0) {
       ok = stack_push(&stack, tree->language, child, position, 1, false);
@@ -189,18 +187,43 @@ static size_t collect_children(const TSTree *tree, const Subtree *subtree, Lengt
 }
 
 size_t ddplint_children(TSNode node, bool named_only, TSNode *out, size_t capacity) {
-  if (ts_node_is_null(node)) return 0;
+  if (!node.id) return 0;
   Length position = {node.context[0], {node.context[1], node.context[2]}};
-  return collect_children(node.tree, (const Subtree *)node.id, position, named_only, out, capacity, false);
+  return collect_children(node.tree, (const Subtree *)node.id, position, named_only, out, capacity);
 }
 
 static const TSNode kNullNode = {{0, 0, 0, 0}, NULL, NULL};
+
+/* The first visible node below `subtree` (hidden, with visible_child_count > 0)
+ * at `position`, as ts_node_child(node, 0). A hidden child with visible
+ * descendants always holds the answer, so the descent never backtracks. */
+static TSNode first_visible_descendant(const TSTree *tree, const Subtree *subtree, Length position) {
+  const TSLanguage *language = tree->language;
+descend:;
+  Frame frame;
+  frame.children = ts_subtree_children(*subtree);
+  frame.count = subtree->ptr->child_count;
+  frame.index = 0;
+  frame.structural_index = 0;
+  frame.position = position;
+  frame.alias_sequence = ts_language_alias_sequence(language, subtree->ptr->production_id);
+  while (frame.index < frame.count) {
+    TSSymbol alias;
+    const Subtree *child = next_child(&frame, &position, &alias);
+    if (ts_subtree_visible(*child) || alias) return make_node(tree, child, position, alias);
+    if (ts_subtree_child_count(*child) > 0 && child->ptr->visible_child_count > 0) {
+      subtree = child;
+      goto descend;
+    }
+  }
+  return kNullNode;
+}
 
 TSNode ddplint_field(TSNode self, TSFieldId field_id) {
   /* The same search as ts_node_child_by_field_id (node.c), with the child
    * iteration inline and positions kept as we go. */
 recur:
-  if (!field_id || ts_node_is_null(self)) return kNullNode;
+  if (!field_id || !self.id) return kNullNode;
   const Subtree *subtree = (const Subtree *)self.id;
   if (ts_subtree_child_count(*subtree) == 0 || subtree->ptr->visible_child_count == 0) return kNullNode;
   const TSTree *tree = self.tree;
@@ -243,9 +266,7 @@ recur:
     } else if (ts_subtree_visible(*child) || alias) {
       return node;
     } else if (ts_subtree_child_count(*child) > 0 && child->ptr->visible_child_count > 0) {
-      TSNode first = kNullNode;
-      collect_children(tree, child, position, false, &first, 1, true);
-      return first;
+      return first_visible_descendant(tree, child, position);
     } else {
       field_map++;
       if (field_map == field_map_end) return kNullNode;

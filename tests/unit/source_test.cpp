@@ -1,3 +1,4 @@
+#include <random>
 #include <doctest/doctest.h>
 
 #include <sys/stat.h>
@@ -83,5 +84,35 @@ TEST_CASE("check_decodable finds a bad byte at any offset, around its 8-byte ASC
     CHECK(SourceFile("good.py", good).check_decodable() == DecodeError::None);
     std::string cut = std::string(at, 'x') + "\xc3";  // truncated sequence at the end
     CHECK(SourceFile("cut.py", cut).check_decodable() == DecodeError::InvalidUtf8);
+  }
+}
+
+TEST_CASE("contains_text agrees with std::string_view::find on edges and random text") {
+  CHECK(contains_text("abc", ""));
+  CHECK(contains_text("", "") );
+  CHECK_FALSE(contains_text("", "a"));
+  CHECK_FALSE(contains_text("NCC", "NCCL"));
+  CHECK(contains_text("NCCL", "NCCL"));
+  CHECK(contains_text("x = os.environ['NCCL_P2P_DISABLE']", "NCCL"));
+  CHECK(contains_text("autocast", "autocast"));
+  CHECK(contains_text("..autocast", "autocast"));
+  CHECK_FALSE(contains_text("autocas", "autocast"));
+  CHECK(contains_text("environ[\"LOCAL_RANK\"]", "environ[\"LOCAL_RANK\"]"));
+  CHECK(contains_text("aaaaab", "aab"));  // overlapping partial matches
+  std::mt19937 rng(11);
+  const std::string alphabet = "aN_C(e L.\n'\"=t";
+  for (int i = 0; i < 20000; ++i) {
+    std::string hay(rng() % 40, ' '), needle(1 + rng() % 5, ' ');
+    for (char& c : hay) c = alphabet[rng() % alphabet.size()];
+    for (char& c : needle) c = alphabet[rng() % alphabet.size()];
+    if (rng() % 3 == 0 && hay.size() >= needle.size()) {  // plant it, often at the very start or end
+      std::size_t at = rng() % 2 ? (rng() % 2 ? 0 : hay.size() - needle.size()) : rng() % (hay.size() - needle.size() + 1);
+      hay.replace(at, needle.size(), needle);
+    }
+    bool expected = std::string_view(hay).find(needle) != std::string_view::npos;
+    if (contains_text(hay, needle) != expected) {
+      FAIL_CHECK("contains_text(\"" << hay << "\", \"" << needle << "\") should be " << expected);
+      break;
+    }
   }
 }
