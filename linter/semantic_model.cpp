@@ -155,6 +155,12 @@ class ModelBuilder {
     int region;
     std::uint32_t depth;
   };
+  // A node whose parts its next named children are (see note_part).
+  enum class Part : std::uint8_t { None, Callee, Receiver, Method, KeywordName, KeywordValue };
+  struct Pending {
+    Part kind = Part::None;
+    int index = -1;  // the call, or the pending argument
+  };
 
   int current_region() const { return region_stack_.back().region; }
   int current_scope() const { return m_.regions_[current_region()].scope; }
@@ -415,18 +421,21 @@ class ModelBuilder {
       branch_condition_.resize(depth + 2);
       first_indent_.resize(depth + 2);
       prev_stmt_.resize(depth + 2);
+      pending_part_.resize(depth + 2);
     }
     path_[depth] = node;
     symbols_[depth] = s;
+    pending_part_[depth] = {};
     if (s == k_.block || s == k_.module) {
       first_indent_[depth + 1] = {s == k_.module ? 0 : -1, s == k_.module ? 0 : -1};
       prev_stmt_[depth + 1] = TSNode{};
     }
     if (!named) return true;
     if (depth == 1 && !header_done_) note_header(node, s);
+    if (depth > 0 && pending_part_[depth - 1].kind != Part::None && s != k_.comment) note_part(node, s, depth);
     TSNode parent = depth > 0 ? path_[depth - 1] : TSNode{};
     if (depth >= 2 && symbols_[depth - 1] == k_.argument_list && symbols_[depth - 2] == k_.call && s != k_.comment) {
-      note_argument(node, s, call_at_[depth - 2]);
+      note_argument(node, s, call_at_[depth - 2], depth);
     }
     if (!m_.first_error_ && depth > 0 && s != k_.comment && s != kErrorSymbol) {
       TSSymbol ps = symbols_[depth - 1];
@@ -450,9 +459,15 @@ class ModelBuilder {
     if (s == k_.call) {
       CallSite c;
       c.node = node;
-      c.callee = field(node, k_.f_function);
       c.region = region;
       call_at_[depth] = static_cast<int>(m_.calls_.size());
+      if (!has_error_) {
+        // the callee is the call's first named child, entered next (see note_part)
+        pending_part_[depth] = {Part::Callee, call_at_[depth]};
+        m_.calls_.push_back(std::move(c));
+        return true;
+      }
+      c.callee = field(node, k_.f_function);
       if (!is_null(c.callee)) {
         TSSymbol cs = ts_node_symbol(c.callee);
         if (cs == k_.attribute) {
@@ -572,14 +587,63 @@ class ModelBuilder {
     header_done_ = true;
   }
 
-  void note_argument(TSNode node, TSSymbol s, int call) {
+  // In a tree without errors, the parts of a call, its callee attribute and a
+  // keyword argument are their named children in grammar order (extras aside:
+  // comments are skipped), so the walk fills them in as it enters them instead
+  // of looking each up by field: call = function, arguments; attribute =
+  // object, '.', attribute; keyword_argument = name, '=', value
+  // (tree-sitter-python's grammar.js). tests/unit/semantic_model_test.cpp
+  // checks the result against field lookups on every fixture and example.
+  void note_part(TSNode node, TSSymbol s, std::uint32_t depth) {
+    Pending& p = pending_part_[depth - 1];
+    std::string_view text = m_.source_.text();
+    switch (p.kind) {
+      case Part::Callee: {
+        CallSite& c = m_.calls_[p.index];
+        c.callee = node;
+        p.kind = Part::None;
+        if (s == k_.identifier) {
+          c.method = node_text(node, text);
+        } else if (s == k_.attribute) {
+          pending_part_[depth] = {Part::Receiver, p.index};
+        }
+        break;
+      }
+      case Part::Receiver:
+        m_.calls_[p.index].receiver = node;
+        p.kind = Part::Method;
+        break;
+      case Part::Method:
+        m_.calls_[p.index].method = node_text(node, text);
+        p.kind = Part::None;
+        break;
+      case Part::KeywordName:
+        pending_arguments_[p.index].second.keyword = node_text(node, text);
+        p.kind = Part::KeywordValue;
+        break;
+      case Part::KeywordValue:
+        pending_arguments_[p.index].second.value = node;
+        p.kind = Part::None;
+        break;
+      case Part::None:
+        break;
+    }
+  }
+
+  void note_argument(TSNode node, TSSymbol s, int call, std::uint32_t depth) {
     Argument a;
     a.node = node;
     a.value = node;
     if (s == k_.keyword_argument) {
       a.kind = Argument::Kind::Keyword;
-      a.keyword = node_text(field(node, k_.f_name), m_.source_.text());
-      a.value = field(node, k_.f_value);
+      if (!has_error_) {
+        // name and value are the keyword argument's two named children, entered next
+        a.value = TSNode{};
+        pending_part_[depth] = {Part::KeywordName, static_cast<int>(pending_arguments_.size())};
+      } else {
+        a.keyword = node_text(field(node, k_.f_name), m_.source_.text());
+        a.value = field(node, k_.f_value);
+      }
     } else if (s == k_.list_splat) {
       a.kind = Argument::Kind::ListSplat;
     } else if (s == k_.dictionary_splat) {
@@ -749,6 +813,7 @@ class ModelBuilder {
     std::vector<std::pair<int, int>> first_indent;
     std::vector<TSNode> prev_stmt;
     std::vector<std::uint32_t> fill;
+    std::vector<Pending> pending_part;
   };
   static Scratch& scratch() {
     thread_local Scratch s;
@@ -765,6 +830,7 @@ class ModelBuilder {
   std::vector<TSNode>& branch_condition_ = scratch_.branch_condition;  // per depth: latest if/elif condition
   std::vector<std::pair<int, int>>& first_indent_ = scratch_.first_indent;  // per depth: a block's first indentation
   std::vector<TSNode>& prev_stmt_ = scratch_.prev_stmt;      // per depth: the block's previous statement
+  std::vector<Pending>& pending_part_ = scratch_.pending_part;  // per depth: parts the node's children fill in
   bool has_error_ = false;                                   // the tree has ERROR or MISSING nodes
   bool header_done_ = false;                                 // the header block's end is known
   bool docstring_allowed_ = true;                            // no statement before: a string is the docstring

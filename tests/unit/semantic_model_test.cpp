@@ -1,4 +1,6 @@
 // Unit tests of the semantic model: aliases, bindings and values, loops, guards.
+#include <filesystem>
+#include <fstream>
 #include <doctest/doctest.h>
 
 #include <memory>
@@ -287,4 +289,53 @@ TEST_CASE("a BOM is skipped by the parser and offsets stay absolute") {
   Model m("\xEF\xBB\xBFimport torch\nx = torch.zeros(1).cuda()\n");
   CHECK_FALSE(m.model.first_syntax_error());
   CHECK(m.model.text(m.call("torch.zeros").node).substr(0, 5) == "torch");
+}
+
+// The walk fills in each call's callee, receiver and method and each keyword
+// argument's name and value from the order of their children; they must be
+// what tree-sitter's field lookups give, on every fixture and example (with
+// and without syntax errors) and on comment-laden calls.
+namespace {
+void check_parts_match_fields(const std::string& text, const std::string& name) {
+  ddplint::testing::ParsedModel pm(text);
+  const Kinds& k = kinds();
+  const SemanticModel& m = pm.model;
+  for (const CallSite& c : m.calls()) {
+    CAPTURE(name);
+    CAPTURE(std::string(m.text(c.node)).substr(0, 80));
+    TSNode callee = ts_node_child_by_field_id(c.node, k.f_function);
+    REQUIRE(ts_node_eq(c.callee, callee));
+    TSNode receiver{}, method{};
+    if (!ts_node_is_null(callee) && ts_node_symbol(callee) == k.attribute) {
+      receiver = ts_node_child_by_field_id(callee, k.f_object);
+      method = ts_node_child_by_field_id(callee, k.f_attribute);
+    } else if (!ts_node_is_null(callee) && ts_node_symbol(callee) == k.identifier) {
+      method = callee;
+    }
+    CHECK(ts_node_eq(c.receiver, receiver));
+    CHECK(c.method == (ts_node_is_null(method) ? std::string_view{} : m.text(method)));
+    for (const Argument& a : m.arguments(c)) {
+      if (a.kind != Argument::Kind::Keyword) continue;
+      CHECK(ts_node_eq(a.value, ts_node_child_by_field_id(a.node, k.f_value)));
+      CHECK(a.keyword == m.text(ts_node_child_by_field_id(a.node, k.f_name)));
+    }
+  }
+}
+}  // namespace
+
+TEST_CASE("calls' and keyword arguments' parts from the walk equal field lookups") {
+  std::size_t files = 0;
+  for (const char* dir : {"fixtures", "examples"}) {
+    for (const auto& e : std::filesystem::recursive_directory_iterator(std::filesystem::path(DDPLINT_SOURCE_DIR) / dir)) {
+      if (e.path().extension() != ".py") continue;
+      std::ifstream in(e.path(), std::ios::binary);
+      std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      check_parts_match_fields(text, e.path().string());
+      ++files;
+    }
+  }
+  CHECK(files > 50);
+  check_parts_match_fields("f(  # c\n  a=1,  # d\n  b  # e\n  =  # f\n  g(x).h(y=2))\n", "comments");
+  check_parts_match_fields("(obj  # c\n  .  # d\n  meth)(k=v)\nf()()\nx.y.z(w=u.v())\n", "attributes");
+  check_parts_match_fields("f(a=1, b=\n", "broken");
 }
