@@ -42,6 +42,10 @@ bool contains_text(std::string_view hay, std::string_view needle) {
     if (byte_commonness(static_cast<unsigned char>(needle[i])) < byte_commonness(static_cast<unsigned char>(needle[pick])))
       pick = i;
   }
+  // a needle of common bytes only ("torch", "autocast"): memchr would stop too
+  // often; glibc's memmem (two-way with a byte-pair shift table) is faster there
+  if (byte_commonness(static_cast<unsigned char>(needle[pick])) >= 4)
+    return memmem(hay.data(), hay.size(), needle.data(), needle.size()) != nullptr;
   const char* begin = hay.data() + pick;
   const char* end = hay.data() + (hay.size() - needle.size() + pick + 1);  // last possible spot of the byte, +1
   for (const char* at = begin; at < end;) {

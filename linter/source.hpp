@@ -14,12 +14,14 @@ namespace ddplint {
 /// True for a UTF-8 continuation byte (10xxxxxx): not the start of a code point.
 inline bool is_utf8_continuation(unsigned char c) { return (c & 0xC0) == 0x80; }
 
-/// True if `needle` occurs in `hay`. Looks for the needle's rarest byte in
-/// source text (an upper-case letter or punctuation before a common
-/// lower-case letter) with memchr, then compares: about 4x fewer instructions
-/// than glibc's memmem on the torch corpus, which was itself several times
-/// faster than std::string_view::find, which stops at every occurrence of the
-/// needle's first byte (measured with callgrind on bench/ddplint_bench --lint-only).
+/// True if `needle` occurs in `hay`. A needle with a byte that is rare in
+/// source text (an upper-case letter, a digit, most punctuation) is found by
+/// looking for that byte with memchr and comparing; others with glibc's
+/// memmem. The first is several times cheaper than memmem for `NCCL` or
+/// `CUDA_VISIBLE_DEVICES`; memmem is faster for `torch` on the standard
+/// library, and both beat std::string_view::find, which stops at every
+/// occurrence of the needle's first byte (measured with callgrind on
+/// bench/ddplint_bench --lint-only and bench/speed.py --only 2).
 bool contains_text(std::string_view hay, std::string_view needle);
 
 /// A 1-based position as shown to users: `row` is the line number, `column`
