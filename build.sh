@@ -4,6 +4,8 @@
 #   ./build.sh test   install what is missing, build, run the whole test suite
 #   ./build.sh setup  only install what is missing (idempotent)
 #   ./build.sh build  setup + build (release preset, build/release)
+#   ./build.sh sanitize  clang ASan+UBSan build (build/sanitize), the test suite
+#                     under it, then each libFuzzer harness for FUZZ_SECONDS (60)
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -31,12 +33,19 @@ VERIFY_DEBS=(
   "libgloo-dev:-"
 )
 
+# Only for ./build.sh sanitize: clang with its sanitizer and libFuzzer runtimes.
+SANITIZE_DEBS=(
+  "clang:clang"
+  "libclang-rt-14-dev:-"
+)
+
 say() { printf 'ddplint setup: %s\n' "$*" >&2; }
 
 missing_debs() {
   local entry pkg cmd
   local wanted=("${DEBS[@]}")
   [ "${WITH_VERIFY:-0}" = 1 ] && wanted+=("${VERIFY_DEBS[@]}")
+  [ "${WITH_SANITIZE:-0}" = 1 ] && wanted+=("${SANITIZE_DEBS[@]}")
   for entry in "${wanted[@]}"; do
     pkg=${entry%%:*}
     cmd=${entry#*:}
@@ -113,8 +122,16 @@ case "${1:-}" in
     cmake --build --preset verify >&2
     ctest --preset release --output-on-failure
     ;;
+  sanitize)
+    WITH_SANITIZE=1
+    setup
+    [ -f build/sanitize/build.ninja ] || cmake --preset sanitize >&2
+    cmake --build --preset sanitize >&2
+    ctest --preset sanitize --output-on-failure
+    bench/fuzz.sh "${FUZZ_SECONDS:-60}"
+    ;;
   *)
-    echo "usage: ./build.sh run|test|setup|build" >&2
+    echo "usage: ./build.sh run|test|sanitize|setup|build" >&2
     exit 2
     ;;
 esac

@@ -240,6 +240,12 @@ bool write_file_atomically(const std::string& path, std::string_view expected, s
     error = std::strerror(errno);
     return false;
   }
+  // replacing the file through a new one would succeed even where the file
+  // itself may not be written: honour its permissions (root included)
+  if ((st.st_mode & 0222) == 0 || ::access(target.c_str(), W_OK) != 0) {
+    error = "the file is read-only; not written";
+    return false;
+  }
   std::string folder = target.substr(0, target.rfind('/') + 1);
   std::string base = target.substr(target.rfind('/') + 1);
   std::string tmp = folder + "." + base + ".ddplint-XXXXXX";

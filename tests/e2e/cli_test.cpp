@@ -74,6 +74,10 @@ Run ddplint(const std::vector<std::string>& args, const std::string& input = "",
         ::setrlimit(RLIMIT_FSIZE, &lim);
         continue;
       }
+      if (e == "AS_NOBODY=1") {  // file permissions apply even when the tests run as root (CI)
+        if (::getuid() == 0 && (::setgid(65534) != 0 || ::setuid(65534) != 0)) ::_exit(126);
+        continue;
+      }
       ::putenv(const_cast<char*>(e.c_str()));
     }
     std::vector<char*> argv{const_cast<char*>(DDPLINT_BIN)};
@@ -543,6 +547,54 @@ TEST_CASE("--fix: a write that fails (full disk) leaves the original intact and 
   std::size_t entries = 0;
   for (auto& e : fs::directory_iterator(d.path)) entries += 1;
   CHECK(entries == 1);  // the temporary file was removed
+}
+
+TEST_CASE("--fix: a read-only file is not replaced; exit 2 with the reason") {
+  TempDir d;
+  std::string before = "from torch.utils.data import DataLoader\nl = DataLoader(ds, num_workers=1)\nmodel.cuda()\n";
+  fs::path f = d.write("train.py", before);
+  fs::permissions(f, fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read);
+  Run r = ddplint({"--isolated", "--fix", "train.py"}, "", d.path);
+  CHECK(r.rc == 2);
+  CHECK(contains(r.err, "ddplint: train.py: fixes not written: the file is read-only"));
+  CHECK(slurp(f) == before);
+  CHECK((fs::status(f).permissions() & fs::perms::owner_write) == fs::perms::none);
+  std::size_t entries = 0;
+  for (auto& e : fs::directory_iterator(d.path)) entries += 1;
+  CHECK(entries == 1);
+}
+
+TEST_CASE("paths: names with spaces, newlines and non-UTF-8 bytes are linted and reported") {
+  TempDir d;
+  for (const char* name : {"a b.py", "new\nline.py", "caf\xE9.py"}) d.write(name, kBadLoader);
+  Run text = ddplint({"--isolated", "."}, "", d.path);
+  CHECK(text.rc == 1);
+  CHECK(contains(text.out, "Found 3 findings in 3 files."));
+  for (const char* format : {"json", "sarif"}) {
+    Run r = ddplint({"--isolated", "--format", format, "."}, "", d.path);
+    CHECK(r.rc == 1);
+    auto doc = nlohmann::json::parse(r.out);  // valid JSON: a non-UTF-8 name is replaced, not passed through
+    CHECK((std::string(format) == "json" ? doc.size() : doc["runs"][0]["results"].size()) == 3);
+  }
+  Run named = ddplint({"--isolated", "new\nline.py", "caf\xE9.py"}, "", d.path);
+  CHECK(named.rc == 1);
+  CHECK(contains(named.out, "Found 2 findings in 2 files."));
+}
+
+TEST_CASE("paths: an unreadable folder is reported, the rest linted (also when run as root)") {
+  TempDir d;
+  fs::permissions(d.path, fs::perms::all);  // the unprivileged child must reach it
+  d.write("ok.py", kBadLoader);
+  fs::create_directory(d.path / "locked");
+  fs::path inner = d.write("locked/inner.py", kBadLoader);
+  fs::permissions(inner, fs::perms::all);
+  fs::permissions(d.path / "ok.py", fs::perms::all);
+  fs::permissions(d.path / "locked", fs::perms::none);
+  Run r = ddplint({"--isolated", "."}, "", d.path, {"AS_NOBODY=1"});
+  fs::permissions(d.path / "locked", fs::perms::owner_all);  // so that TempDir can remove it
+  CHECK(r.rc == 2);
+  CHECK(contains(r.err, "locked"));
+  CHECK(contains(r.out, "ok.py:3:10: DDP101"));
 }
 
 TEST_CASE("formats: full, grouped, github, json-lines, sarif; --statistics; --output-file") {

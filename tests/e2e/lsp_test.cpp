@@ -199,6 +199,34 @@ TEST_CASE("server process: a 5 MB buffer is linted") {
   CHECK(c.wait_exit() == 0);
 }
 
+TEST_CASE("server process: 50 MB messages inside the size limit are handled with bounded memory") {
+  LspClient c(DDPLINT_BIN);
+  initialize(c);
+  // a request for an unknown method with a 50 MB parameter: MethodNotFound
+  std::string blob(50u * 1024u * 1024u, 'a');
+  json unknown = {{"jsonrpc", "2.0"}, {"id", 900}, {"method", "ddplint/unknown"}, {"params", {{"blob", blob}}}};
+  CHECK(c.send(unknown));
+  auto answer = c.wait_for([](const json& m) { return m.contains("id") && m["id"] == 900; }, 120s);
+  REQUIRE(answer);
+  CHECK((*answer)["error"]["code"] == -32601);
+  // a 50 MB buffer that is not a training script (one comment line): opened, nothing to report
+  std::string comment = "# " + std::string(50u * 1024u * 1024u, 'x') + "\n";
+  open(c, comment);
+  auto p = c.wait_notification("textDocument/publishDiagnostics", 120s);
+  REQUIRE(p);
+  CHECK(codes_of(*p).empty());
+  auto hover = c.request("textDocument/hover", {{"textDocument", {{"uri", kUri}}}, {"position", {{"line", 0}, {"character", 0}}}}, 60s);
+  REQUIRE(hover);
+  long peak = c.peak_rss_kib();
+  MESSAGE("peak RSS with 50 MB messages: " << peak / 1024 << " MiB");
+  CHECK(peak > 50 * 1024);   // the messages were really held
+  CHECK(peak < 1024 * 1024);  // a few copies of a 50 MB message at most, not unbounded growth
+  auto shut = c.request("shutdown", nullptr);
+  REQUIRE(shut);
+  c.notify("exit", nullptr);
+  CHECK(c.wait_exit() == 0);
+}
+
 TEST_CASE("server process: code actions, hover, pull diagnostics, settings, save, close and cancellation") {
   LspClient c(DDPLINT_BIN);
   json init = initialize(c, {{"textDocument", {{"diagnostic", json::object()}}},

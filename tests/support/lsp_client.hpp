@@ -163,6 +163,17 @@ class LspClient {
     }
   }
   /// Resident memory of the server in KiB (from /proc), or 0.
+  /// Peak resident memory of the server so far (VmHWM), KiB; 0 if unknown.
+  long peak_rss_kib() const {
+    std::FILE* f = std::fopen(("/proc/" + std::to_string(pid_) + "/status").c_str(), "r");
+    if (!f) return 0;
+    char line[256];
+    long kib = 0;
+    while (std::fgets(line, sizeof line, f))
+      if (std::sscanf(line, "VmHWM: %ld kB", &kib) == 1) break;
+    std::fclose(f);
+    return kib;
+  }
   long rss_kib() const {
     std::FILE* f = std::fopen(("/proc/" + std::to_string(pid_) + "/status").c_str(), "r");
     if (!f) return 0;

@@ -108,7 +108,9 @@ TEST_CASE("positions: wide and astral-plane characters before a finding, in each
     const char* name;
     std::uint32_t character;
   };
-  for (auto [name, character] : {Case{"utf-8", 18}, Case{"utf-16", 15}, Case{"utf-32", 14}}) {
+  for (const Case& each : {Case{"utf-8", 18}, Case{"utf-16", 15}, Case{"utf-32", 14}}) {
+    const char* name = each.name;  // a plain variable: CAPTURE's lambda cannot capture a structured binding (C++20)
+    const std::uint32_t character = each.character;
     CAPTURE(name);
     Client c;
     json r = c.initialize({{"general", {{"positionEncodings", {name}}}}});

@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -115,4 +116,23 @@ TEST_CASE("contains_text agrees with std::string_view::find on edges and random 
       break;
     }
   }
+}
+
+TEST_CASE("write_file_atomically: a file changed since it was read is not overwritten, and no temporary is left") {
+  std::filesystem::path dir = std::filesystem::temp_directory_path() / ("ddplint-atomic-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::filesystem::path file = dir / "train.py";
+  { std::FILE* f = std::fopen(file.c_str(), "wb"); std::fputs("saved by the editor meanwhile\n", f); std::fclose(f); }
+  std::string error;
+  CHECK_FALSE(write_file_atomically(file.string(), "what was linted\n", "the fixed text\n", error));
+  CHECK(error == "the file changed while it was being fixed; not written");
+  std::string why;
+  CHECK(*read_file(file.string(), why) == "saved by the editor meanwhile\n");
+  std::size_t entries = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) entries += e.is_regular_file();
+  CHECK(entries == 1);
+  // the same call with the right expectation writes
+  CHECK(write_file_atomically(file.string(), "saved by the editor meanwhile\n", "the fixed text\n", error));
+  CHECK(*read_file(file.string(), why) == "the fixed text\n");
+  std::filesystem::remove_all(dir);
 }
