@@ -1,6 +1,7 @@
 // End-to-end tests of the ddplint executable: output formats, exit codes,
 // stdin, suppressions, discovery and every kind of bad input.
 #include <doctest/doctest.h>
+
 #include <fcntl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -15,6 +16,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <thread>
 #include <string>
 #include <vector>
 
@@ -547,6 +549,41 @@ TEST_CASE("--fix: a write that fails (full disk) leaves the original intact and 
   std::size_t entries = 0;
   for (auto& e : fs::directory_iterator(d.path)) entries += 1;
   CHECK(entries == 1);  // the temporary file was removed
+}
+
+TEST_CASE("--fix killed at any moment leaves either the original or the whole fixed file, never a mix") {
+  TempDir d;
+  std::string before = "import torch\nfrom torch.utils.data import DataLoader\nmodel.cuda()\n";
+  for (int i = 0; i < 20000; ++i) before += "l" + std::to_string(i) + " = DataLoader(ds, num_workers=1)\n";
+  d.write("reference.py", before);
+  Run full = ddplint({"--isolated", "--fix", "reference.py"}, "", d.path);
+  REQUIRE(full.rc <= 1);
+  const std::string fixed = slurp(d.path / "reference.py");
+  REQUIRE(fixed != before);
+  for (int delay_ms : {0, 20, 60, 150, 400}) {
+    CAPTURE(delay_ms);
+    fs::path f = d.write("train.py", before);
+    pid_t pid = ::fork();
+    if (pid == 0) {
+      int null = ::open("/dev/null", O_RDWR);
+      ::dup2(null, 1);
+      ::dup2(null, 2);
+      if (::chdir(d.path.c_str()) != 0) ::_exit(127);
+      ::execl(DDPLINT_BIN, DDPLINT_BIN, "--isolated", "--fix", "train.py", static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
+    ::kill(pid, SIGKILL);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    std::string now = slurp(f);
+    CHECK((now == before || now == fixed));
+    // a temporary file may remain beside it (a killed process cannot remove it), but never in its place
+    for (auto& e : fs::directory_iterator(d.path)) {
+      std::string name = e.path().filename().string();
+      if (name.rfind(".train.py.ddplint-", 0) == 0) fs::remove(e.path());
+    }
+  }
 }
 
 TEST_CASE("--fix: a read-only file is not replaced; exit 2 with the reason") {

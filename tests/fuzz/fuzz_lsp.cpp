@@ -55,7 +55,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (r.kind != MessageReader::Result::Kind::Message) continue;
     try {
       json message = json::parse(r.body);
-      handling_notification = message.is_object() && message.contains("method") && !message.contains("id");
+      // a notification: a string method and no id (an invalid message is answered with id null)
+      handling_notification = message.is_object() && message.contains("method") && message["method"].is_string() &&
+                              !message.contains("id");
       try {
         server.handle(message);
       } catch (const std::exception&) {
