@@ -34,13 +34,11 @@ double median(std::vector<double> v) {
 int main(int argc, char** argv) {
   int rounds = 5;
   bool lint_only = false, parse_only = false;
-  std::size_t batch = 0;
   std::vector<std::string> roots;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--rounds") == 0 && i + 1 < argc) rounds = std::max(1, std::atoi(argv[++i]));
     else if (std::strcmp(argv[i], "--lint-only") == 0) lint_only = true;
     else if (std::strcmp(argv[i], "--parse-only") == 0) parse_only = true;
-    else if (std::strcmp(argv[i], "--batch") == 0 && i + 1 < argc) batch = static_cast<std::size_t>(std::atoi(argv[++i]));
     else roots.emplace_back(argv[i]);
   }
   if (roots.empty()) {
@@ -83,21 +81,9 @@ int main(int argc, char** argv) {
     }
     auto t1b = Clock::now();
     findings = 0;
-    if (batch > 0 && !parse_only) {
-      // parse `batch` files, then lint each from its tree (experiment: cache behaviour)
-      std::vector<SyntaxTree> trees;
-      for (std::size_t at = 0; at < files.size(); at += batch) {
-        std::size_t end = std::min(files.size(), at + batch);
-        trees.clear();
-        for (std::size_t k = at; k < end; ++k) trees.push_back(parse_python(files[k]));
-        for (std::size_t k = at; k < end; ++k)
-          findings += lint(files[k], trees[k - at], rules::all(), all).diagnostics.size();
-      }
-    } else {
-      for (const SourceFile& f : files) {
-        if (parse_only) break;
-        findings += lint(f, rules::all(), all).diagnostics.size();
-      }
+    for (const SourceFile& f : files) {
+      if (parse_only) break;
+      findings += lint(f, rules::all(), all).diagnostics.size();
     }
     auto t2 = Clock::now();
     parse_s.push_back(std::chrono::duration<double>(t1 - t0).count());
