@@ -137,19 +137,54 @@ bool ddplint_walk(TSNode root, DdplintEnterFn enter, DdplintLeaveFn leave, void 
       if (visible) leave(context, depth);
       continue;
     }
-    TSSymbol alias;
-    const Subtree *child = next_child(f, &position, &alias);
-    uint32_t depth = f->child_depth;
-    if (ts_subtree_visible(*child) || alias) {
-      bool named = is_named(tree->language, *child, alias);
-      if (skip_anonymous_leaves && !named && ts_subtree_child_count(*child) == 0 && !ts_subtree_missing(*child)) continue;
-      describe(tree, child, position, alias, named, depth, &visit);
-      if (enter(context, &visit) && ts_subtree_child_count(*child) > 0) {
+    /* next_child() and the accessors of subtree.h, specialised: an inline
+     * subtree is always a leaf, so its fields are read from the 8 bytes at
+     * hand with one test of is_inline instead of one per accessor. */
+    const Subtree *child = &f->children[f->index];
+    const Subtree c = *child;
+    const uint32_t depth = f->child_depth;
+    TSSymbol alias = 0;
+    position = f->position;
+    f->index++;
+    if (c.data.is_inline) {
+      if (!c.data.extra) {
+        if (f->alias_sequence) alias = f->alias_sequence[f->structural_index];
+        f->structural_index++;
+      }
+      Length size = {c.data.size_bytes, {0, c.data.size_bytes}};
+      f->position = length_add(f->position, size);
+      if (f->index < f->count) f->position = length_add(f->position, ts_subtree_padding(f->children[f->index]));
+      if (!c.data.visible && !alias) continue;  /* a hidden leaf: nothing to visit */
+      bool named = alias ? symbol_named(tree->language, alias) : c.data.named;
+      if (skip_anonymous_leaves && !named && !c.data.is_missing) continue;
+      visit.node = make_node(tree, child, position, alias);
+      visit.symbol = public_symbol(tree->language, alias ? alias : c.data.symbol);
+      visit.named = named;
+      visit.depth = depth;
+      enter(context, &visit);
+      leave(context, depth);
+      continue;
+    }
+    const SubtreeHeapData *h = c.ptr;
+    if (!h->extra) {
+      if (f->alias_sequence) alias = f->alias_sequence[f->structural_index];
+      f->structural_index++;
+    }
+    f->position = length_add(f->position, h->size);
+    if (f->index < f->count) f->position = length_add(f->position, ts_subtree_padding(f->children[f->index]));
+    if (h->visible || alias) {
+      bool named = alias ? symbol_named(tree->language, alias) : h->named;
+      if (skip_anonymous_leaves && !named && h->child_count == 0 && !h->is_missing) continue;
+      visit.node = make_node(tree, child, position, alias);
+      visit.symbol = public_symbol(tree->language, alias ? alias : h->symbol);
+      visit.named = named;
+      visit.depth = depth;
+      if (enter(context, &visit) && h->child_count > 0) {
         ok = stack_push(&stack, tree->language, child, position, depth + 1, true);
       } else {
         leave(context, depth);
       }
-    } else if (ts_subtree_visible_child_count(*child) > 0) {
+    } else if (h->child_count > 0 && h->visible_child_count > 0) {
       ok = stack_push(&stack, tree->language, child, position, depth, false);
     }
   }
