@@ -279,7 +279,7 @@ class ModelBuilder {
       }
       // strip whitespace inside dotted names (`torch . nn` is legal)
       std::erase_if(target, [](char c) { return std::isspace(static_cast<unsigned char>(c)); });
-      m_.aliases_[local] = target;
+      m_.aliases_.set(std::move(local), std::move(target));
     }
   }
 
@@ -924,22 +924,22 @@ std::string SemanticModel::canonical_name(TSNode expr) const {
   const Kinds& k = kinds();
   if (s0 != k.identifier && s0 != k.attribute) return {};
   std::string_view whole = text(expr);
-  if (plain_dotted(whole)) {
+  if (s0 == k.identifier || plain_dotted(whole)) {  // an identifier's text is a plain name
     // the common case, without building the path first: most names are not imports
-    std::size_t dot = std::min(whole.find('.'), whole.size());
-    auto it = aliases_.find(whole.substr(0, dot));
-    if (it == aliases_.end()) return {};
+    std::size_t dot = s0 == k.identifier ? whole.size() : std::min(whole.find('.'), whole.size());
+    const std::string* target = aliases_.find(whole.substr(0, dot));
+    if (target == nullptr) return {};
     std::string name;
-    name.reserve(it->second.size() + whole.size() - dot);
-    name.append(it->second).append(whole.substr(dot));
+    name.reserve(target->size() + whole.size() - dot);
+    name.append(*target).append(whole.substr(dot));
     return normalize_canonical(std::move(name));
   }
   std::string path = path_of(expr);
   if (path.empty()) return {};
   std::size_t dot = std::min(path.find('.'), path.size());
-  auto it = aliases_.find(std::string_view(path).substr(0, dot));
-  if (it == aliases_.end()) return {};
-  path.replace(0, dot, it->second);
+  const std::string* target = aliases_.find(std::string_view(path).substr(0, dot));
+  if (target == nullptr) return {};
+  path.replace(0, dot, *target);
   return normalize_canonical(std::move(path));
 }
 
