@@ -9,7 +9,8 @@
 # sources: fuzz_lint, fuzz_fix), tests/fuzz/seeds/lsp and tests/fuzz/seeds/config.
 # Each harness grows its own corpus in build/sanitize/fuzz-corpus/HARNESS
 # (kept between runs); a crash leaves its input in build/sanitize/fuzz-crashes/
-# and makes the script exit 1. Bounds per input: 10 s (-timeout), 2048 MB
+# and makes the script exit 1. Bounds per input: FUZZ_TIMEOUT seconds (-timeout,
+# default 25: a loaded 2-core machine once stalled a 0.08 s input past 10 s), 2048 MB
 # (-rss_limit_mb), 64 KiB (-max_len; the harnesses reject inputs over 256 KiB).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -51,7 +52,7 @@ for h in "${harnesses[@]}"; do
   mkdir -p "$corpus"
   log=build/sanitize/fuzz-$h.log
   before=$(find "$crash_dir" -type f | wc -l)
-  "$bin/$h" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
+  "$bin/$h" -max_total_time="$seconds" -timeout="${FUZZ_TIMEOUT:-25}" -rss_limit_mb=2048 -max_len=65536 \
     -print_final_stats=1 -artifact_prefix="$crash_dir/$h-" "$corpus" "$seeds" >"$log" 2>&1
   rc=$?
   after=$(find "$crash_dir" -type f | wc -l)
