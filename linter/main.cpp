@@ -1,4 +1,5 @@
 // Entry point of the `ddplint` executable.
+#include <csignal>
 #include <cstdio>
 #include <exception>
 
@@ -6,6 +7,10 @@
 #include "rules/registry.hpp"
 
 int main(int argc, char** argv) {
+  // a write past the file-size limit (ulimit -f) fails with EFBIG, which --fix
+  // and --output-file report (exit 2, temporary file removed), instead of
+  // killing the process with SIGXFSZ (found by hostile testing)
+  std::signal(SIGXFSZ, SIG_IGN);
   try {
     return ddplint::run_cli(argc, argv, ddplint::rules::all());
   } catch (const std::exception& e) {

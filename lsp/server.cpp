@@ -1,5 +1,7 @@
 #include "lsp/server.hpp"
 
+#include <limits>
+
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -66,8 +68,27 @@ const json& member(const json& obj, const char* key) {
   return it == obj.end() ? null_value : *it;
 }
 
+// A position's line or character: any JSON number, clamped to 0 .. 2^32-1
+// (past the end is then clamped to the document by the caller). Converting a
+// double or a larger integer with get<uint32_t>() would be undefined or wrap
+// (found by hostile testing: `"line": 1e300`, `"line": 4294967296`).
+std::uint32_t coordinate(const json& v) {
+  constexpr std::uint32_t kMax = std::numeric_limits<std::uint32_t>::max();
+  if (v.is_number_unsigned()) return static_cast<std::uint32_t>(std::min<std::uint64_t>(v.get<std::uint64_t>(), kMax));
+  if (v.is_number_integer()) {
+    std::int64_t i = v.get<std::int64_t>();
+    return i < 0 ? 0 : static_cast<std::uint32_t>(std::min<std::int64_t>(i, kMax));
+  }
+  if (v.is_number_float()) {
+    double d = v.get<double>();
+    if (!(d > 0)) return 0;  // negative, zero (NaN cannot occur in JSON)
+    return d >= static_cast<double>(kMax) ? kMax : static_cast<std::uint32_t>(d);
+  }
+  throw InvalidParams("a position's line and character must be numbers");
+}
+
 TextPosition to_position(const json& p) {
-  return {p.at("line").get<std::uint32_t>(), p.at("character").get<std::uint32_t>()};
+  return {coordinate(p.at("line")), coordinate(p.at("character"))};
 }
 
 }  // namespace
@@ -321,8 +342,10 @@ void Server::apply_settings(const json& value, bool from_init) {
   next.select = string_list(member(s, "select"));
   next.ignore = string_list(member(s, "ignore"));
   if (member(s, "configPath").is_string()) next.config_path = member(s, "configPath").get<std::string>();
-  if (member(s, "debounceMs").is_number_integer())
-    next.debounce_ms = std::clamp(member(s, "debounceMs").get<int>(), 0, 10'000);
+  if (const json& ms = member(s, "debounceMs"); ms.is_number_unsigned())
+    next.debounce_ms = static_cast<int>(std::min<std::uint64_t>(ms.get<std::uint64_t>(), 10'000));
+  else if (ms.is_number_integer())
+    next.debounce_ms = static_cast<int>(std::clamp<std::int64_t>(ms.get<std::int64_t>(), 0, 10'000));
   if (std::optional<std::string> err = RuleSelection(next.select, next.ignore).validate(rules_)) {
     log_("settings rejected: " + *err);
     show_message(1, "ddplint: settings not applied: " + *err);

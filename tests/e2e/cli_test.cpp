@@ -71,7 +71,7 @@ Run ddplint(const std::vector<std::string>& args, const std::string& input = "",
     ::unsetenv("NO_COLOR");
     for (const auto& e : env) {
       if (e.rfind("RLIMIT_FSIZE=", 0) == 0) {  // simulates a full disk: writes past N bytes fail (EFBIG)
-        ::signal(SIGXFSZ, SIG_IGN);
+        ::signal(SIGXFSZ, SIG_DFL);  // as a shell leaves it: ddplint itself must not die of SIGXFSZ
         rlimit lim{std::stoul(e.substr(13)), std::stoul(e.substr(13))};
         ::setrlimit(RLIMIT_FSIZE, &lim);
         continue;

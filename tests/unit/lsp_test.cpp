@@ -1,5 +1,6 @@
 // In-process tests of the language server: positions in each encoding,
 // incremental buffers, message framing, and every method through Server::handle.
+#include <algorithm>
 #include <doctest/doctest.h>
 
 #include <chrono>
@@ -344,6 +345,44 @@ TEST_CASE("push diagnostics: open, incremental change, full change, close; field
            {{"textDocument", {{"uri", kUri}, {"version", 2}}},
             {"contentChanges", {{{"range", range(90, 4, 3, 999)}, {"text", "y"}}}}});
   CHECK(c.publish()["diagnostics"] == json::array());
+}
+
+TEST_CASE("positions that are not 32-bit integers are clamped, never undefined or wrapped") {
+  // found by hostile testing: `"line": 1e300` was undefined behaviour (UBSan abort),
+  // and `"line": 4294967296` wrapped to line 0
+  Client c;
+  c.initialize();
+  const std::string text = kHead + "x = 1\n";
+  const auto lines = static_cast<int>(std::count(text.begin(), text.end(), '\n'));
+  struct Case {
+    json line;
+    int expected_line;  // where the inserted DataLoader line lands
+  };
+  for (const Case& each : {Case{json(1e300), lines}, Case{json(4294967296ull), lines},
+                           Case{json(18446744073709551615ull), lines}, Case{json(-1e10), 0}, Case{json(-5), 0},
+                           Case{json(2.5), 2}}) {
+    CAPTURE(each.line.dump());
+    c.open(text);
+    json at = {{"line", each.line}, {"character", 0}};
+    c.notify("textDocument/didChange",
+             {{"textDocument", {{"uri", kUri}, {"version", 2}}},
+              {"contentChanges", {{{"range", {{"start", at}, {"end", at}}}, {"text", "l = DataLoader(ds)\n"}}}}});
+    json p = c.publish();
+    REQUIRE(p["diagnostics"].size() >= 1);
+    CHECK(p["diagnostics"][0]["range"]["start"]["line"] == each.expected_line);
+    CHECK(c.request("textDocument/hover", {{"textDocument", {{"uri", kUri}}}, {"position", at}}).contains("result"));
+    CHECK(c.request("textDocument/codeAction", {{"textDocument", {{"uri", kUri}}},
+                                                {"range", {{"start", at}, {"end", at}}},
+                                                {"context", {{"diagnostics", json::array()}}}})
+              .contains("result"));
+    c.notify("textDocument/didClose", {{"textDocument", {{"uri", kUri}}}});
+  }
+  // a position that is not a number is Invalid params for a request
+  c.open(text);
+  json bad = c.request("textDocument/hover", {{"textDocument", {{"uri", kUri}}}, {"position", {{"line", "2"}, {"character", 0}}}});
+  CHECK(bad["error"]["code"] == -32602);
+  // debounceMs beyond int is clamped, not truncated
+  c.notify("workspace/didChangeConfiguration", {{"settings", {{"ddplint", {{"debounceMs", 9223372036854775807ll}}}}}});
 }
 
 TEST_CASE("documents that are not Python, unknown documents and a 5 MB buffer") {
