@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <climits>
@@ -227,6 +228,40 @@ std::optional<std::string> read_file(const std::string& path, std::string& error
   return data;
 }
 
+namespace {
+// Copies the extended attributes of the file at `from` onto `to_fd`. A file
+// system without them (ENOTSUP) has nothing to copy.
+bool copy_xattrs(const std::string& from, int to_fd, std::string& error) {
+  ssize_t size = ::listxattr(from.c_str(), nullptr, 0);
+  if (size < 0) {
+    if (errno == ENOTSUP) return true;
+    error = std::string("cannot read extended attributes: ") + std::strerror(errno);
+    return false;
+  }
+  std::string names(static_cast<std::size_t>(size), '\0');
+  size = ::listxattr(from.c_str(), names.data(), names.size());
+  if (size < 0) {
+    error = std::string("cannot read extended attributes: ") + std::strerror(errno);
+    return false;
+  }
+  names.resize(static_cast<std::size_t>(size));
+  for (std::size_t at = 0; at < names.size();) {
+    const char* name = names.c_str() + at;
+    at += std::strlen(name) + 1;
+    ssize_t n = ::getxattr(from.c_str(), name, nullptr, 0);
+    if (n < 0) continue;  // removed meanwhile
+    std::string value(static_cast<std::size_t>(n), '\0');
+    n = ::getxattr(from.c_str(), name, value.data(), value.size());
+    if (n < 0) continue;
+    if (::fsetxattr(to_fd, name, value.data(), static_cast<std::size_t>(n), 0) != 0) {
+      error = std::string("cannot keep the extended attribute ") + name + ": " + std::strerror(errno) + "; not written";
+      return false;
+    }
+  }
+  return true;
+}
+}  // namespace
+
 bool write_file_atomically(const std::string& path, std::string_view expected, std::string_view text,
                            std::string& error) {
   char resolved[PATH_MAX];
@@ -244,6 +279,12 @@ bool write_file_atomically(const std::string& path, std::string_view expected, s
   // itself may not be written: honour its permissions (root included)
   if ((st.st_mode & 0222) == 0 || ::access(target.c_str(), W_OK) != 0) {
     error = "the file is read-only; not written";
+    return false;
+  }
+  // a new file renamed over the original would leave the other names of a
+  // hard-linked file with the old text (found by hostile testing)
+  if (st.st_nlink > 1) {
+    error = "the file has " + std::to_string(st.st_nlink) + " hard links, which replacing it would split; not written";
     return false;
   }
   std::string folder = target.substr(0, target.rfind('/') + 1);
@@ -269,7 +310,15 @@ bool write_file_atomically(const std::string& path, std::string_view expected, s
     }
     rest.remove_prefix(static_cast<std::size_t>(w));
   }
+  // the replacement keeps the original's owner, group, permission bits and
+  // extended attributes (POSIX ACLs among them)
+  if (::fchown(fd, st.st_uid, st.st_gid) != 0) {
+    struct stat now_st {};
+    if (::fstat(fd, &now_st) != 0 || now_st.st_uid != st.st_uid || now_st.st_gid != st.st_gid)
+      return fail("cannot keep the file's owner and group; not written");
+  }
   if (::fchmod(fd, st.st_mode & 07777) != 0) return fail(std::string("cannot set permissions: ") + std::strerror(errno));
+  if (!copy_xattrs(target, fd, error)) return fail(error);
   if (::fsync(fd) != 0) return fail(std::string("cannot write: ") + std::strerror(errno));
   // the file must be what was linted: someone may have saved it meanwhile
   std::string now_error;

@@ -115,8 +115,10 @@ std::optional<std::string> read_stream(std::FILE* f, std::string& error);
 
 /// Replaces the contents of the file at `path` with `text`, atomically: the
 /// bytes go to a temporary file beside it (same folder, so the rename cannot
-/// cross file systems), which takes the original's permission bits and then
-/// replaces it with rename(2). A symbolic link is followed: its target is
+/// cross file systems), which takes the original's owner, group, permission
+/// bits and extended attributes (POSIX ACLs included) and then replaces it
+/// with rename(2). A read-only file, or one with several hard links (which
+/// the rename would split), is not written. A symbolic link is followed: its target is
 /// replaced. Before the rename the file is read again and must still equal
 /// `expected` (it was not changed by someone else since it was linted). On any
 /// failure (read-only folder, disk full, changed file) the original is left

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <csignal>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -599,6 +600,38 @@ TEST_CASE("--fix: a read-only file is not replaced; exit 2 with the reason") {
   std::size_t entries = 0;
   for (auto& e : fs::directory_iterator(d.path)) entries += 1;
   CHECK(entries == 1);
+}
+
+TEST_CASE("--fix keeps owner, group and extended attributes, and refuses hard-linked files") {
+  TempDir d;
+  const std::string before = "from torch.utils.data import DataLoader\nl = DataLoader(ds, num_workers=1)\nmodel.cuda()\n";
+  fs::path f = d.write("owned.py", before);
+  const bool root = ::getuid() == 0;
+  if (root) REQUIRE(::chown(f.c_str(), 65534, 65534) == 0);  // another user's file, fixed by root (a CI job)
+  bool has_xattr = ::setxattr(f.c_str(), "user.ddplint-test", "kept", 4, 0) == 0;
+  struct stat st_before {};
+  REQUIRE(::stat(f.c_str(), &st_before) == 0);
+  Run r = ddplint({"--isolated", "--fix", "owned.py"}, "", d.path);
+  CHECK(r.rc == 0);
+  CHECK(slurp(f) != before);
+  struct stat st_after {};
+  REQUIRE(::stat(f.c_str(), &st_after) == 0);
+  CHECK(st_after.st_uid == st_before.st_uid);
+  CHECK(st_after.st_gid == st_before.st_gid);
+  CHECK(st_after.st_mode == st_before.st_mode);
+  if (has_xattr) {
+    char value[16] = {};
+    CHECK(::getxattr(f.c_str(), "user.ddplint-test", value, sizeof value) == 4);
+    CHECK(std::string(value, 4) == "kept");
+  }
+  // a hard-linked file: replacing one name would split it from the other
+  fs::path a = d.write("a.py", before);
+  fs::create_hard_link(a, d.path / "b.py");
+  Run h = ddplint({"--isolated", "--fix", "a.py"}, "", d.path);
+  CHECK(h.rc == 2);
+  CHECK(contains(h.err, "ddplint: a.py: fixes not written: the file has 2 hard links"));
+  CHECK(slurp(a) == before);
+  CHECK(slurp(d.path / "b.py") == before);
 }
 
 TEST_CASE("paths: names with spaces, newlines and non-UTF-8 bytes are linted and reported") {
