@@ -1,5 +1,7 @@
 #include "linter/cli.hpp"
 
+#include <sys/stat.h>
+
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -588,6 +590,30 @@ int run_cli(int argc, char** argv, std::span<const Rule> rules) {
   };
   std::FILE* report = stdout;
   if (!output_file.empty()) {
+    // opening the report truncates it: it must not be one of the files to lint
+    // (`--fix -o train.py train.py` destroyed the source; found by hostile testing)
+    struct stat out_st {};
+    if (::stat(output_file.c_str(), &out_st) == 0 && S_ISREG(out_st.st_mode)) {
+      std::error_code ec;
+      const std::filesystem::path out_real = std::filesystem::weakly_canonical(output_file, ec);
+      for (const std::string& p : paths) {
+        if (p == "-") continue;
+        struct stat in_st {};
+        if (::stat(p.c_str(), &in_st) != 0) continue;
+        bool same = S_ISREG(in_st.st_mode) && in_st.st_dev == out_st.st_dev && in_st.st_ino == out_st.st_ino;
+        if (!same && S_ISDIR(in_st.st_mode) && out_real.extension() == ".py") {
+          // a .py report inside a linted folder would be found and linted there
+          const std::filesystem::path dir_real = std::filesystem::weakly_canonical(p, ec);
+          auto rel = out_real.lexically_relative(dir_real);
+          same = !rel.empty() && *rel.begin() != "..";
+        }
+        if (same) {
+          std::fprintf(stderr, "ddplint: %s: the report file is one of the files to lint; nothing written\n",
+                       output_file.c_str());
+          return kExitError;
+        }
+      }
+    }
     report = std::fopen(output_file.c_str(), "w");
     if (report == nullptr) {
       std::fprintf(stderr, "ddplint: %s: cannot write the report: %s\n", output_file.c_str(), std::strerror(errno));

@@ -716,6 +716,16 @@ TEST_CASE("formats: full, grouped, github, json-lines, sarif; --statistics; --ou
   CHECK(file.rc == 1);
   CHECK(file.out.empty());
   CHECK(nlohmann::json::parse(slurp(d.path / "report.json"))[0]["code"] == "DDP102");
+  // the report file must not be a file to lint: opening it would truncate the source (found by hostile testing)
+  const std::string source_before = slurp(d.path / "a b.py");
+  Run self = ddplint({"--isolated", "--fix", "-o", "a b.py", "a b.py"}, "", d.path);
+  CHECK(self.rc == 2);
+  CHECK(contains(self.err, "the report file is one of the files to lint"));
+  CHECK(slurp(d.path / "a b.py") == source_before);
+  d.write("sub/report.py", "# old report\n");
+  Run inside = ddplint({"--isolated", "-o", "sub/report.py", "."}, "", d.path);
+  CHECK(inside.rc == 2);
+  CHECK(slurp(d.path / "sub" / "report.py") == "# old report\n");
   Run nowhere = ddplint({"--isolated", "-o", "missing/dir/report.txt", "a b.py"}, "", d.path);
   CHECK(nowhere.rc == 2);
   CHECK(contains(nowhere.err, "missing/dir/report.txt"));
