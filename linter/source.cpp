@@ -3,6 +3,7 @@
 #include <string.h>  // memmem
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -128,6 +129,29 @@ SourceFile::SourceFile(std::string path, std::string bytes)
   }
 }
 
+std::size_t estimated_tokens(std::string_view text) {
+  // 0 blank, 1 identifier or number character, 2 anything else (an operator, a
+  // bracket, a quote, a non-ASCII byte counts with the word it is in: 1)
+  static constexpr std::array<unsigned char, 256> kind = [] {
+    std::array<unsigned char, 256> k{};
+    for (int c = 0; c < 256; ++c) {
+      if (c == ' ' || c == '\t' || c == '\f' || c == '\r') k[c] = 0;
+      else if (c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c >= 0x80)
+        k[c] = 1;
+      else k[c] = 2;  // includes '\n'
+    }
+    return k;
+  }();
+  std::size_t tokens = 0;
+  unsigned char prev = 0;
+  for (unsigned char c : text) {
+    unsigned char k = kind[c];
+    tokens += (k == 2) | (k == 1 && prev != 1);
+    prev = k;
+  }
+  return tokens;
+}
+
 DecodeError SourceFile::check_decodable(std::string* detail) const {
   if (bytes_.size() > kMaxSourceBytes) {
     if (detail) *detail = "file is larger than " + std::to_string(kMaxSourceBytes >> 20) + " MiB";
@@ -174,6 +198,15 @@ DecodeError SourceFile::check_decodable(std::string* detail) const {
       return DecodeError::InvalidUtf8;
     }
     i += len;
+  }
+  if (bytes_.size() > kTokenCheckBytes) {
+    std::size_t tokens = estimated_tokens(bytes_);
+    if (tokens > kMaxParseTokens) {
+      if (detail)
+        *detail = "file has about " + std::to_string(tokens / 1'000'000) +
+                  " million tokens: more than the 8 million that can be parsed within about 2 GB of memory";
+      return DecodeError::TooLarge;
+    }
   }
   return DecodeError::None;
 }

@@ -87,7 +87,9 @@ class SourceFile {
   /// Bytes of a leading UTF-8 byte-order mark (0 or 3); parsing starts after it.
   std::uint32_t bom_length() const { return bom_; }
 
-  /// Checks that the bytes can be parsed: no NUL byte (binary) and valid UTF-8.
+  /// Checks that the bytes can be parsed: at most kMaxSourceBytes, no NUL
+  /// byte (binary), valid UTF-8, and, over kTokenCheckBytes, at most
+  /// kMaxParseTokens estimated tokens (DecodeError::TooLarge).
   /// On failure `detail` (if given) receives a human-readable location such as
   /// "invalid UTF-8 byte 0xff at line 3".
   DecodeError check_decodable(std::string* detail = nullptr) const;
@@ -102,6 +104,22 @@ class SourceFile {
 /// Largest file ddplint parses, in bytes (tree-sitter offsets are 32-bit; files
 /// beyond this are reported, not linted). 256 MiB.
 inline constexpr std::size_t kMaxSourceBytes = 256u * 1024u * 1024u;
+
+/// Most tokens (estimated by estimated_tokens) a file over kTokenCheckBytes
+/// may have to be parsed: 8 million. Parsing and modelling cost about 254
+/// bytes of memory per token (a 16 MiB file of `x=1` lines, 16.8 million
+/// tokens, peaked at 4.27 GB: `/usr/bin/time -f %M build/release/ddplint`),
+/// so this bounds one file's memory at about 2 GB; ordinary code is about one
+/// token per 4 to 5 bytes, so files up to 30 MB or more pass.
+inline constexpr std::size_t kMaxParseTokens = 8'000'000;
+/// Files up to this size (4 MiB, at most ~1 GB to parse at one token per
+/// byte) are not counted.
+inline constexpr std::size_t kTokenCheckBytes = 4u * 1024u * 1024u;
+
+/// A quick over-estimate of the number of tokens in `text`: each run of
+/// identifier or number characters, each other non-blank byte and each line
+/// break counts one (words inside strings and comments count too). O(n).
+std::size_t estimated_tokens(std::string_view text);
 
 /// Reads a whole regular file of at most kMaxSourceBytes. Returns std::nullopt
 /// and sets `error` (strerror text, "not a regular file" for FIFOs and devices,

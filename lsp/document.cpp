@@ -109,6 +109,13 @@ void Document::replace_all(std::string text) {
 }
 
 const SyntaxTree& Document::tree() {
+  if (!tree_current_ && source_.check_decodable() != DecodeError::None) {
+    // not parsed at all: binary, not UTF-8, or too large to parse within
+    // bounded memory (a buffer grown by edits; found by hostile testing)
+    tree_ = SyntaxTree{};
+    tree_reusable_ = false;
+    tree_current_ = true;
+  }
   if (!tree_current_) {
     bool reuse = tree_reusable_ && tree_bom_ == source_.bom_length();
     tree_ = parse_python(source_, reuse ? &tree_ : nullptr);

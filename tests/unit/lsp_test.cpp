@@ -385,6 +385,21 @@ TEST_CASE("positions that are not 32-bit integers are clamped, never undefined o
   c.notify("workspace/didChangeConfiguration", {{"settings", {{"ddplint", {{"debounceMs", 9223372036854775807ll}}}}}});
 }
 
+TEST_CASE("a buffer with too many tokens to parse within bounded memory is neither parsed nor linted") {
+  Client c;
+  c.initialize();
+  std::string degenerate = kHead;
+  while (degenerate.size() < 9u * 1024u * 1024u) degenerate += "x=1\n";  // ~9 million tokens
+  c.open(degenerate);
+  CHECK(c.publish()["diagnostics"] == json::array());
+  json hover = c.request("textDocument/hover", {{"textDocument", {{"uri", kUri}}}, {"position", pos(0, 0)}});
+  CHECK(hover["result"].is_null());
+  // edited back to ordinary size, it is linted again
+  c.notify("textDocument/didChange", {{"textDocument", {{"uri", kUri}, {"version", 2}}},
+                                      {"contentChanges", {{{"text", kHead + "l = DataLoader(ds)\n"}}}}});
+  CHECK(codes_of(c.publish()["diagnostics"]) == std::vector<std::string>{"DDP101", "DDP102"});
+}
+
 TEST_CASE("documents that are not Python, unknown documents and a 5 MB buffer") {
   Client c;
   c.initialize();

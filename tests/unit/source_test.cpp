@@ -136,3 +136,23 @@ TEST_CASE("write_file_atomically: a file changed since it was read is not overwr
   CHECK(*read_file(file.string(), why) == "the fixed text\n");
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("estimated_tokens over-estimates tokens; files with too many are refused before parsing") {
+  CHECK(estimated_tokens("") == 0);
+  CHECK(estimated_tokens("x=1\n") == 4);
+  CHECK(estimated_tokens("loss = model(batch)  # step\n") == 9);  // loss = model ( batch ) # step \n
+  CHECK(estimated_tokens("   \t  ") == 0);
+  CHECK(estimated_tokens("\xC3\xA9t\xC3\xA9 = 2") == 3);  // a non-ASCII word is one
+  // over kTokenCheckBytes with more than kMaxParseTokens: TooLarge, with the reason
+  std::string degenerate = "import torch\n";
+  while (degenerate.size() < 9u * 1024u * 1024u) degenerate += "x=1\n";
+  SourceFile big("big.py", degenerate);
+  std::string why;
+  CHECK(big.check_decodable(&why) == DecodeError::TooLarge);
+  CHECK(why.find("million tokens") != std::string::npos);
+  // the same size of ordinary code passes
+  std::string ordinary = "import torch\n";
+  while (ordinary.size() < 9u * 1024u * 1024u) ordinary += "    loss = criterion(model(inputs), targets)\n";
+  SourceFile fine("fine.py", ordinary);
+  CHECK(fine.check_decodable() == DecodeError::None);
+}
