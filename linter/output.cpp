@@ -130,6 +130,13 @@ std::string first_paragraph(std::string_view docs) {
 }
 }  // namespace
 
+namespace {
+// A source line longer than this (bytes) is shown as a window of at most this
+// many bytes, with kSnippetContext bytes either side of the finding.
+constexpr std::size_t kMaxSnippetBytes = 240;
+constexpr std::size_t kSnippetContext = 60;
+}  // namespace
+
 std::string format_full(const SourceFile& file, const std::vector<Diagnostic>& diagnostics, bool color) {
   std::string out;
   const char* blue = color ? "\x1b[1;34m" : "";
@@ -151,14 +158,30 @@ std::string format_full(const SourceFile& file, const std::vector<Diagnostic>& d
     out += gutter + blue + "|" + reset + "\n";
     std::uint32_t shown_last = std::min(last, first + 4);  // at most 5 lines of a long range
     for (std::uint32_t l = first; l <= shown_last; ++l) {
-      std::string_view text = line_text(file, l);
-      std::string n = std::to_string(l + 1);
-      out += std::string(number.size() - n.size(), ' ') + blue + n + " |" + reset + " " + std::string(text) + "\n";
+      std::string_view line = line_text(file, l);
       std::uint32_t ls = lines.line_start(l) + (l == 0 ? file.bom_length() : 0);
       std::uint32_t a = l == first ? d.start - std::min(d.start, ls) : 0;
-      std::uint32_t b = l == last ? d.end - std::min(d.end, ls) : static_cast<std::uint32_t>(text.size());
-      a = std::min<std::uint32_t>(a, static_cast<std::uint32_t>(text.size()));
-      b = std::clamp<std::uint32_t>(b, a, static_cast<std::uint32_t>(text.size()));
+      std::uint32_t b = l == last ? d.end - std::min(d.end, ls) : static_cast<std::uint32_t>(line.size());
+      a = std::min<std::uint32_t>(a, static_cast<std::uint32_t>(line.size()));
+      b = std::clamp<std::uint32_t>(b, a, static_cast<std::uint32_t>(line.size()));
+      // a long line is shown as a window around the finding: a snippet per
+      // finding of a 1 MB line made the report quadratic (found by hostile testing)
+      std::string window;
+      std::string_view text = line;
+      if (line.size() > kMaxSnippetBytes) {
+        std::size_t from = a > kSnippetContext ? a - kSnippetContext : 0;
+        std::size_t to = std::min<std::size_t>(line.size(), std::max<std::size_t>(b, a + 1) + kSnippetContext);
+        to = std::min(to, from + kMaxSnippetBytes);
+        while (from > 0 && is_utf8_continuation(static_cast<unsigned char>(line[from]))) --from;
+        while (to < line.size() && is_utf8_continuation(static_cast<unsigned char>(line[to]))) ++to;
+        std::string_view pre = from > 0 ? "..." : "";
+        window = std::string(pre) + std::string(line.substr(from, to - from)) + (to < line.size() ? "..." : "");
+        b = static_cast<std::uint32_t>(pre.size() + std::min<std::size_t>(b, to) - from);
+        a = static_cast<std::uint32_t>(pre.size() + a - from);
+        text = window;
+      }
+      std::string n = std::to_string(l + 1);
+      out += std::string(number.size() - n.size(), ' ') + blue + n + " |" + reset + " " + std::string(text) + "\n";
       std::size_t width = std::max<std::size_t>(1, code_points(text.substr(a, b - a)));
       out += gutter + blue + "|" + reset + " " + pad_under(text.substr(0, a)) + red + std::string(width, '^') + reset + "\n";
     }

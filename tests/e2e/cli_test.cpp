@@ -731,6 +731,21 @@ TEST_CASE("formats: full, grouped, github, json-lines, sarif; --statistics; --ou
   CHECK(contains(nowhere.err, "missing/dir/report.txt"));
 }
 
+TEST_CASE("--format full shows a long line as a window around each finding (output linear, not quadratic)") {
+  TempDir d;
+  std::string nested = "x = ";
+  for (int i = 0; i < 2000; ++i) nested += "DataLoader(";
+  nested += "ds";
+  for (int i = 0; i < 2000; ++i) nested += ")";
+  d.write("long.py", "import torch\nfrom torch.utils.data import DataLoader\nmodel = model.cuda()\n" + nested + "\n");
+  Run r = ddplint({"--isolated", "--format", "full", "long.py"}, "", d.path);
+  CHECK(r.rc == 1);
+  CHECK(contains(r.out, "4 | x = DataLoader(DataLoader("));
+  CHECK(contains(r.out, "..."));
+  // 4,000 findings of one 26 KB line: about 2 MB, where whole lines made it 141 MB (found by hostile testing)
+  CHECK(r.out.size() < 4u * 1024u * 1024u);
+}
+
 TEST_CASE("github format escapes as the Actions toolkit does") {
   TempDir d;
   d.write("x,y:z%.py", "import torch\nfrom torch.utils.data import DataLoader\nl = DataLoader(ds, num_workers=2)\nmodel.cuda()\n");
