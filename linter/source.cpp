@@ -103,9 +103,19 @@ Position LineIndex::position(std::uint32_t offset) const {
   offset = std::min<std::uint32_t>(offset, static_cast<std::uint32_t>(text_.size()));
   std::uint32_t line = line_of(offset);
   std::uint32_t column = 1;
-  for (std::uint32_t i = line == 0 ? std::min(bom_, offset) : starts_[line]; i < offset; ++i) {
+  std::uint32_t from = line == 0 ? std::min(bom_, offset) : starts_[line];
+  // findings come sorted: go on from the previous position on the same line
+  // (50,000 findings on one line were quadratic; found by hostile testing)
+  if (memo_line_ == line && memo_offset_ <= offset && memo_offset_ >= from) {
+    from = memo_offset_;
+    column = memo_column_;
+  }
+  for (std::uint32_t i = from; i < offset; ++i) {
     if (!is_utf8_continuation(static_cast<unsigned char>(text_[i]))) ++column;
   }
+  memo_line_ = line;
+  memo_offset_ = offset;
+  memo_column_ = column;
   return {line + 1, column};
 }
 

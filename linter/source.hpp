@@ -41,6 +41,8 @@ class LineIndex {
   explicit LineIndex(std::string_view text);
 
   /// 1-based row and code-point column of byte `offset` (clamped to the text).
+  /// O(distance from the previous call's offset) for offsets increasing along
+  /// one line, O(column) otherwise.
   Position position(std::uint32_t offset) const;
   /// 0-based line number holding byte `offset`.
   std::uint32_t line_of(std::uint32_t offset) const;
@@ -56,7 +58,10 @@ class LineIndex {
  private:
   std::string_view text_;
   std::vector<std::uint32_t> starts_;
-  std::uint32_t bom_ = 0;  // a leading UTF-8 BOM is not a column
+  std::uint32_t bom_ = 0;  // a leading BOM is not a column
+  // position()'s last answer, to go on from (not safe for concurrent calls,
+  // like SourceFile::lines(): a source belongs to one thread)
+  mutable std::uint32_t memo_line_ = UINT32_MAX, memo_offset_ = 0, memo_column_ = 1;
 };
 
 /// Why a file's bytes cannot be linted as Python source.

@@ -156,3 +156,14 @@ TEST_CASE("estimated_tokens over-estimates tokens; files with too many are refus
   SourceFile fine("fine.py", ordinary);
   CHECK(fine.check_decodable() == DecodeError::None);
 }
+
+TEST_CASE("LineIndex::position is the same in any query order (it goes on from the previous answer)") {
+  std::string text = "a\xC3\xA9" "b = f(x)  # \xF0\x9F\x98\x80 c\nsecond line\n";
+  LineIndex idx(text);
+  std::vector<Position> fresh;
+  for (std::uint32_t off = 0; off <= text.size(); ++off) fresh.push_back(LineIndex(text).position(off));
+  for (std::uint32_t off = 0; off <= text.size(); ++off) CHECK(idx.position(off) == fresh[off]);  // increasing
+  for (std::uint32_t off = static_cast<std::uint32_t>(text.size()) + 1; off-- > 0;)
+    CHECK(idx.position(off) == fresh[off]);  // decreasing
+  for (std::uint32_t off : {20u, 3u, 25u, 1u, 14u}) CHECK(idx.position(off) == fresh[off]);
+}
