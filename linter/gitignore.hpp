@@ -33,6 +33,8 @@ class GitIgnore {
   /// folder as reached -> the same folder with symbolic links resolved (libgit2's
   /// working directories are real paths; a path through a link must match them)
   std::map<std::filesystem::path, std::filesystem::path> real_directory_;
+  // `dir` (absolute, normal) with symbolic links resolved, cached per folder; mutex_ held
+  std::filesystem::path real_directory(const std::filesystem::path& dir);
 };
 
 }  // namespace ddplint
