@@ -5,6 +5,23 @@
 
 namespace ddplint {
 
+std::string display_path(std::string_view path) {
+  std::string out;
+  out.reserve(path.size());
+  for (char ch : path) {
+    auto c = static_cast<unsigned char>(ch);
+    if (c < 0x20 || c == 0x7f) {
+      static const char* hex = "0123456789abcdef";
+      out += "\\x";
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    } else {
+      out += ch;
+    }
+  }
+  return out;
+}
+
 std::string format_text(const SourceFile& file, const std::vector<Diagnostic>& diagnostics, bool color) {
   std::string out;
   const char* bold = color ? "\x1b[1m" : "";
@@ -17,7 +34,7 @@ std::string format_text(const SourceFile& file, const std::vector<Diagnostic>& d
       sev = d.rule->severity == Severity::Error ? "\x1b[1;31m" : d.rule->severity == Severity::Warning ? "\x1b[1;33m" : "\x1b[1;34m";
     }
     out += bold;
-    out += file.path();
+    out += display_path(file.path());
     out += reset;
     out += cyan;
     out += ':';
@@ -200,7 +217,7 @@ std::string format_grouped(const SourceFile& file, const std::vector<Diagnostic>
   if (diagnostics.empty()) return "";
   const char* bold = color ? "\x1b[1m" : "";
   const char* reset = reset_if(color);
-  std::string out = std::string(bold) + file.path() + reset + ":\n";
+  std::string out = std::string(bold) + display_path(file.path()) + reset + ":\n";
   std::size_t width = 0;
   for (const Diagnostic& d : diagnostics) {
     Position p = file.lines().position(d.start);

@@ -16,6 +16,11 @@ namespace ddplint {
 /// code-point column). With `color`, ANSI colours for path, code and severity.
 std::string format_text(const SourceFile& file, const std::vector<Diagnostic>& diagnostics, bool color);
 
+/// `path` for a terminal: control bytes (newline, escape, ...) written as
+/// `\xNN`, so that a file name cannot move the cursor, recolour the terminal
+/// or split a finding's line (found by hostile testing). Other bytes as they are.
+std::string display_path(std::string_view path);
+
 /// JSON object of one finding, with exactly the fields documented in the README:
 /// code, name, severity, message, filename, location, end_location, fix, url.
 nlohmann::ordered_json to_json(const SourceFile& file, const Diagnostic& d);

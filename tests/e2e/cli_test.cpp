@@ -646,6 +646,11 @@ TEST_CASE("paths: names with spaces, newlines and non-UTF-8 bytes are linted and
     auto doc = nlohmann::json::parse(r.out);  // valid JSON: a non-UTF-8 name is replaced, not passed through
     CHECK((std::string(format) == "json" ? doc.size() : doc["runs"][0]["results"].size()) == 3);
   }
+  CHECK(contains(text.out, "new\\x0aline.py:3:10: DDP101"));  // one line per finding: the newline is escaped
+  d.write("esc\x1b[31m.py", kBadLoader);
+  Run esc = ddplint({"--isolated", "--format", "grouped", "esc\x1b[31m.py"}, "", d.path);
+  CHECK(contains(esc.out, "esc\\x1b[31m.py:"));
+  CHECK(esc.out.find('\x1b') == std::string::npos);  // no escape sequence reaches the terminal
   Run named = ddplint({"--isolated", "new\nline.py", "caf\xE9.py"}, "", d.path);
   CHECK(named.rc == 1);
   CHECK(contains(named.out, "Found 2 findings in 2 files."));
