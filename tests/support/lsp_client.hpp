@@ -162,30 +162,24 @@ class LspClient {
       read_message(5ms);
     }
   }
-  /// Resident memory of the server in KiB (from /proc), or 0.
-  /// Peak resident memory of the server so far (VmHWM), KiB; 0 if unknown.
-  long peak_rss_kib() const {
-    std::FILE* f = std::fopen(("/proc/" + std::to_string(pid_) + "/status").c_str(), "r");
-    if (!f) return 0;
-    char line[256];
-    long kib = 0;
-    while (std::fgets(line, sizeof line, f))
-      if (std::sscanf(line, "VmHWM: %ld kB", &kib) == 1) break;
-    std::fclose(f);
-    return kib;
-  }
-  long rss_kib() const {
-    std::FILE* f = std::fopen(("/proc/" + std::to_string(pid_) + "/status").c_str(), "r");
-    if (!f) return 0;
-    char line[256];
-    long kib = 0;
-    while (std::fgets(line, sizeof line, f))
-      if (std::sscanf(line, "VmRSS: %ld kB", &kib) == 1) break;
-    std::fclose(f);
-    return kib;
-  }
+  /// Resident memory of the server in KiB (VmRSS, from /proc), or 0.
+  long rss_kib() const { return status_kib("VmRSS"); }
+  /// Peak resident memory of the server so far in KiB (VmHWM), or 0.
+  long peak_rss_kib() const { return status_kib("VmHWM"); }
 
  private:
+  // One `KEY: N kB` line of /proc/PID/status, in KiB; 0 if absent.
+  long status_kib(const std::string& key) const {
+    std::FILE* f = std::fopen(("/proc/" + std::to_string(pid_) + "/status").c_str(), "r");
+    if (!f) return 0;
+    char line[256];
+    long kib = 0;
+    const std::string format = key + ": %ld kB";
+    while (std::fgets(line, sizeof line, f))
+      if (std::sscanf(line, format.c_str(), &kib) == 1) break;
+    std::fclose(f);
+    return kib;
+  }
   // Reads what the server has written so far into the inbox, without blocking.
   void drain_available() {
     char chunk[65536];
