@@ -9,6 +9,7 @@
 #include <climits>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 
 namespace ddplint {
@@ -87,19 +88,39 @@ bool is_main_process_name(std::string_view raw) {
 
 }  // namespace
 
-std::string normalize_canonical(std::string name) {
-  if (name.compare(0, 6, "torch.") != 0) return name;  // every rewrite is under torch
-  if (name.size() < 9) return name;
+void normalize_canonical_in_place(std::string& name) {
+  // every rewrite is under torch (a fixed-size compare: inline, no memcmp call)
+  if (name.size() < 9 || std::memcmp(name.data(), "torch.", 6) != 0) return;
   char c = name[6];  // torch.nn / utils / distributed / cuda / amp: the only rewritten modules
-  if (c != 'n' && c != 'u' && c != 'd' && c != 'c' && c != 'a') return name;
+  if (c != 'n' && c != 'u' && c != 'd' && c != 'c' && c != 'a') return;
   for (const auto& r : kRewrites) {
-    if (name.compare(0, r.from.size(), r.from) == 0) {
+    if (std::string_view(name).starts_with(r.from)) {
       name.replace(0, r.from.size(), r.to);
-      return name;
+      return;
     }
   }
+}
+
+std::string normalize_canonical(std::string name) {
+  normalize_canonical_in_place(name);
   return name;
 }
+
+namespace {
+std::string_view canonical_of(const CallSite& c) { return c.canonical; }
+std::string_view method_of(const CallSite& c) { return c.method; }
+
+// Sorts a call index by hash, then name (only where hashes collide), then call index (file order).
+template <typename Name>
+void sort_call_index(std::vector<CallRange::Entry>& table, const std::vector<CallSite>& calls, Name name) {
+  std::sort(table.begin(), table.end(), [&](const CallRange::Entry& a, const CallRange::Entry& b) {
+    if (a.first != b.first) return a.first < b.first;
+    std::string_view na = name(calls[a.second]), nb = name(calls[b.second]);
+    if (na != nb) return na < nb;
+    return a.second < b.second;
+  });
+}
+}  // namespace
 
 // ---------------------------------------------------------------------------
 // The one walk over the tree.
@@ -693,15 +714,19 @@ class ModelBuilder {
   void finish() {
     group_arguments();
     // canonical names of calls, indexes
+    std::string& name = scratch_.name;
     for (std::size_t i = 0; i < m_.calls_.size(); ++i) {
       CallSite& c = m_.calls_[i];
-      if (!is_null(c.callee)) c.canonical = m_.canonical_name(c.callee);
-      if (!c.canonical.empty()) m_.calls_by_canonical_.emplace_back(c.canonical, static_cast<int>(i));
-      if (!c.method.empty()) m_.calls_by_name_.emplace_back(c.method, static_cast<int>(i));
+      if (!is_null(c.callee) && m_.canonical_name_into(c.callee, name)) {
+        char* kept = static_cast<char*>(m_.names_.allocate(name.size(), 1));
+        std::memcpy(kept, name.data(), name.size());
+        c.canonical = std::string_view(kept, name.size());
+        m_.calls_by_canonical_.emplace_back(name_hash(c.canonical), static_cast<int>(i));
+      }
+      if (!c.method.empty()) m_.calls_by_name_.emplace_back(name_hash(c.method), static_cast<int>(i));
     }
-    // (calls_ no longer changes: the views into each canonical string stay valid)
-    std::sort(m_.calls_by_canonical_.begin(), m_.calls_by_canonical_.end());
-    std::sort(m_.calls_by_name_.begin(), m_.calls_by_name_.end());
+    sort_call_index(m_.calls_by_canonical_, m_.calls_, canonical_of);
+    sort_call_index(m_.calls_by_name_, m_.calls_, method_of);
     // argparse destinations
     for (const CallSite* c : m_.calls_named("add_argument")) {
       std::string dest;
@@ -814,6 +839,7 @@ class ModelBuilder {
     std::vector<TSNode> prev_stmt;
     std::vector<std::uint32_t> fill;
     std::vector<Pending> pending_part;
+    std::string name;  // a canonical name being built
   };
   static Scratch& scratch() {
     thread_local Scratch s;
@@ -919,47 +945,64 @@ std::string_view SemanticModel::last_name(TSNode expr) const {
 }
 
 std::string SemanticModel::canonical_name(TSNode expr) const {
-  if (is_null(expr)) return {};
+  std::string name;
+  canonical_name_into(expr, name);
+  return name;
+}
+
+bool SemanticModel::canonical_name_into(TSNode expr, std::string& out) const {
+  out.clear();
+  if (is_null(expr)) return false;
   TSSymbol s0 = ts_node_symbol(expr);
   const Kinds& k = kinds();
-  if (s0 != k.identifier && s0 != k.attribute) return {};
+  if (s0 != k.identifier && s0 != k.attribute) return false;
   std::string_view whole = text(expr);
   if (s0 == k.identifier || plain_dotted(whole)) {  // an identifier's text is a plain name
     // the common case, without building the path first: most names are not imports
     std::size_t dot = s0 == k.identifier ? whole.size() : std::min(whole.find('.'), whole.size());
     const std::string* target = aliases_.find(whole.substr(0, dot));
-    if (target == nullptr) return {};
-    std::string name;
-    name.reserve(target->size() + whole.size() - dot);
-    name.append(*target).append(whole.substr(dot));
-    return normalize_canonical(std::move(name));
+    if (target == nullptr) return false;
+    out.append(*target).append(whole.substr(dot));
+  } else {
+    std::string path = path_of(expr);
+    if (path.empty()) return false;
+    std::size_t dot = std::min(path.find('.'), path.size());
+    const std::string* target = aliases_.find(std::string_view(path).substr(0, dot));
+    if (target == nullptr) return false;
+    out.append(*target).append(std::string_view(path).substr(dot));
   }
-  std::string path = path_of(expr);
-  if (path.empty()) return {};
-  std::size_t dot = std::min(path.find('.'), path.size());
-  const std::string* target = aliases_.find(std::string_view(path).substr(0, dot));
-  if (target == nullptr) return {};
-  path.replace(0, dot, *target);
-  return normalize_canonical(std::move(path));
+  normalize_canonical_in_place(out);
+  return !out.empty();
 }
 
 namespace {
 // The calls listed under `key` in a sorted (key, call index) table, in file order.
-CallRange calls_under(const std::vector<CallRange::Entry>& table, std::string_view key, const std::vector<CallSite>& calls) {
-  auto less = [](const CallRange::Entry& e, std::string_view k) { return e.first < k; };
-  auto first = std::lower_bound(table.begin(), table.end(), key, less);
-  auto last = first;
-  while (last != table.end() && last->first == key) ++last;
-  return CallRange(table.data() + (first - table.begin()), table.data() + (last - table.begin()), calls.data());
+// `name` gives an entry's name (canonical or last name). Entries are sorted by
+// hash, then name, then index (see sort_call_index), so the calls of one name
+// are contiguous: names are compared only among entries of the key's hash.
+template <typename Name>
+CallRange calls_under(const std::vector<CallRange::Entry>& table, std::string_view key, const std::vector<CallSite>& calls,
+                      Name name) {
+  const std::uint64_t h = name_hash(key);
+  const CallRange::Entry* begin = table.data();
+  const CallRange::Entry* end = begin + table.size();
+  const CallRange::Entry* first =
+      std::lower_bound(begin, end, h, [](const CallRange::Entry& e, std::uint64_t v) { return e.first < v; });
+  while (first != end && first->first == h && name(calls[first->second]) != key) ++first;  // (a collision)
+  const CallRange::Entry* last = first;
+  while (last != end && last->first == h && name(calls[last->second]) == key) ++last;
+  return CallRange(first, last, calls.data());
 }
+
+
 }  // namespace
 
 CallRange SemanticModel::calls_to(std::string_view canonical) const {
-  return calls_under(calls_by_canonical_, canonical, calls_);
+  return calls_under(calls_by_canonical_, canonical, calls_, canonical_of);
 }
 
 CallRange SemanticModel::calls_named(std::string_view name) const {
-  return calls_under(calls_by_name_, name, calls_);
+  return calls_under(calls_by_name_, name, calls_, method_of);
 }
 
 const CallSite* SemanticModel::call_at(TSNode call) const {

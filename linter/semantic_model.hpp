@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory_resource>
 #include <optional>
 #include <span>
 #include <string>
@@ -89,11 +90,29 @@ struct Argument {
 
 struct CallSite;
 
+/// A 64-bit hash of a name, for the model's call indexes (which compare names
+/// only where hashes are equal). Not for untrusted tables: no seed.
+inline std::uint64_t name_hash(std::string_view s) {
+  constexpr std::uint64_t kMul = 0x9E3779B97F4A7C15ull;  // 2^64 / golden ratio
+  std::uint64_t h = s.size() * kMul;
+  std::size_t i = 0;
+  for (; i + 8 <= s.size(); i += 8) {
+    std::uint64_t w = 0;
+    for (int b = 7; b >= 0; --b) w = (w << 8) | static_cast<unsigned char>(s[i + b]);  // one load, little-endian
+    h = (h ^ w) * kMul;
+    h ^= h >> 29;
+  }
+  std::uint64_t w = 0;
+  for (std::size_t j = s.size(); j > i; --j) w = (w << 8) | static_cast<unsigned char>(s[j - 1]);
+  h = (h ^ w) * kMul;
+  return h ^ (h >> 32);
+}
+
 /// Calls listed under one name in the model's sorted indexes: iterates as
 /// `const CallSite*` in file order without copying (valid while the model lives).
 class CallRange {
  public:
-  using Entry = std::pair<std::string_view, int>;  // (name, index into the calls)
+  using Entry = std::pair<std::uint64_t, int>;  // (name_hash of the name, index into the calls)
   class iterator {
    public:
     iterator(const Entry* e, const CallSite* calls) : e_(e), calls_(calls) {}
@@ -127,7 +146,7 @@ struct CallSite {
   TSNode node{};          ///< the `call` node
   TSNode callee{};        ///< its `function` child
   TSNode receiver{};      ///< for `x.m(...)`: `x`; null otherwise
-  std::string canonical;  ///< resolved dotted name (`torch.utils.data.DataLoader`) or empty
+  std::string_view canonical;  ///< resolved dotted name (`torch.utils.data.DataLoader`) or empty (kept by the model)
   std::string_view method;  ///< last name of the callee: `m` in `x.m(...)`, `f` in `f(...)`
   int region = 0;         ///< innermost region holding the call
   std::uint32_t first_argument = 0;  ///< its arguments: SemanticModel::arguments(call)
@@ -199,6 +218,9 @@ class SemanticModel {
   /// `torch.nn.parallel.DistributedDataParallel`). Empty when the root name is
   /// not imported.
   std::string canonical_name(TSNode expr) const;
+  /// canonical_name(expr) written into `out` (its capacity reused); false, with
+  /// `out` empty, when the name does not resolve.
+  bool canonical_name_into(TSNode expr, std::string& out) const;
   /// True if `import MODULE` / `import MODULE as LOCAL` (or `from PKG import
   /// MODULE`) binds `local` to module `module` anywhere in the file.
   bool imports_module_as(std::string_view local, std::string_view module) const {
@@ -364,9 +386,12 @@ class SemanticModel {
   std::vector<std::pair<std::uint32_t, std::uint32_t>> region_ranges_;  // byte range of each region's body
   std::vector<CallSite> calls_;
   std::vector<Argument> arguments_;  // grouped by call: CallSite::first_argument
-  // (canonical name or last name, call index), sorted: one allocation per file
-  // instead of a map node and a vector per name; views into calls_ and the text
-  std::vector<std::pair<std::string_view, int>> calls_by_canonical_, calls_by_name_;
+  // (name_hash of the canonical name or the last name, call index), sorted by
+  // hash, then name, then index: one allocation per file instead of a map node
+  // and a vector per name, and a lookup compares integers, not strings
+  std::vector<CallRange::Entry> calls_by_canonical_, calls_by_name_;
+  // the text of each call's canonical name (CallSite::canonical views it)
+  std::pmr::monotonic_buffer_resource names_{1024};
   std::vector<Binding> bindings_;
   StringMap<std::vector<int>> bindings_by_path_;
   // local name -> dotted module path (heterogeneous lookup by string_view)
@@ -389,5 +414,7 @@ class SemanticModel {
 
 /// Normalises a dotted name to its public spelling (see canonical_name).
 std::string normalize_canonical(std::string name);
+/// normalize_canonical on `name` in place.
+void normalize_canonical_in_place(std::string& name);
 
 }  // namespace ddplint
