@@ -107,18 +107,67 @@ std::string normalize_canonical(std::string name) {
 }
 
 namespace {
-std::string_view canonical_of(const CallSite& c) { return c.canonical; }
-std::string_view method_of(const CallSite& c) { return c.method; }
+using Entry = CallRange::Entry;
 
-// Sorts a call index by hash, then name (only where hashes collide), then call index (file order).
+// A name index: (name_hash, position) entries sorted by hash, then name (only
+// where hashes meet), then position, so that the entries of one name are
+// contiguous and in file order. `name(position)` gives an entry's name.
 template <typename Name>
-void sort_call_index(std::vector<CallRange::Entry>& table, const std::vector<CallSite>& calls, Name name) {
-  std::sort(table.begin(), table.end(), [&](const CallRange::Entry& a, const CallRange::Entry& b) {
+void sort_index(std::vector<Entry>& table, Name name) {
+  std::sort(table.begin(), table.end(), [&](const Entry& a, const Entry& b) {
     if (a.first != b.first) return a.first < b.first;
-    std::string_view na = name(calls[a.second]), nb = name(calls[b.second]);
+    std::string_view na = name(a.second), nb = name(b.second);
     if (na != nb) return na < nb;
     return a.second < b.second;
   });
+}
+
+// The entries of `key` in an index sorted by sort_index: [first, last).
+template <typename Name>
+std::pair<const Entry*, const Entry*> index_run(const std::vector<Entry>& table, std::string_view key, Name name) {
+  const std::uint64_t h = name_hash(key);
+  const Entry* begin = table.data();
+  const Entry* end = begin + table.size();
+  const Entry* first = std::lower_bound(begin, end, h, [](const Entry& e, std::uint64_t v) { return e.first < v; });
+  while (first != end && first->first == h && name(first->second) != key) ++first;  // (a collision)
+  const Entry* last = first;
+  while (last != end && last->first == h && name(last->second) == key) ++last;
+  return {first, last};
+}
+}  // namespace
+
+namespace {
+// The text of a name or attribute chain written without spaces, comments or
+// line breaks (`args.batch_size`) is its dotted path: each segment must start
+// like an identifier (a digit would be a number: `1.5.real`) and not be a
+// keyword constant (`None.x`). Otherwise, empty: take the tree walk.
+bool plain_dotted(std::string_view t) {
+  // 1: may start an identifier (letters, _, non-ASCII), 2: may continue one (also digits)
+  static constexpr std::array<unsigned char, 256> kind = [] {
+    std::array<unsigned char, 256> k{};
+    for (int c = 0; c < 256; ++c) {
+      if (c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c >= 0x80) k[c] = 1;
+      else if (c >= '0' && c <= '9') k[c] = 2;
+    }
+    return k;
+  }();
+  if (t.empty()) return false;
+  std::size_t start = 0;
+  for (std::size_t i = 0; i <= t.size(); ++i) {
+    if (i == t.size() || t[i] == '.') {
+      std::size_t len = i - start;
+      if (len == 0) return false;
+      if ((len == 4 || len == 5) && t[start] >= 'F' && t[start] <= 'T') {
+        std::string_view seg = t.substr(start, len);
+        if (seg == "None" || seg == "True" || seg == "False") return false;
+      }
+      start = i + 1;
+      continue;
+    }
+    unsigned char k = kind[static_cast<unsigned char>(t[i])];
+    if (k == 0 || (k == 2 && i == start)) return false;
+  }
+  return true;
 }
 }  // namespace
 
@@ -207,11 +256,13 @@ class ModelBuilder {
   void bind(Binding::Kind kind, TSNode target, TSNode value, int scope) {
     TSSymbol s = ts_node_symbol(target);
     if (s == k_.identifier || s == k_.attribute) {
-      std::string path = m_.path_of(target);
-      if (path.empty()) return;
-      int index = static_cast<int>(m_.bindings_.size());
-      m_.bindings_.push_back(Binding{kind, target, value, scope});
-      m_.bindings_by_path_[path].push_back(index);
+      std::string_view path = m_.text(target);
+      if (!plain_dotted(path)) {  // spaces, comments or line breaks inside: keep the built path
+        std::string built = m_.path_of(target);
+        if (built.empty()) return;
+        path = m_.keep(built);
+      }
+      m_.bindings_.push_back(Binding{kind, target, value, scope, path});
       return;
     }
     if (s == k_.pattern_list || s == k_.tuple_pattern || s == k_.tuple || s == k_.list ||
@@ -269,38 +320,55 @@ class ModelBuilder {
   void record_import(TSNode stmt) {
     std::string_view text = m_.source_.text();
     bool from = ts_node_symbol(stmt) == k_.import_from_statement;
-    std::string module;
+    TSNode mod{};
+    std::string_view module;
     if (from) {
-      TSNode mod = field(stmt, k_.f_module_name);
+      mod = field(stmt, k_.f_module_name);
       if (is_null(mod) || ts_node_symbol(mod) != k_.dotted_name) return;  // relative import
-      module = std::string(node_text(mod, text));
+      module = node_text(mod, text);
     }
+    // whitespace inside dotted names is legal (`torch . nn`): stripped from what is kept
+    auto spaced = [](std::string_view s) {
+      return std::any_of(s.begin(), s.end(), [](char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; });
+    };
+    // `name` (a view into the text) without whitespace, as a view that lives as long as the model
+    auto kept = [&](std::string_view name) {
+      if (!spaced(name)) return name;
+      std::string& built = scratch_.name;
+      built.assign(name);
+      std::erase_if(built, [](char c) { return std::isspace(static_cast<unsigned char>(c)); });
+      return m_.keep(built);
+    };
+    // `module.name` without whitespace, kept by the model
+    auto joined = [&](std::string_view name) {
+      std::string& built = scratch_.name;
+      built.assign(module).append(".").append(name);
+      std::erase_if(built, [](char c) { return std::isspace(static_cast<unsigned char>(c)); });
+      return m_.keep(built);
+    };
     for (TSNode child : children(stmt)) {
-      if (from && ts_node_eq(child, field(stmt, k_.f_module_name))) continue;
+      if (from && ts_node_eq(child, mod)) continue;
       TSSymbol s = ts_node_symbol(child);
-      std::string target, local;
+      std::string_view target, local;
       if (s == k_.dotted_name) {
-        target = std::string(node_text(child, text));
+        std::string_view name = node_text(child, text);
         if (from) {
-          local = target;
-          target = module + "." + target;
+          local = kept(name);
+          target = joined(name);
         } else {
-          local = target.substr(0, target.find('.'));  // `import a.b` binds `a`
+          local = kept(name.substr(0, name.find('.')));  // `import a.b` binds `a`
           target = local;
         }
       } else if (s == k_.aliased_import) {
         TSNode name = field(child, k_.f_name);
         TSNode alias = field(child, k_.f_alias);
         if (is_null(name) || is_null(alias)) continue;
-        target = std::string(node_text(name, text));
-        if (from) target = module + "." + target;
-        local = std::string(node_text(alias, text));
+        target = from ? joined(node_text(name, text)) : kept(node_text(name, text));
+        local = node_text(alias, text);
       } else {
         continue;
       }
-      // strip whitespace inside dotted names (`torch . nn` is legal)
-      std::erase_if(target, [](char c) { return std::isspace(static_cast<unsigned char>(c)); });
-      m_.aliases_.set(std::move(local), std::move(target));
+      m_.aliases_.set(local, target);
     }
   }
 
@@ -713,20 +781,21 @@ class ModelBuilder {
 
   void finish() {
     group_arguments();
+    for (std::size_t i = 0; i < m_.bindings_.size(); ++i)
+      m_.bindings_by_path_.emplace_back(name_hash(m_.bindings_[i].path), static_cast<int>(i));
+    sort_index(m_.bindings_by_path_, [&](int i) { return m_.bindings_[i].path; });
     // canonical names of calls, indexes
     std::string& name = scratch_.name;
     for (std::size_t i = 0; i < m_.calls_.size(); ++i) {
       CallSite& c = m_.calls_[i];
       if (!is_null(c.callee) && m_.canonical_name_into(c.callee, name)) {
-        char* kept = static_cast<char*>(m_.names_.allocate(name.size(), 1));
-        std::memcpy(kept, name.data(), name.size());
-        c.canonical = std::string_view(kept, name.size());
+        c.canonical = m_.keep(name);
         m_.calls_by_canonical_.emplace_back(name_hash(c.canonical), static_cast<int>(i));
       }
       if (!c.method.empty()) m_.calls_by_name_.emplace_back(name_hash(c.method), static_cast<int>(i));
     }
-    sort_call_index(m_.calls_by_canonical_, m_.calls_, canonical_of);
-    sort_call_index(m_.calls_by_name_, m_.calls_, method_of);
+    sort_index(m_.calls_by_canonical_, [&](int i) { return m_.calls_[i].canonical; });
+    sort_index(m_.calls_by_name_, [&](int i) { return m_.calls_[i].method; });
     // argparse destinations
     for (const CallSite* c : m_.calls_named("add_argument")) {
       std::string dest;
@@ -839,7 +908,7 @@ class ModelBuilder {
     std::vector<TSNode> prev_stmt;
     std::vector<std::uint32_t> fill;
     std::vector<Pending> pending_part;
-    std::string name;  // a canonical name being built
+    std::string name;  // a canonical name or import target being built
   };
   static Scratch& scratch() {
     thread_local Scratch s;
@@ -870,40 +939,6 @@ SemanticModel::SemanticModel(const SourceFile& source, const SyntaxTree& tree) :
   ModelBuilder(*this, tree).run();
 }
 
-namespace {
-// The text of a name or attribute chain written without spaces, comments or
-// line breaks (`args.batch_size`) is its dotted path: each segment must start
-// like an identifier (a digit would be a number: `1.5.real`) and not be a
-// keyword constant (`None.x`). Otherwise, empty: take the tree walk.
-bool plain_dotted(std::string_view t) {
-  // 1: may start an identifier (letters, _, non-ASCII), 2: may continue one (also digits)
-  static constexpr std::array<unsigned char, 256> kind = [] {
-    std::array<unsigned char, 256> k{};
-    for (int c = 0; c < 256; ++c) {
-      if (c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c >= 0x80) k[c] = 1;
-      else if (c >= '0' && c <= '9') k[c] = 2;
-    }
-    return k;
-  }();
-  if (t.empty()) return false;
-  std::size_t start = 0;
-  for (std::size_t i = 0; i <= t.size(); ++i) {
-    if (i == t.size() || t[i] == '.') {
-      std::size_t len = i - start;
-      if (len == 0) return false;
-      if ((len == 4 || len == 5) && t[start] >= 'F' && t[start] <= 'T') {
-        std::string_view seg = t.substr(start, len);
-        if (seg == "None" || seg == "True" || seg == "False") return false;
-      }
-      start = i + 1;
-      continue;
-    }
-    unsigned char k = kind[static_cast<unsigned char>(t[i])];
-    if (k == 0 || (k == 2 && i == start)) return false;
-  }
-  return true;
-}
-}  // namespace
 
 std::string SemanticModel::path_of(TSNode expr) const {
   const Kinds& k = kinds();
@@ -960,14 +995,14 @@ bool SemanticModel::canonical_name_into(TSNode expr, std::string& out) const {
   if (s0 == k.identifier || plain_dotted(whole)) {  // an identifier's text is a plain name
     // the common case, without building the path first: most names are not imports
     std::size_t dot = s0 == k.identifier ? whole.size() : std::min(whole.find('.'), whole.size());
-    const std::string* target = aliases_.find(whole.substr(0, dot));
+    const std::string_view* target = aliases_.find(whole.substr(0, dot));
     if (target == nullptr) return false;
     out.append(*target).append(whole.substr(dot));
   } else {
     std::string path = path_of(expr);
     if (path.empty()) return false;
     std::size_t dot = std::min(path.find('.'), path.size());
-    const std::string* target = aliases_.find(std::string_view(path).substr(0, dot));
+    const std::string_view* target = aliases_.find(std::string_view(path).substr(0, dot));
     if (target == nullptr) return false;
     out.append(*target).append(std::string_view(path).substr(dot));
   }
@@ -977,32 +1012,16 @@ bool SemanticModel::canonical_name_into(TSNode expr, std::string& out) const {
 
 namespace {
 // The calls listed under `key` in a sorted (key, call index) table, in file order.
-// `name` gives an entry's name (canonical or last name). Entries are sorted by
-// hash, then name, then index (see sort_call_index), so the calls of one name
-// are contiguous: names are compared only among entries of the key's hash.
-template <typename Name>
-CallRange calls_under(const std::vector<CallRange::Entry>& table, std::string_view key, const std::vector<CallSite>& calls,
-                      Name name) {
-  const std::uint64_t h = name_hash(key);
-  const CallRange::Entry* begin = table.data();
-  const CallRange::Entry* end = begin + table.size();
-  const CallRange::Entry* first =
-      std::lower_bound(begin, end, h, [](const CallRange::Entry& e, std::uint64_t v) { return e.first < v; });
-  while (first != end && first->first == h && name(calls[first->second]) != key) ++first;  // (a collision)
-  const CallRange::Entry* last = first;
-  while (last != end && last->first == h && name(calls[last->second]) == key) ++last;
-  return CallRange(first, last, calls.data());
-}
-
-
 }  // namespace
 
 CallRange SemanticModel::calls_to(std::string_view canonical) const {
-  return calls_under(calls_by_canonical_, canonical, calls_, canonical_of);
+  auto [first, last] = index_run(calls_by_canonical_, canonical, [&](int i) { return calls_[i].canonical; });
+  return CallRange(first, last, calls_.data());
 }
 
 CallRange SemanticModel::calls_named(std::string_view name) const {
-  return calls_under(calls_by_name_, name, calls_, method_of);
+  auto [first, last] = index_run(calls_by_name_, name, [&](int i) { return calls_[i].method; });
+  return CallRange(first, last, calls_.data());
 }
 
 const CallSite* SemanticModel::call_at(TSNode call) const {
@@ -1064,10 +1083,10 @@ int SemanticModel::region_of(TSNode node) const {
 
 std::vector<const Binding*> SemanticModel::bindings_of(std::string_view path, int region) const {
   std::vector<const Binding*> out;
-  auto it = bindings_by_path_.find(path);
-  if (it == bindings_by_path_.end()) return out;
+  auto [from, to] = index_run(bindings_by_path_, path, [&](int i) { return bindings_[i].path; });
+  if (from == to) return out;
   if (path.find('.') != std::string_view::npos) {
-    for (int i : it->second) out.push_back(&bindings_[i]);
+    for (const Entry* e = from; e != to; ++e) out.push_back(&bindings_[e->second]);
     return out;
   }
   // innermost enclosing function scope that binds the name; class bodies are
@@ -1077,8 +1096,8 @@ std::vector<const Binding*> SemanticModel::bindings_of(std::string_view path, in
   while (scope >= 0) {
     const Region& r = regions_[scope];
     if (first || r.kind != Region::Kind::Class) {
-      for (int i : it->second)
-        if (bindings_[i].scope == scope) out.push_back(&bindings_[i]);
+      for (const Entry* e = from; e != to; ++e)
+        if (bindings_[e->second].scope == scope) out.push_back(&bindings_[e->second]);
       if (!out.empty()) return out;
     }
     first = false;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <memory_resource>
 #include <optional>
 #include <span>
@@ -55,28 +56,29 @@ using StringMap = std::unordered_map<std::string, V, StringHash, std::equal_to<>
 /// Local name -> imported module or object, in a flat vector: a file binds a
 /// handful of names by import, and a linear scan of a few string_views costs
 /// less than hashing the name (measured with callgrind on the torch corpus).
-/// Later imports of a name replace earlier ones, as in Python.
+/// Later imports of a name replace earlier ones, as in Python. Holds views:
+/// the model owns the text they point into.
 class AliasTable {
  public:
   /// What `local` is bound to, or nullptr.
-  const std::string* find(std::string_view local) const {
+  const std::string_view* find(std::string_view local) const {
     for (const auto& [name, target] : entries_)
-      if (name.size() == local.size() && name == local) return &target;
+      if (name == local) return &target;
     return nullptr;
   }
   /// Binds `local` to `target`.
-  void set(std::string local, std::string target) {
+  void set(std::string_view local, std::string_view target) {
     for (auto& [name, t] : entries_) {
       if (name == local) {
-        t = std::move(target);
+        t = target;
         return;
       }
     }
-    entries_.emplace_back(std::move(local), std::move(target));
+    entries_.emplace_back(local, target);
   }
 
  private:
-  std::vector<std::pair<std::string, std::string>> entries_;
+  std::vector<std::pair<std::string_view, std::string_view>> entries_;
 };
 
 /// One argument of a call's argument list (comments excluded), in order.
@@ -162,6 +164,7 @@ struct Binding {
   TSNode target{};        ///< the bound name or attribute
   TSNode value{};         ///< the bound expression (null when not a single expression)
   int scope = 0;          ///< region index of the function holding it (0: module)
+  std::string_view path;  ///< the target's dotted path (`args.lr`; see SemanticModel::path_of)
 };
 
 /// The first place where the file is not valid Python 3.
@@ -224,7 +227,7 @@ class SemanticModel {
   /// True if `import MODULE` / `import MODULE as LOCAL` (or `from PKG import
   /// MODULE`) binds `local` to module `module` anywhere in the file.
   bool imports_module_as(std::string_view local, std::string_view module) const {
-    const std::string* target = aliases_.find(local);
+    const std::string_view* target = aliases_.find(local);
     return target != nullptr && *target == module;
   }
   /// Dotted path of a plain name or attribute chain (`args.batch_size`), or empty.
@@ -342,6 +345,12 @@ class SemanticModel {
 
  private:
   friend class ModelBuilder;
+  // A copy of `s` that lives as long as the model.
+  std::string_view keep(std::string_view s) {
+    char* kept = static_cast<char*>(names_.allocate(s.size(), 1));
+    std::memcpy(kept, s.data(), s.size());
+    return {kept, s.size()};
+  }
   bool training_call(const CallSite& call) const;
   std::vector<int> resolve_local_function(const CallSite& call) const;
   void analyse_loops();
@@ -390,10 +399,11 @@ class SemanticModel {
   // hash, then name, then index: one allocation per file instead of a map node
   // and a vector per name, and a lookup compares integers, not strings
   std::vector<CallRange::Entry> calls_by_canonical_, calls_by_name_;
-  // the text of each call's canonical name (CallSite::canonical views it)
+  // the text of each call's canonical name (CallSite::canonical views it), and
+  // of binding paths that are not written plainly in the source
   std::pmr::monotonic_buffer_resource names_{1024};
   std::vector<Binding> bindings_;
-  StringMap<std::vector<int>> bindings_by_path_;
+  std::vector<CallRange::Entry> bindings_by_path_;  // (name_hash of the path, binding index), sorted like the call indexes
   // local name -> dotted module path (heterogeneous lookup by string_view)
   AliasTable aliases_;
   std::vector<FunctionInfo> functions_;
