@@ -141,16 +141,26 @@ namespace {
 // line breaks (`args.batch_size`) is its dotted path: each segment must start
 // like an identifier (a digit would be a number: `1.5.real`) and not be a
 // keyword constant (`None.x`). Otherwise, empty: take the tree walk.
+// Per byte: 1 may start an identifier (letters, _, non-ASCII), 2 may continue one (also digits), 0 neither.
+constexpr std::array<unsigned char, 256> kIdentifierByte = [] {
+  std::array<unsigned char, 256> k{};
+  for (int c = 0; c < 256; ++c) {
+    if (c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c >= 0x80) k[c] = 1;
+    else if (c >= '0' && c <= '9') k[c] = 2;
+  }
+  return k;
+}();
+
+// The identifier `t` starts with (empty if it starts otherwise).
+std::string_view leading_identifier(std::string_view t) {
+  std::size_t n = 0;
+  while (n < t.size() && kIdentifierByte[static_cast<unsigned char>(t[n])] != 0) ++n;
+  if (n > 0 && kIdentifierByte[static_cast<unsigned char>(t[0])] != 1) return {};  // a number
+  return t.substr(0, n);
+}
+
 bool plain_dotted(std::string_view t) {
-  // 1: may start an identifier (letters, _, non-ASCII), 2: may continue one (also digits)
-  static constexpr std::array<unsigned char, 256> kind = [] {
-    std::array<unsigned char, 256> k{};
-    for (int c = 0; c < 256; ++c) {
-      if (c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c >= 0x80) k[c] = 1;
-      else if (c >= '0' && c <= '9') k[c] = 2;
-    }
-    return k;
-  }();
+  const auto& kind = kIdentifierByte;
   if (t.empty()) return false;
   std::size_t start = 0;
   for (std::size_t i = 0; i <= t.size(); ++i) {
@@ -992,6 +1002,9 @@ bool SemanticModel::canonical_name_into(TSNode expr, std::string& out) const {
   const Kinds& k = kinds();
   if (s0 != k.identifier && s0 != k.attribute) return false;
   std::string_view whole = text(expr);
+  // The chain's root name starts its text (`a` in `a . b`, and in `a().b`,
+  // which has no path): most roots are not imports, and then nothing more is read.
+  if (s0 == k.attribute && aliases_.find(leading_identifier(whole)) == nullptr) return false;
   if (s0 == k.identifier || plain_dotted(whole)) {  // an identifier's text is a plain name
     // the common case, without building the path first: most names are not imports
     std::size_t dot = s0 == k.identifier ? whole.size() : std::min(whole.find('.'), whole.size());
