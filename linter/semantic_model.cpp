@@ -11,6 +11,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <memory>
+#include <utility>
 
 namespace ddplint {
 
@@ -113,7 +115,7 @@ using Entry = CallRange::Entry;
 // where hashes meet), then position, so that the entries of one name are
 // contiguous and in file order. `name(position)` gives an entry's name.
 template <typename Name>
-void sort_index(std::vector<Entry>& table, Name name) {
+void sort_index(std::span<Entry> table, Name name) {
   std::sort(table.begin(), table.end(), [&](const Entry& a, const Entry& b) {
     if (a.first != b.first) return a.first < b.first;
     std::string_view na = name(a.second), nb = name(b.second);
@@ -124,7 +126,7 @@ void sort_index(std::vector<Entry>& table, Name name) {
 
 // The entries of `key` in an index sorted by sort_index: [first, last).
 template <typename Name>
-std::pair<const Entry*, const Entry*> index_run(const std::vector<Entry>& table, std::string_view key, Name name) {
+std::pair<const Entry*, const Entry*> index_run(std::span<const Entry> table, std::string_view key, Name name) {
   const std::uint64_t h = name_hash(key);
   const Entry* begin = table.data();
   const Entry* end = begin + table.size();
@@ -754,7 +756,7 @@ class ModelBuilder {
   // Groups the walk's arguments by call (a counting sort: stable, so each
   // call's arguments stay in source order). O(calls + arguments).
   void group_arguments() {
-    std::vector<CallSite>& calls = m_.calls_;
+    auto& calls = m_.calls_;
     for (const auto& [call, a] : pending_arguments_) calls[call].argument_count++;
     std::uint32_t next = 0;
     for (CallSite& c : calls) {
@@ -944,6 +946,27 @@ class ModelBuilder {
 };
 
 // ---------------------------------------------------------------------------
+
+namespace {
+struct ThreadBuffer {
+  std::unique_ptr<std::byte[]> bytes;  // allocated on the thread's first model
+  bool in_use = false;
+};
+thread_local ThreadBuffer thread_buffer;
+
+std::pmr::monotonic_buffer_resource arena_resource(bool claim) {
+  if (!claim) return std::pmr::monotonic_buffer_resource(4096);
+  if (!thread_buffer.bytes) thread_buffer.bytes = std::make_unique<std::byte[]>(ModelArena::kThreadBufferBytes);
+  return std::pmr::monotonic_buffer_resource(thread_buffer.bytes.get(), ModelArena::kThreadBufferBytes);
+}
+}  // namespace
+
+ModelArena::ModelArena()
+    : holds_thread_buffer_(!std::exchange(thread_buffer.in_use, true)), resource_(arena_resource(holds_thread_buffer_)) {}
+
+ModelArena::~ModelArena() {
+  if (holds_thread_buffer_) thread_buffer.in_use = false;
+}
 
 SemanticModel::SemanticModel(const SourceFile& source, const SyntaxTree& tree) : source_(source) {
   ModelBuilder(*this, tree).run();

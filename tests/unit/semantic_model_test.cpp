@@ -43,6 +43,41 @@ i = Unknown(x)
   CHECK(m.model.calls_to("torch.utils.data.DataLoader").size() == 3);
 }
 
+TEST_CASE("import targets with whitespace inside dotted names, and chains whose root is not an import") {
+  Model m("import torch . distributed as dist\nfrom torch . nn import parallel\nimport  os . path\n"
+          "a = dist.barrier()\nb = parallel.DistributedDataParallel(x)\nc = os.path.join(p)\n"
+          "d = dist().barrier()\ne = (dist).barrier()\nf = model.dist.barrier()\n");
+  CHECK(m.call("dist.barrier").canonical == "torch.distributed.barrier");
+  CHECK(m.call("parallel.").canonical == "torch.nn.parallel.DistributedDataParallel");
+  CHECK(m.call("os.path.join").canonical == "os.path.join");
+  CHECK(m.call("dist().barrier").canonical.empty());
+  CHECK(m.call("(dist).barrier").canonical.empty());
+  CHECK(m.call("model.dist").canonical.empty());
+  CHECK(m.model.calls_to("torch.distributed.barrier").size() == 1);
+  CHECK(m.model.calls_named("barrier").size() == 4);
+}
+
+TEST_CASE("models alive together on one thread keep their own memory; a model larger than the thread's buffer") {
+  // The first model alive on a thread takes the thread's arena buffer, the
+  // others start on the heap: each must keep its names while the others come and go.
+  auto a = std::make_unique<Model>("import torch.distributed as dist\ndist.all_reduce(t)\n");
+  std::string big = "import torch\n";
+  for (int i = 0; i < 20000; ++i) big += "torch.cuda.synchronize(); x" + std::to_string(i) + " = f" + std::to_string(i) + "(y)\n";
+  {
+    Model b(big);
+    CHECK(b.model.calls_to("torch.cuda.synchronize").size() == 20000);
+    CHECK(b.model.calls_named("f19999").size() == 1);
+    CHECK(b.model.bindings().size() == 20000);
+  }
+  Model c("from torch.utils.data import DataLoader as DL\nDL(ds)\n");
+  CHECK(a->call("dist.").canonical == "torch.distributed.all_reduce");
+  CHECK(c.call("DL(").canonical == "torch.utils.data.DataLoader");
+  a.reset();  // the thread's buffer is free again: the next model takes it
+  Model d(big);
+  CHECK(d.model.calls_to("torch.cuda.synchronize").size() == 20000);
+  CHECK(c.call("DL(").canonical == "torch.utils.data.DataLoader");
+}
+
 TEST_CASE("values: literals, names bound once, argparse defaults, arithmetic; unknown stays unknown") {
   Model m(R"(import os, argparse
 p = argparse.ArgumentParser()
