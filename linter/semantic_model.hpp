@@ -97,17 +97,29 @@ struct CallSite;
 /// only where hashes are equal). Not for untrusted tables: no seed.
 inline std::uint64_t name_hash(std::string_view s) {
   constexpr std::uint64_t kMul = 0x9E3779B97F4A7C15ull;  // 2^64 / golden ratio
-  std::uint64_t h = s.size() * kMul;
-  std::size_t i = 0;
-  for (; i + 8 <= s.size(); i += 8) {
-    std::uint64_t w = 0;
-    for (int b = 7; b >= 0; --b) w = (w << 8) | static_cast<unsigned char>(s[i + b]);  // one load, little-endian
+  const std::size_t n = s.size();
+  std::uint64_t h = n * kMul;
+  auto mix = [&](std::uint64_t w) {
     h = (h ^ w) * kMul;
     h ^= h >> 29;
+  };
+  if (n >= 8) {
+    std::size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+      std::uint64_t w;
+      std::memcpy(&w, s.data() + i, 8);  // one load
+      mix(w);
+    }
+    if (i < n) {  // the last 8 bytes, overlapping the previous word
+      std::uint64_t w;
+      std::memcpy(&w, s.data() + n - 8, 8);
+      mix(w);
+    }
+  } else {
+    std::uint64_t w = 0;
+    for (std::size_t j = 0; j < n; ++j) w |= static_cast<std::uint64_t>(static_cast<unsigned char>(s[j])) << (8 * j);
+    mix(w);
   }
-  std::uint64_t w = 0;
-  for (std::size_t j = s.size(); j > i; --j) w = (w << 8) | static_cast<unsigned char>(s[j - 1]);
-  h = (h ^ w) * kMul;
   return h ^ (h >> 32);
 }
 
