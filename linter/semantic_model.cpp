@@ -206,7 +206,9 @@ class ModelBuilder {
     std::string_view text = m_.source_.text();
     may_use_keywords_as_names_ = contains_text(text, "async") || contains_text(text, "await");
 
-    ddplint_walk(root, &ModelBuilder::enter_node, &ModelBuilder::leave_node, this, /*skip_anonymous_leaves=*/true);
+    all_leaves_ = has_error_ || may_use_keywords_as_names_;
+    ddplint_walk(root, &ModelBuilder::enter_node, &ModelBuilder::leave_node, this, /*skip_anonymous_leaves=*/true,
+                 leaf_symbols());
     finish();
   }
 
@@ -224,12 +226,37 @@ class ModelBuilder {
     return table;
   }
 
-  static bool enter_node(void* context, const DdplintVisit* visit) {
+  // Named leaves visited under a node that does not need its leaf children
+  // (DDPLINT_VISIT_INNER_CHILDREN): comments, which enter() records anywhere.
+  static const bool* leaf_symbols() {
+    static const std::vector<char> table = [] {
+      std::vector<char> t(ts_language_symbol_count(tree_sitter_python()), 0);
+      t[kinds().comment] = 1;
+      return t;
+    }();
+    return reinterpret_cast<const bool*>(table.data());
+  }
+
+  static int enter_node(void* context, const DdplintVisit* visit) {
     auto* self = static_cast<ModelBuilder*>(context);
     if (self->has_error_ && !self->m_.first_error_ && (ts_node_is_error(visit->node) || ts_node_is_missing(visit->node))) {
       self->note_syntax_error(visit->node, {});
     }
-    return self->enter(visit->node, visit->symbol, visit->named, visit->depth);
+    if (!self->enter(visit->node, visit->symbol, visit->named, visit->depth)) return DDPLINT_SKIP_CHILDREN;
+    if (!visit->named) return DDPLINT_VISIT_CHILDREN;
+    return self->needs_leaf_children(visit->symbol, visit->depth) ? DDPLINT_VISIT_CHILDREN : DDPLINT_VISIT_INNER_CHILDREN;
+  }
+
+  // True when enter() reads the named leaves (names, numbers) among the
+  // children of the node just entered: a call's or an attribute callee's
+  // parts, a keyword argument's name and value (note_part), a call's arguments
+  // (note_argument), a block's statements (indentation), the module's (header);
+  // and every leaf in a tree with errors (ERROR, MISSING) or that may use
+  // `async`/`await` as names.
+  bool needs_leaf_children(TSSymbol s, std::uint32_t depth) const {
+    if (all_leaves_ || s == k_.block || s == k_.module) return true;
+    if (pending_part_.size() > depth && pending_part_[depth].kind != Part::None) return true;
+    return s == k_.argument_list && depth > 0 && symbols_[depth - 1] == k_.call;
   }
   static void leave_node(void* context, std::uint32_t depth) { static_cast<ModelBuilder*>(context)->leave(depth); }
 
@@ -942,6 +969,7 @@ class ModelBuilder {
   bool header_done_ = false;                                 // the header block's end is known
   bool docstring_allowed_ = true;                            // no statement before: a string is the docstring
   bool may_use_keywords_as_names_ = false;                   // the text contains `async` or `await`
+  bool all_leaves_ = false;                                  // enter() needs every named leaf
   const std::vector<bool>& recorded_ = recorded_symbols();   // per symbol: enter() records something for it
 };
 

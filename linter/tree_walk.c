@@ -22,6 +22,7 @@ typedef struct {
   const TSSymbol *alias_sequence; /* of the frame's production, or NULL */
   uint32_t child_depth;           /* depth of the frame's visible children */
   bool visible;                   /* the frame's own subtree is a visible node */
+  bool inner_only;                /* named leaf children only if marked in leaf_symbols */
 } Frame;
 
 typedef struct {
@@ -54,7 +55,7 @@ static bool stack_grow(Stack *s) {
 }
 
 ALWAYS_INLINE bool stack_push(Stack *s, const TSLanguage *language, const Subtree *subtree, Length position,
-                              uint32_t child_depth, bool visible) {
+                              uint32_t child_depth, bool visible, bool inner_only) {
   if (s->size == s->capacity && !stack_grow(s)) return false;
   Frame *f = &s->frames[s->size++];
   f->children = ts_subtree_children(*subtree);
@@ -65,6 +66,7 @@ ALWAYS_INLINE bool stack_push(Stack *s, const TSLanguage *language, const Subtre
   f->alias_sequence = ts_language_alias_sequence(language, subtree->ptr->production_id);
   f->child_depth = child_depth;
   f->visible = visible;
+  f->inner_only = inner_only;
   return true;
 }
 
@@ -113,7 +115,8 @@ ALWAYS_INLINE void describe(const TSTree *tree, const Subtree *subtree, Length p
   visit->depth = depth;
 }
 
-bool ddplint_walk(TSNode root, DdplintEnterFn enter, DdplintLeaveFn leave, void *context, bool skip_anonymous_leaves) {
+bool ddplint_walk(TSNode root, DdplintEnterFn enter, DdplintLeaveFn leave, void *context, bool skip_anonymous_leaves,
+                  const bool *leaf_symbols) {
   if (ts_node_is_null(root)) return true;
   const TSTree *tree = root.tree;
   const Subtree *subtree = (const Subtree *)root.id;
@@ -121,13 +124,14 @@ bool ddplint_walk(TSNode root, DdplintEnterFn enter, DdplintLeaveFn leave, void 
   DdplintVisit visit;
   TSSymbol root_alias = (TSSymbol)root.context[3];
   describe(tree, subtree, position, root_alias, is_named(tree->language, *subtree, root_alias), 0, &visit);
-  if (!enter(context, &visit) || ts_subtree_child_count(*subtree) == 0) {
+  int descend = enter(context, &visit);
+  if (descend == DDPLINT_SKIP_CHILDREN || ts_subtree_child_count(*subtree) == 0) {
     leave(context, 0);
     return true;
   }
   Stack stack;
   stack_init(&stack);
-  bool ok = stack_push(&stack, tree->language, subtree, position, 1, true);
+  bool ok = stack_push(&stack, tree->language, subtree, position, 1, true, descend == DDPLINT_VISIT_INNER_CHILDREN);
   while (ok && stack.size > 0) {
     Frame *f = &stack.frames[stack.size - 1];
     if (f->index == f->count) {
@@ -157,8 +161,11 @@ bool ddplint_walk(TSNode root, DdplintEnterFn enter, DdplintLeaveFn leave, void 
       if (!c.data.visible && !alias) continue;  /* a hidden leaf: nothing to visit */
       bool named = alias ? symbol_named(tree->language, alias) : c.data.named;
       if (skip_anonymous_leaves && !named && !c.data.is_missing) continue;
-      visit.node = make_node(tree, child, position, alias);
       visit.symbol = public_symbol(tree->language, alias ? alias : c.data.symbol);
+      if (f->inner_only && named && !c.data.is_missing && visit.symbol != ts_builtin_sym_error &&
+          !(leaf_symbols && leaf_symbols[visit.symbol]))
+        continue;
+      visit.node = make_node(tree, child, position, alias);
       visit.named = named;
       visit.depth = depth;
       enter(context, &visit);
@@ -175,17 +182,23 @@ bool ddplint_walk(TSNode root, DdplintEnterFn enter, DdplintLeaveFn leave, void 
     if (h->visible || alias) {
       bool named = alias ? symbol_named(tree->language, alias) : h->named;
       if (skip_anonymous_leaves && !named && h->child_count == 0 && !h->is_missing) continue;
-      visit.node = make_node(tree, child, position, alias);
       visit.symbol = public_symbol(tree->language, alias ? alias : h->symbol);
+      /* a leaf: no visible children (hidden ones may hold tokens, as in string_content) */
+      if (f->inner_only && named && (h->child_count == 0 || h->visible_child_count == 0) && !h->is_missing &&
+          visit.symbol != ts_builtin_sym_error && !(leaf_symbols && leaf_symbols[visit.symbol]))
+        continue;
+      visit.node = make_node(tree, child, position, alias);
       visit.named = named;
       visit.depth = depth;
-      if (enter(context, &visit) && h->child_count > 0) {
-        ok = stack_push(&stack, tree->language, child, position, depth + 1, true);
+      int child_descend = enter(context, &visit);
+      if (child_descend != DDPLINT_SKIP_CHILDREN && h->child_count > 0) {
+        ok = stack_push(&stack, tree->language, child, position, depth + 1, true,
+                        child_descend == DDPLINT_VISIT_INNER_CHILDREN);
       } else {
         leave(context, depth);
       }
     } else if (h->child_count > 0 && h->visible_child_count > 0) {
-      ok = stack_push(&stack, tree->language, child, position, depth, false);
+      ok = stack_push(&stack, tree->language, child, position, depth, false, f->inner_only);
     }
   }
   stack_free(&stack);
@@ -199,7 +212,7 @@ static size_t collect_children(const TSTree *tree, const Subtree *subtree, Lengt
   Stack stack;
   stack_init(&stack);
   size_t n = 0;
-  bool ok = stack_push(&stack, tree->language, subtree, position, 1, true);
+  bool ok = stack_push(&stack, tree->language, subtree, position, 1, true, false);
   while (ok && stack.size > 0) {
     Frame *f = &stack.frames[stack.size - 1];
     if (f->index == f->count) {
@@ -214,7 +227,7 @@ static size_t collect_children(const TSTree *tree, const Subtree *subtree, Lengt
         ++n;
       }
     } else if (ts_subtree_visible_child_count(*child) > 0) {
-      ok = stack_push(&stack, tree->language, child, position, 1, false);
+      ok = stack_push(&stack, tree->language, child, position, 1, false, false);
     }
   }
   stack_free(&stack);

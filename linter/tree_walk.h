@@ -30,16 +30,32 @@ typedef struct {
   uint32_t depth;   /**< 0 for the walk's root, +1 per visible level */
 } DdplintVisit;
 
-/** Called on entering a node; returns false to skip the node's descendants. */
-typedef bool (*DdplintEnterFn)(void *context, const DdplintVisit *visit);
+/** What a walk visits below a node, as its DdplintEnterFn answers. */
+typedef enum {
+  DDPLINT_SKIP_CHILDREN = 0,  /**< none of the node's descendants */
+  DDPLINT_VISIT_CHILDREN = 1, /**< all of them */
+  /** all of them except named leaves (nodes without visible children) among
+   * the node's children (hidden nodes looked through) whose symbol is not
+   * marked in the walk's `leaf_symbols`:
+   * for a node whose leaf children (names, numbers) the caller does not need.
+   * MISSING and ERROR leaves are visited (`leaf_symbols` is not read for ERROR). Deeper levels follow their own parent's answer. */
+  DDPLINT_VISIT_INNER_CHILDREN = 2
+} DdplintDescend;
+
+/** Called on entering a node; returns a DdplintDescend. */
+typedef int (*DdplintEnterFn)(void *context, const DdplintVisit *visit);
 /** Called after a node's descendants (or right after enter for a leaf or a skipped node). */
 typedef void (*DdplintLeaveFn)(void *context, uint32_t depth);
 
 /** Walks `root` and its descendants in pre-order. With `skip_anonymous_leaves`,
  * anonymous nodes without children (punctuation, keywords: about half of all
- * nodes) are passed over without calls, except MISSING ones (a syntax error). Returns false only if memory for the
- * walk's stack could not be allocated (the walk then stops early). */
-bool ddplint_walk(TSNode root, DdplintEnterFn enter, DdplintLeaveFn leave, void *context, bool skip_anonymous_leaves);
+ * nodes) are passed over without calls, except MISSING ones (a syntax error).
+ * `leaf_symbols` (indexed by public symbol, ts_language_symbol_count entries;
+ * may be NULL for none) marks the named leaves visited below a node whose
+ * enter answered DDPLINT_VISIT_INNER_CHILDREN. Returns false only if memory
+ * for the walk's stack could not be allocated (the walk then stops early). */
+bool ddplint_walk(TSNode root, DdplintEnterFn enter, DdplintLeaveFn leave, void *context, bool skip_anonymous_leaves,
+                  const bool *leaf_symbols);
 
 /** Writes the children of `node` (only named ones if `named_only`), in order,
  * to out[0 .. capacity); returns how many there are (which may exceed

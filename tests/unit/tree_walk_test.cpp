@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <filesystem>
+#include <memory>
 #include <random>
 #include <string>
 #include <tuple>
@@ -25,14 +26,21 @@ Step step(TSNode n, std::uint32_t depth) {
           ts_node_is_missing(n)};
 }
 
-std::vector<Step> cursor_walk(TSNode root, bool skip_anonymous_leaves = false) {
+// The reference walk: every node the cursor visits. With skip_anonymous_leaves,
+// not anonymous leaves (unless MISSING). With `inner_only` (a test of a
+// parent's symbol), not the named leaves (unless MISSING) of such parents
+// whose symbol `marked` does not accept (DDPLINT_VISIT_INNER_CHILDREN), nor ERROR ones.
+template <typename InnerOnly, typename Marked>
+std::vector<Step> cursor_walk_filtered(TSNode root, bool skip_anonymous_leaves, InnerOnly inner_only, Marked marked) {
   std::vector<Step> out;
   TSTreeCursor cursor = ts_tree_cursor_new(root);
   std::uint32_t depth = 0;
   for (;;) {
     TSNode n = ts_tree_cursor_current_node(&cursor);
-    if (!skip_anonymous_leaves || ts_node_is_named(n) || ts_node_child_count(n) > 0 || ts_node_is_missing(n) ||
-        depth == 0)
+    bool dropped = depth > 0 && ts_node_is_named(n) && ts_node_child_count(n) == 0 && !ts_node_is_missing(n) &&
+                   !ts_node_is_error(n) && inner_only(ts_node_symbol(ts_node_parent(n))) && !marked(ts_node_symbol(n));
+    if ((!skip_anonymous_leaves || ts_node_is_named(n) || ts_node_child_count(n) > 0 || ts_node_is_missing(n) ||
+         depth == 0) && !dropped)
       out.push_back(step(n, depth));
     if (ts_tree_cursor_goto_first_child(&cursor)) {
       ++depth;
@@ -49,14 +57,27 @@ std::vector<Step> cursor_walk(TSNode root, bool skip_anonymous_leaves = false) {
   }
 }
 
+std::vector<Step> cursor_walk(TSNode root, bool skip_anonymous_leaves = false) {
+  return cursor_walk_filtered(root, skip_anonymous_leaves, [](TSSymbol) { return false; }, [](TSSymbol) { return true; });
+}
+
 struct Recorder {
   std::vector<Step> steps;
   std::vector<std::uint32_t> open;  // depths entered and not yet left
   bool balanced = true;
+  bool inner_by_symbol = false;     // enter answers DDPLINT_VISIT_INNER_CHILDREN where inner_only(symbol)
 };
 
-std::vector<Step> fast_walk(TSNode root, bool* balanced, bool skip_anonymous_leaves = false) {
+// The test's choice of parents whose named leaves are not wanted, and of leaf symbols wanted anyway.
+bool test_inner_only(TSSymbol s) { return s % 3 != 1; }
+bool test_marked(TSSymbol s) { return s % 5 == 0; }
+
+std::vector<Step> fast_walk(TSNode root, bool* balanced, bool skip_anonymous_leaves = false, bool inner = false) {
   Recorder r;
+  r.inner_by_symbol = inner;
+  std::vector<bool> marked_vector(ts_language_symbol_count(tree_sitter_python()));
+  std::unique_ptr<bool[]> marked(new bool[marked_vector.size()]);
+  for (std::size_t i = 0; i < marked_vector.size(); ++i) marked[i] = test_marked(static_cast<TSSymbol>(i));
   auto enter = [](void* ctx, const DdplintVisit* v) {
     auto* rec = static_cast<Recorder*>(ctx);
     Step s = step(v->node, v->depth);
@@ -64,14 +85,15 @@ std::vector<Step> fast_walk(TSNode root, bool* balanced, bool skip_anonymous_lea
     if (std::get<0>(s) != v->symbol || std::get<1>(s) != v->named) rec->balanced = false;
     rec->steps.push_back(s);
     rec->open.push_back(v->depth);
-    return true;
+    return static_cast<int>(rec->inner_by_symbol && test_inner_only(v->symbol) ? DDPLINT_VISIT_INNER_CHILDREN
+                                                                                : DDPLINT_VISIT_CHILDREN);
   };
   auto leave = [](void* ctx, std::uint32_t depth) {
     auto* rec = static_cast<Recorder*>(ctx);
     if (rec->open.empty() || rec->open.back() != depth) rec->balanced = false;
     if (!rec->open.empty()) rec->open.pop_back();
   };
-  ddplint_walk(root, enter, leave, &r, skip_anonymous_leaves);
+  ddplint_walk(root, enter, leave, &r, skip_anonymous_leaves, inner ? marked.get() : nullptr);
   *balanced = r.balanced && r.open.empty();
   return r.steps;
 }
@@ -127,6 +149,17 @@ void check_same(const std::string& text) {
         return;
       }
     }
+    // leaves filtered by their parent's answer (DDPLINT_VISIT_INNER_CHILDREN)
+    std::vector<Step> fast_inner = fast_walk(tree.root(), &balanced, skip, /*inner=*/true);
+    std::vector<Step> slow_inner = cursor_walk_filtered(tree.root(), skip, test_inner_only, test_marked);
+    CHECK(balanced);
+    REQUIRE(fast_inner.size() == slow_inner.size());
+    for (std::size_t i = 0; i < fast_inner.size(); ++i) {
+      if (fast_inner[i] != slow_inner[i]) {
+        FAIL_CHECK("filtered walks differ at node " << i);
+        return;
+      }
+    }
   }
 }
 
@@ -163,6 +196,17 @@ TEST_CASE("the fast walk agrees with the cursor on broken, aliased and extra-lad
   check_same("match x:\n  case [1, *rest]: pass\n  case {'k': v}: pass\n");
   check_same("\xef\xbb\xbfx = 1\n");                            // BOM
   check_same(std::string(2000, '(') + std::string(2000, ')'));  // deep nesting
+}
+
+TEST_CASE("DDPLINT_VISIT_INNER_CHILDREN passes over the named leaves of the nodes that answer it") {
+  SourceFile src("<w>", "x = a + f(b, 1)  # c\n");
+  SyntaxTree tree = parse_python(src);
+  bool balanced = false;
+  std::vector<Step> all = fast_walk(tree.root(), &balanced, true);
+  std::vector<Step> inner = fast_walk(tree.root(), &balanced, true, /*inner=*/true);
+  CHECK(balanced);
+  CHECK(inner.size() < all.size());
+  CHECK(inner == cursor_walk_filtered(tree.root(), true, test_inner_only, test_marked));
 }
 
 TEST_CASE("the fast walk agrees with the cursor on random mutations of an example") {
