@@ -91,15 +91,20 @@ bool is_main_process_name(std::string_view raw) {
 }  // namespace
 
 void normalize_canonical_in_place(std::string& name) {
-  // every rewrite is under torch (a fixed-size compare: inline, no memcmp call)
-  if (name.size() < 9 || std::memcmp(name.data(), "torch.", 6) != 0) return;
-  char c = name[6];  // torch.nn / utils / distributed / cuda / amp: the only rewritten modules
-  if (c != 'n' && c != 'u' && c != 'd' && c != 'c' && c != 'a') return;
+  // Every rewritten prefix is under torch and at least 16 bytes long: compare
+  // two 8-byte words (two loads each) before the rest, so that most names
+  // (`torch.nn.functional.relu`) are rejected without a memcmp call.
+  static_assert(std::all_of(kRewrites.begin(), kRewrites.end(), [](const Rewrite& r) { return r.from.size() >= 16; }));
+  if (name.size() < 16 || std::memcmp(name.data(), "torch.", 6) != 0) return;
+  std::uint64_t head[2];
+  std::memcpy(head, name.data(), 16);
   for (const auto& r : kRewrites) {
-    if (std::string_view(name).starts_with(r.from)) {
-      name.replace(0, r.from.size(), r.to);
-      return;
-    }
+    std::uint64_t from[2];
+    std::memcpy(from, r.from.data(), 16);
+    if (head[0] != from[0] || head[1] != from[1] || name.size() < r.from.size()) continue;
+    if (std::memcmp(name.data() + 16, r.from.data() + 16, r.from.size() - 16) != 0) continue;
+    name.replace(0, r.from.size(), r.to);
+    return;
   }
 }
 

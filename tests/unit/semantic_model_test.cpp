@@ -43,6 +43,32 @@ i = Unknown(x)
   CHECK(m.model.calls_to("torch.utils.data.DataLoader").size() == 3);
 }
 
+TEST_CASE("normalize_canonical: every private module path PyTorch re-exports, and names it leaves alone") {
+  CHECK(normalize_canonical("torch.nn.parallel.distributed.DistributedDataParallel") == "torch.nn.parallel.DistributedDataParallel");
+  CHECK(normalize_canonical("torch.nn.parallel.data_parallel.DataParallel") == "torch.nn.parallel.DataParallel");
+  CHECK(normalize_canonical("torch.nn.DistributedDataParallel") == "torch.nn.parallel.DistributedDataParallel");
+  CHECK(normalize_canonical("torch.nn.DataParallel") == "torch.nn.parallel.DataParallel");
+  CHECK(normalize_canonical("torch.utils.data.dataloader.DataLoader") == "torch.utils.data.DataLoader");
+  CHECK(normalize_canonical("torch.utils.data.distributed.DistributedSampler") == "torch.utils.data.DistributedSampler");
+  CHECK(normalize_canonical("torch.utils.data.dataset.Dataset") == "torch.utils.data.Dataset");
+  CHECK(normalize_canonical("torch.utils.data.sampler.RandomSampler") == "torch.utils.data.RandomSampler");
+  CHECK(normalize_canonical("torch.distributed.distributed_c10d.all_reduce") == "torch.distributed.all_reduce");
+  CHECK(normalize_canonical("torch.distributed.fsdp.fully_sharded_data_parallel.FullyShardedDataParallel") ==
+        "torch.distributed.fsdp.FullyShardedDataParallel");
+  CHECK(normalize_canonical("torch.cuda.amp.autocast_mode.autocast") == "torch.cuda.amp.autocast");
+  CHECK(normalize_canonical("torch.cuda.amp.grad_scaler.GradScaler") == "torch.cuda.amp.GradScaler");
+  CHECK(normalize_canonical("torch.amp.autocast_mode.autocast") == "torch.amp.autocast");
+  CHECK(normalize_canonical("torch.amp.grad_scaler.GradScaler") == "torch.amp.GradScaler");
+  // prefixes cut short, other modules, and names shorter than any rewrite stay as they are
+  CHECK(normalize_canonical("torch.nn.DataParalle") == "torch.nn.DataParalle");
+  CHECK(normalize_canonical("torch.nn.DataParallelX") == "torch.nn.parallel.DataParallelX");  // a prefix rewrite, as before
+  CHECK(normalize_canonical("torch.nn.functional.relu") == "torch.nn.functional.relu");
+  CHECK(normalize_canonical("torch.utils.data") == "torch.utils.data");
+  CHECK(normalize_canonical("torch.cuda") == "torch.cuda");
+  CHECK(normalize_canonical("numpy.nn.DataParallel") == "numpy.nn.DataParallel");
+  CHECK(normalize_canonical("") == "");
+}
+
 TEST_CASE("import targets with whitespace inside dotted names, and chains whose root is not an import") {
   Model m("import torch . distributed as dist\nfrom torch . nn import parallel\nimport  os . path\n"
           "a = dist.barrier()\nb = parallel.DistributedDataParallel(x)\nc = os.path.join(p)\n"
