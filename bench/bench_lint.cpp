@@ -1,14 +1,17 @@
 // ddplint_bench: lints every *.py under the given folders with all rules, and
 // parses the same files with tree-sitter alone (and parses them plus walks
-// every node with a TSTreeCursor, the reference), in alternating
-// rounds, and prints median wall times, MB/s and the median of the per-round
-// ratios lint / parse (measured side by side: the machines are noisy).
+// every node with a TSTreeCursor, the reference), interleaved by
+// chunks of 64 files within each round, and prints median wall times, MB/s
+// and the median of the per-round ratios lint / parse (measured side by side:
+// the machines are noisy).
 // Files are read into memory first: I/O is not timed. One thread. The
 // prefilter is on, as in the CLI (on a torch corpus it skips nothing).
 //
-// Usage: ddplint_bench [--rounds N] [--lint-only|--parse-only] FOLDER...
+// Usage: ddplint_bench [--rounds N] [--lint-only|--parse-only] [--breakdown] FOLDER...
 // --lint-only times the lint alone, --parse-only the parse alone (for a
-// profiler or counters: perf record, perf stat, callgrind).
+// profiler or counters: perf record, perf stat, callgrind). --breakdown times
+// the lint's own parse apart from the model and rules (the lint then skips
+// the prefilter, which skips nothing on a torch corpus).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -33,16 +36,17 @@ double median(std::vector<double> v) {
 
 int main(int argc, char** argv) {
   int rounds = 5;
-  bool lint_only = false, parse_only = false;
+  bool lint_only = false, parse_only = false, breakdown = false;
   std::vector<std::string> roots;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--rounds") == 0 && i + 1 < argc) rounds = std::max(1, std::atoi(argv[++i]));
     else if (std::strcmp(argv[i], "--lint-only") == 0) lint_only = true;
     else if (std::strcmp(argv[i], "--parse-only") == 0) parse_only = true;
+    else if (std::strcmp(argv[i], "--breakdown") == 0) breakdown = true;
     else roots.emplace_back(argv[i]);
   }
   if (roots.empty()) {
-    std::fprintf(stderr, "usage: ddplint_bench [--rounds N] [--lint-only|--parse-only] FOLDER...\n");
+    std::fprintf(stderr, "usage: ddplint_bench [--rounds N] [--lint-only|--parse-only] [--breakdown] FOLDER...\n");
     return 2;
   }
   std::vector<SourceFile> files;
@@ -57,17 +61,20 @@ int main(int argc, char** argv) {
   std::vector<double> parse_s, walk_s, lint_s;
   std::size_t findings = 0, nodes = 0;
   RuleSelection all;
-  for (int r = 0; r < rounds; ++r) {
-    auto t0 = Clock::now();
-    for (const SourceFile& f : files) {
-      if (lint_only) break;
-      SyntaxTree tree = parse_python(f);
+  // Each round runs the three measurements over the corpus in chunks of
+  // kChunk files, in turn (and in a rotating order), so that a slow spell of
+  // the machine (frequency, neighbours) weighs on all three alike instead of
+  // on whichever ran during it.
+  constexpr std::size_t kChunk = 64;
+  auto parse_files = [&](std::size_t from, std::size_t to) {
+    for (std::size_t i = from; i < to; ++i) {
+      SyntaxTree tree = parse_python(files[i]);
       nodes += ts_node_child_count(tree.root()) > 0;
     }
-    auto t1 = Clock::now();
-    for (const SourceFile& f : files) {
-      if (lint_only || parse_only) break;
-      SyntaxTree tree = parse_python(f);
+  };
+  auto walk_files = [&](std::size_t from, std::size_t to) {
+    for (std::size_t i = from; i < to; ++i) {
+      SyntaxTree tree = parse_python(files[i]);
       TSTreeCursor cursor = ts_tree_cursor_new(tree.root());
       for (;;) {
         nodes += ts_node_symbol(ts_tree_cursor_current_node(&cursor)) != 0;
@@ -79,16 +86,41 @@ int main(int argc, char** argv) {
     done:
       ts_tree_cursor_delete(&cursor);
     }
-    auto t1b = Clock::now();
-    findings = 0;
-    for (const SourceFile& f : files) {
-      if (parse_only) break;
-      findings += lint(f, rules::all(), all).diagnostics.size();
+  };
+  double parse_in_lint = 0;  // --breakdown: the lint's own parse, timed apart
+  auto lint_files = [&](std::size_t from, std::size_t to) {
+    for (std::size_t i = from; i < to; ++i) {
+      if (!breakdown) {
+        findings += lint(files[i], rules::all(), all).diagnostics.size();
+        continue;
+      }
+      auto t0 = Clock::now();
+      SyntaxTree tree = parse_python(files[i]);
+      parse_in_lint += std::chrono::duration<double>(Clock::now() - t0).count();
+      findings += lint(files[i], tree, rules::all(), all).diagnostics.size();
     }
-    auto t2 = Clock::now();
-    parse_s.push_back(std::chrono::duration<double>(t1 - t0).count());
-    walk_s.push_back(std::chrono::duration<double>(t1b - t1).count());
-    lint_s.push_back(std::chrono::duration<double>(t2 - t1b).count());
+  };
+  std::vector<double> parse_in_lint_s;
+  for (int r = 0; r < rounds; ++r) {
+    findings = 0;
+    parse_in_lint = 0;
+    double t[3] = {0, 0, 0};  // parse, parse + cursor walk, lint
+    for (std::size_t from = 0, chunk = 0; from < files.size(); from += kChunk, ++chunk) {
+      std::size_t to = std::min(files.size(), from + kChunk);
+      for (std::size_t k = 0; k < 3; ++k) {
+        std::size_t which = (chunk + k) % 3;
+        if ((lint_only && which != 2) || (parse_only && which != 0)) continue;
+        auto t0 = Clock::now();
+        if (which == 0) parse_files(from, to);
+        else if (which == 1) walk_files(from, to);
+        else lint_files(from, to);
+        t[which] += std::chrono::duration<double>(Clock::now() - t0).count();
+      }
+    }
+    parse_s.push_back(t[0]);
+    walk_s.push_back(t[1]);
+    lint_s.push_back(t[2]);
+    parse_in_lint_s.push_back(parse_in_lint);
     std::printf("round %d: parse %.2f s, parse+walk %.2f s, lint %.2f s\n", r + 1, parse_s.back(), walk_s.back(), lint_s.back());
   }
   double p = median(parse_s), l = median(lint_s), w = median(walk_s);
@@ -103,6 +135,11 @@ int main(int argc, char** argv) {
   std::printf("ddplint, all %zu rules: %.2f s  %.1f MB/s (median of %d), %zu findings\n", rules::all().size(), l,
               mb / l, rounds, findings);
   std::printf("ratio lint / parse: %.2fx (median of per-round ratios)\n", median(lint_ratio));
+  if (breakdown) {
+    double pl = median(parse_in_lint_s);
+    std::printf("lint breakdown: its parse %.2f s (%.2fx the parse alone), model and rules %.2f s (%.2fx)\n", pl, pl / p,
+                l - pl, (l - pl) / p);
+  }
   volatile std::size_t sink = nodes;  // keeps the walks from being optimised away
   (void)sink;
   return 0;

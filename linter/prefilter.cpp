@@ -64,12 +64,29 @@ Prefilter::Prefilter(std::span<const Rule> rules, const RuleSelection& selection
       else compile(rule.info.needs);
     }
   }
+  // may_fire() stops at the first rule whose needs are all present: rules
+  // needing fewer strings first (one needing only `torch` settles a torch
+  // script with one search that ends at its import, instead of full scans for
+  // absent strings of rules listed before it). The answer does not depend on
+  // the order.
+  std::stable_sort(rules_.begin(), rules_.end(), [](const Needs& a, const Needs& b) {
+    auto strings = [](const Needs& n) {
+      std::size_t k = 0;
+      for (const Group& g : n) k += g.size();
+      return k;
+    };
+    return strings(a) < strings(b);
+  });
 }
 
 bool Prefilter::may_fire(std::string_view text) const {
   if (everything_) return true;
-  // per distinct string: 0 not looked for yet, 1 absent, 2 present
-  std::vector<unsigned char> seen(strings_.size(), 0);
+  // per distinct string: 0 not looked for yet, 1 absent, 2 present (on the
+  // stack for the catalog's few dozen strings)
+  constexpr std::size_t kOnStack = 256;
+  unsigned char on_stack[kOnStack] = {};
+  std::vector<unsigned char> on_heap(strings_.size() > kOnStack ? strings_.size() : 0, 0);
+  unsigned char* seen = strings_.size() > kOnStack ? on_heap.data() : on_stack;
   auto present = [&](int i) {
     if (seen[i] == 0) {
       const std::string& s = strings_[i];
