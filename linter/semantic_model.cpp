@@ -1150,8 +1150,8 @@ int SemanticModel::region_of(TSNode node) const {
   return std::max(i, 0);
 }
 
-std::vector<const Binding*> SemanticModel::bindings_of(std::string_view path, int region) const {
-  std::vector<const Binding*> out;
+BindingList SemanticModel::bindings_of(std::string_view path, int region) const {
+  BindingList out;
   auto [from, to] = index_run(bindings_by_path_, path, [&](int i) { return bindings_[i].path; });
   if (from == to) return out;
   if (path.find('.') != std::string_view::npos) {

@@ -205,6 +205,38 @@ struct FunctionInfo {
 /// What the semantic model knows about one file. Build with the constructor;
 /// all queries are const and do not touch the tree's structure again except to
 /// read children of nodes the model recorded. Not copyable (holds caches).
+/// A short list held inline (no allocation for up to N items, the common case
+/// of the model's answers), continued on the heap beyond.
+template <typename T, std::size_t N>
+class InlineList {
+ public:
+  const T* begin() const { return data(); }
+  const T* end() const { return data() + size_; }
+  const T* data() const { return size_ <= N ? inline_ : heap_.data(); }
+  std::size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  const T& operator[](std::size_t i) const { return data()[i]; }
+  const T& front() const { return data()[0]; }
+  const T& back() const { return data()[size_ - 1]; }
+  void push_back(const T& item) {
+    if (size_ < N) {
+      inline_[size_++] = item;
+      return;
+    }
+    if (size_ == N) heap_.assign(inline_, inline_ + N);
+    heap_.push_back(item);
+    ++size_;
+  }
+
+ private:
+  T inline_[N];
+  std::vector<T> heap_;
+  std::size_t size_ = 0;
+};
+
+/// The bindings of one path visible from a region (see SemanticModel::bindings_of).
+using BindingList = InlineList<const Binding*, 4>;
+
 /// The memory of one SemanticModel: a monotonic arena (an allocation is a
 /// pointer bump; nothing is freed before the model is) that starts in a buffer
 /// kept per thread (kThreadBufferBytes), so that a run over many files reuses
@@ -297,7 +329,7 @@ class SemanticModel {
   /// Bindings of `path` visible from `region`: those in the innermost function
   /// scope that binds it, else the module's. Attribute paths (`args.x`) are
   /// file-wide. Empty when unbound.
-  std::vector<const Binding*> bindings_of(std::string_view path, int region) const;
+  BindingList bindings_of(std::string_view path, int region) const;
   /// The single expression bound to the name/attribute `expr`, if it is bound
   /// exactly once by a plain assignment; null node otherwise.
   TSNode single_assignment(TSNode expr) const;
@@ -423,11 +455,11 @@ class SemanticModel {
   template <typename F>
   bool memoized(std::uint8_t query, TSNode node, F&& compute) const;
   ModelArena arena_;  // (first: the containers below allocate from it)
-  mutable std::unordered_map<MemoKey, std::uint8_t, MemoHash> memo_;
-  mutable std::unordered_map<std::uint64_t, bool> step_memo_;
-  mutable std::unordered_map<MemoKey, Value, MemoHash> value_memo_;
+  mutable std::pmr::unordered_map<MemoKey, std::uint8_t, MemoHash> memo_{arena_.get()};
+  mutable std::pmr::unordered_map<std::uint64_t, bool> step_memo_{arena_.get()};
+  mutable std::pmr::unordered_map<MemoKey, Value, MemoHash> value_memo_{arena_.get()};
   mutable std::unordered_map<std::string, Value> argparse_memo_;
-  mutable std::unordered_multimap<std::uint32_t, int> assigned_index_;  // (function, exempt) -> runs every step
+  mutable std::pmr::unordered_multimap<std::uint32_t, int> assigned_index_{arena_.get()};  // start byte of a bound value -> binding
 
   const SourceFile& source_;
   std::pmr::vector<Region> regions_{arena_.get()};
@@ -442,7 +474,7 @@ class SemanticModel {
   // local name -> dotted module path (views into the text or the arena)
   AliasTable aliases_{arena_.get()};
   std::pmr::vector<FunctionInfo> functions_{arena_.get()};
-  std::unordered_map<std::string_view, std::vector<int>> functions_by_name_;
+  std::pmr::unordered_map<std::string_view, std::pmr::vector<int>> functions_by_name_{arena_.get()};
   std::pmr::vector<TSNode> comments_{arena_.get()};
   std::vector<EnvWrite> env_writes_;
   std::pmr::vector<TSNode> decorators_{arena_.get()};
@@ -453,7 +485,7 @@ class SemanticModel {
   StringMap<std::vector<TSNode>> argparse_set_defaults_;
   // loop analysis, indexed by region
   std::pmr::vector<std::uint8_t> step_loop_{arena_.get()}, training_loop_{arena_.get()};
-  std::vector<std::vector<int>> callers_;     // function index -> call indices
+  std::pmr::vector<std::pmr::vector<int>> callers_{arena_.get()};  // function index -> call indices
   bool distributed_ = false, cuda_ = false, wraps_ddp_ = false, gloo_ = false, trains_ = false;
 };
 
