@@ -115,54 +115,84 @@ ALWAYS_INLINE void describe(const TSTree *tree, const Subtree *subtree, Length p
   visit->depth = depth;
 }
 
+/* A frame for the children of `subtree` (which has children) at `position`. */
+ALWAYS_INLINE Frame frame_of(const TSLanguage *language, const Subtree *subtree, Length position, uint32_t child_depth,
+                             bool visible, bool inner_only) {
+  Frame f;
+  f.children = ts_subtree_children(*subtree);
+  f.count = subtree->ptr->child_count;
+  f.index = 0;
+  f.structural_index = 0;
+  f.position = position;
+  f.alias_sequence = ts_language_alias_sequence(language, subtree->ptr->production_id);
+  f.child_depth = child_depth;
+  f.visible = visible;
+  f.inner_only = inner_only;
+  return f;
+}
+
+/* Makes room for one more suspended frame; returns the (maybe moved) array, or NULL without memory. */
+static Frame *frames_grow(Frame *frames, size_t size, size_t *capacity, Frame *inline_frames) {
+  size_t grown = *capacity * 2;
+  Frame *more = malloc(grown * sizeof(Frame));
+  if (!more) return NULL;
+  memcpy(more, frames, size * sizeof(Frame));
+  if (frames != inline_frames) free(frames);
+  *capacity = grown;
+  return more;
+}
+
 bool ddplint_walk(TSNode root, DdplintEnterFn enter, DdplintLeaveFn leave, void *context, bool skip_anonymous_leaves,
                   const bool *leaf_symbols) {
   if (ts_node_is_null(root)) return true;
   const TSTree *tree = root.tree;
+  const TSLanguage *language = tree->language;
   const Subtree *subtree = (const Subtree *)root.id;
   Length position = {root.context[0], {root.context[1], root.context[2]}};
   DdplintVisit visit;
   TSSymbol root_alias = (TSSymbol)root.context[3];
-  describe(tree, subtree, position, root_alias, is_named(tree->language, *subtree, root_alias), 0, &visit);
+  describe(tree, subtree, position, root_alias, is_named(language, *subtree, root_alias), 0, &visit);
   int descend = enter(context, &visit);
   if (descend == DDPLINT_SKIP_CHILDREN || ts_subtree_child_count(*subtree) == 0) {
     leave(context, 0);
     return true;
   }
-  Stack stack;
-  stack_init(&stack);
-  bool ok = stack_push(&stack, tree->language, subtree, position, 1, true, descend == DDPLINT_VISIT_INNER_CHILDREN);
-  while (ok && stack.size > 0) {
-    Frame *f = &stack.frames[stack.size - 1];
-    if (f->index == f->count) {
-      bool visible = f->visible;
-      uint32_t depth = f->child_depth - 1;
-      stack.size--;
-      if (visible) leave(context, depth);
+  /* The frame being walked is the local `f` (kept in registers across the
+   * enter/leave calls); the frames of its ancestors wait in `frames`. */
+  Frame inline_frames[32];
+  Frame *frames = inline_frames;
+  size_t size = 0, capacity = sizeof inline_frames / sizeof inline_frames[0];
+  bool ok = true;
+  Frame f = frame_of(language, subtree, position, 1, true, descend == DDPLINT_VISIT_INNER_CHILDREN);
+  for (;;) {
+    if (f.index == f.count) {
+      if (f.visible) leave(context, f.child_depth - 1);
+      if (size == 0) break;
+      f = frames[--size];
       continue;
     }
     /* next_child() and the accessors of subtree.h, specialised: an inline
      * subtree is always a leaf, so its fields are read from the 8 bytes at
      * hand with one test of is_inline instead of one per accessor. */
-    const Subtree *child = &f->children[f->index];
+    const Subtree *child = &f.children[f.index];
     const Subtree c = *child;
-    const uint32_t depth = f->child_depth;
+    const uint32_t depth = f.child_depth;
     TSSymbol alias = 0;
-    position = f->position;
-    f->index++;
+    position = f.position;
+    f.index++;
     if (c.data.is_inline) {
       if (!c.data.extra) {
-        if (f->alias_sequence) alias = f->alias_sequence[f->structural_index];
-        f->structural_index++;
+        if (f.alias_sequence) alias = f.alias_sequence[f.structural_index];
+        f.structural_index++;
       }
-      Length size = {c.data.size_bytes, {0, c.data.size_bytes}};
-      f->position = length_add(f->position, size);
-      if (f->index < f->count) f->position = length_add(f->position, ts_subtree_padding(f->children[f->index]));
+      Length size_of = {c.data.size_bytes, {0, c.data.size_bytes}};
+      f.position = length_add(f.position, size_of);
+      if (f.index < f.count) f.position = length_add(f.position, ts_subtree_padding(f.children[f.index]));
       if (!c.data.visible && !alias) continue;  /* a hidden leaf: nothing to visit */
-      bool named = alias ? symbol_named(tree->language, alias) : c.data.named;
+      bool named = alias ? symbol_named(language, alias) : c.data.named;
       if (skip_anonymous_leaves && !named && !c.data.is_missing) continue;
-      visit.symbol = public_symbol(tree->language, alias ? alias : c.data.symbol);
-      if (f->inner_only && named && !c.data.is_missing && visit.symbol != ts_builtin_sym_error &&
+      visit.symbol = public_symbol(language, alias ? alias : c.data.symbol);
+      if (f.inner_only && named && !c.data.is_missing && visit.symbol != ts_builtin_sym_error &&
           !(leaf_symbols && leaf_symbols[visit.symbol]))
         continue;
       visit.node = make_node(tree, child, position, alias);
@@ -174,17 +204,19 @@ bool ddplint_walk(TSNode root, DdplintEnterFn enter, DdplintLeaveFn leave, void 
     }
     const SubtreeHeapData *h = c.ptr;
     if (!h->extra) {
-      if (f->alias_sequence) alias = f->alias_sequence[f->structural_index];
-      f->structural_index++;
+      if (f.alias_sequence) alias = f.alias_sequence[f.structural_index];
+      f.structural_index++;
     }
-    f->position = length_add(f->position, h->size);
-    if (f->index < f->count) f->position = length_add(f->position, ts_subtree_padding(f->children[f->index]));
+    f.position = length_add(f.position, h->size);
+    if (f.index < f.count) f.position = length_add(f.position, ts_subtree_padding(f.children[f.index]));
+    bool push = false, push_visible = false, push_inner = false;
+    uint32_t push_depth = depth;
     if (h->visible || alias) {
-      bool named = alias ? symbol_named(tree->language, alias) : h->named;
+      bool named = alias ? symbol_named(language, alias) : h->named;
       if (skip_anonymous_leaves && !named && h->child_count == 0 && !h->is_missing) continue;
-      visit.symbol = public_symbol(tree->language, alias ? alias : h->symbol);
+      visit.symbol = public_symbol(language, alias ? alias : h->symbol);
       /* a leaf: no visible children (hidden ones may hold tokens, as in string_content) */
-      if (f->inner_only && named && (h->child_count == 0 || h->visible_child_count == 0) && !h->is_missing &&
+      if (f.inner_only && named && (h->child_count == 0 || h->visible_child_count == 0) && !h->is_missing &&
           visit.symbol != ts_builtin_sym_error && !(leaf_symbols && leaf_symbols[visit.symbol]))
         continue;
       visit.node = make_node(tree, child, position, alias);
@@ -192,16 +224,31 @@ bool ddplint_walk(TSNode root, DdplintEnterFn enter, DdplintLeaveFn leave, void 
       visit.depth = depth;
       int child_descend = enter(context, &visit);
       if (child_descend != DDPLINT_SKIP_CHILDREN && h->child_count > 0) {
-        ok = stack_push(&stack, tree->language, child, position, depth + 1, true,
-                        child_descend == DDPLINT_VISIT_INNER_CHILDREN);
+        push = true;
+        push_visible = true;
+        push_depth = depth + 1;
+        push_inner = child_descend == DDPLINT_VISIT_INNER_CHILDREN;
       } else {
         leave(context, depth);
       }
     } else if (h->child_count > 0 && h->visible_child_count > 0) {
-      ok = stack_push(&stack, tree->language, child, position, depth, false, f->inner_only);
+      push = true;
+      push_inner = f.inner_only;
+    }
+    if (push) {
+      if (size == capacity) {
+        Frame *grown = frames_grow(frames, size, &capacity, inline_frames);
+        if (!grown) {
+          ok = false;
+          break;
+        }
+        frames = grown;
+      }
+      frames[size++] = f;
+      f = frame_of(language, child, position, push_depth, push_visible, push_inner);
     }
   }
-  stack_free(&stack);
+  if (frames != inline_frames) free(frames);
   return ok;
 }
 
