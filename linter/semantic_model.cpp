@@ -1,4 +1,5 @@
 #include "linter/semantic_model.hpp"
+#include "linter/node_access.hpp"
 
 #include "linter/tree_walk.h"
 
@@ -22,7 +23,7 @@ constexpr TSSymbol kErrorSymbol = static_cast<TSSymbol>(-1);  // ts_builtin_sym_
 constexpr int kMaxDepth = 24;  // bound on recursion through bindings and nesting
 constexpr std::size_t kMaxStringValue = 4096;  // longer constant strings are Unknown (bounded memory)
 
-bool is_null(TSNode n) { return ts_node_is_null(n); }
+bool is_null(TSNode n) { return node_is_null(n); }
 
 std::string lower(std::string_view s) {
   std::string out(s);
@@ -203,7 +204,7 @@ class ModelBuilder {
   void run() {
     TSNode root = tree_.root();
     m_.regions_.push_back(Region{Region::Kind::Module, -1, 0, root, {}, false, 0, -1});
-    m_.region_ranges_.push_back({ts_node_start_byte(root), ts_node_end_byte(root)});
+    m_.region_ranges_.push_back({node_start_byte(root), node_end_byte(root)});
     region_stack_.push_back({0, 0});
 
     has_error_ = ts_node_has_error(root);
@@ -288,7 +289,7 @@ class ModelBuilder {
       r.scope = current_scope();
     }
     m_.regions_.push_back(r);
-    m_.region_ranges_.push_back({ts_node_start_byte(range), ts_node_end_byte(range)});
+    m_.region_ranges_.push_back({node_start_byte(range), node_end_byte(range)});
     region_stack_.push_back({index, depth});
     return index;
   }
@@ -298,7 +299,7 @@ class ModelBuilder {
   }
 
   void bind(Binding::Kind kind, TSNode target, TSNode value, int scope) {
-    TSSymbol s = ts_node_symbol(target);
+    TSSymbol s = node_symbol(target);
     if (s == k_.identifier || s == k_.attribute) {
       std::string_view path = m_.text(target);
       if (!plain_dotted(path)) {  // spaces, comments or line breaks inside: keep the built path
@@ -322,15 +323,15 @@ class ModelBuilder {
     // a = b = value: the innermost right side is the value for every target
     NodeList targets;
     targets.push_back(left);
-    while (!is_null(right) && ts_node_symbol(right) == k_.assignment) {
+    while (!is_null(right) && node_symbol(right) == k_.assignment) {
       targets.push_back(field(right, k_.f_left));
       right = field(right, k_.f_right);
     }
     for (TSNode target : targets) {
-      TSSymbol ts = ts_node_symbol(target);
+      TSSymbol ts = node_symbol(target);
       bool target_is_seq = ts == k_.pattern_list || ts == k_.tuple_pattern || ts == k_.tuple || ts == k_.list;
       if (target_is_seq && !is_null(right) &&
-          (ts_node_symbol(right) == k_.expression_list || ts_node_symbol(right) == k_.tuple) &&
+          (node_symbol(right) == k_.expression_list || node_symbol(right) == k_.tuple) &&
           ts_node_named_child_count(right) == ts_node_named_child_count(target)) {
         NodeList targets_ = children(target), values_ = children(right);
         for (std::size_t i = 0; i < targets_.size() && i < values_.size(); ++i) {
@@ -344,7 +345,7 @@ class ModelBuilder {
 
   void bind_parameters(TSNode params, int scope) {
     for (TSNode p : children(params)) {
-      TSSymbol s = ts_node_symbol(p);
+      TSSymbol s = node_symbol(p);
       TSNode name{};
       if (s == k_.identifier) {
         name = p;
@@ -352,10 +353,10 @@ class ModelBuilder {
         name = field(p, k_.f_name);
       } else if (ts_node_named_child_count(p) > 0) {
         name = ts_node_named_child(p, 0);  // typed_parameter, *args, **kwargs
-        if (ts_node_symbol(name) != k_.identifier && ts_node_named_child_count(name) > 0)
+        if (node_symbol(name) != k_.identifier && ts_node_named_child_count(name) > 0)
           name = ts_node_named_child(name, 0);
       }
-      if (!is_null(name) && ts_node_symbol(name) == k_.identifier) {
+      if (!is_null(name) && node_symbol(name) == k_.identifier) {
         bind(Binding::Kind::Parameter, name, TSNode{}, scope);
       }
     }
@@ -363,12 +364,12 @@ class ModelBuilder {
 
   void record_import(TSNode stmt) {
     std::string_view text = m_.source_.text();
-    bool from = ts_node_symbol(stmt) == k_.import_from_statement;
+    bool from = node_symbol(stmt) == k_.import_from_statement;
     TSNode mod{};
     std::string_view module;
     if (from) {
       mod = field(stmt, k_.f_module_name);
-      if (is_null(mod) || ts_node_symbol(mod) != k_.dotted_name) return;  // relative import
+      if (is_null(mod) || node_symbol(mod) != k_.dotted_name) return;  // relative import
       module = node_text(mod, text);
     }
     // whitespace inside dotted names is legal (`torch . nn`): stripped from what is kept
@@ -391,8 +392,8 @@ class ModelBuilder {
       return m_.keep(built);
     };
     for (TSNode child : children(stmt)) {
-      if (from && ts_node_eq(child, mod)) continue;
-      TSSymbol s = ts_node_symbol(child);
+      if (from && node_eq(child, mod)) continue;
+      TSSymbol s = node_symbol(child);
       std::string_view target, local;
       if (s == k_.dotted_name) {
         std::string_view name = node_text(child, text);
@@ -483,7 +484,7 @@ class ModelBuilder {
   // TabError). {-1, -1} when the statement does not start its line.
   std::pair<int, int> indentation(TSNode stmt) const {
     std::string_view text = m_.source_.text();
-    std::uint32_t start = ts_node_start_byte(stmt);
+    std::uint32_t start = node_start_byte(stmt);
     // back to the line's start (after \n, \r\n or a lone \r, as LineIndex
     // breaks lines; a leading BOM is not indentation) over blanks only
     const std::uint32_t floor = static_cast<std::uint32_t>(m_.source_.bom_length());
@@ -508,7 +509,7 @@ class ModelBuilder {
   int last_line_indent(TSNode node) const {
     std::string_view text = m_.source_.text();
     const LineIndex& lines = m_.source_.lines();
-    std::uint32_t end = ts_node_end_byte(node);
+    std::uint32_t end = node_end_byte(node);
     std::uint32_t line = lines.line_of(end > 0 ? end - 1 : 0);
     int col = 0;
     for (std::uint32_t i = lines.line_start(line); i < text.size(); ++i) {
@@ -602,7 +603,7 @@ class ModelBuilder {
       }
       c.callee = field(node, k_.f_function);
       if (!is_null(c.callee)) {
-        TSSymbol cs = ts_node_symbol(c.callee);
+        TSSymbol cs = node_symbol(c.callee);
         if (cs == k_.attribute) {
           c.receiver = field(c.callee, k_.f_object);
           c.method = node_text(field(c.callee, k_.f_attribute), m_.source_.text());
@@ -633,7 +634,7 @@ class ModelBuilder {
       // chained assignments nest: only the outermost one binds
       if (symbols_[depth - 1] != k_.assignment) bind_assignment(node);
       TSNode left = field(node, k_.f_left);
-      if (!is_null(left) && ts_node_symbol(left) == k_.subscript) subscript_writes_.emplace_back(left, field(node, k_.f_right));
+      if (!is_null(left) && node_symbol(left) == k_.subscript) subscript_writes_.emplace_back(left, field(node, k_.f_right));
       return true;
     }
     if (s == k_.augmented_assignment) {
@@ -682,7 +683,7 @@ class ModelBuilder {
     if (s == k_.block) {
       // the only block child of these statements is the field the region is
       // for (body or consequence; else/elif blocks sit in their own clauses)
-      TSSymbol ps = ts_node_symbol(parent);
+      TSSymbol ps = node_symbol(parent);
       Region r;
       r.node = parent;
       if (ps == k_.for_statement || ps == k_.while_statement) {
@@ -691,7 +692,7 @@ class ModelBuilder {
         r.kind = Region::Kind::Branch;
         r.condition = field(parent, k_.f_condition);
       } else if (ps == k_.else_clause) {
-        if (depth < 2 || ts_node_symbol(path_[depth - 2]) != k_.if_statement) return true;  // for/while/try else
+        if (depth < 2 || node_symbol(path_[depth - 2]) != k_.if_statement) return true;  // for/while/try else
         r.kind = Region::Kind::Branch;
         r.negated = true;
         r.condition = branch_condition_[depth - 2];  // the if's, or the last elif's, condition
@@ -712,11 +713,11 @@ class ModelBuilder {
   void note_header(TSNode node, TSSymbol s) {
     if (s == k_.comment) return;
     if (docstring_allowed_ && s == k_.expression_statement && ts_node_named_child_count(node) == 1 &&
-        ts_node_symbol(ts_node_named_child(node, 0)) == k_.string) {
+        node_symbol(ts_node_named_child(node, 0)) == k_.string) {
       docstring_allowed_ = false;
       return;
     }
-    m_.header_end_ = ts_node_start_byte(node);
+    m_.header_end_ = node_start_byte(node);
     header_done_ = true;
   }
 
@@ -803,9 +804,9 @@ class ModelBuilder {
   }
 
   bool decorated_no_grad(TSNode parent) {
-    if (is_null(parent) || ts_node_symbol(parent) != k_.decorated_definition) return false;
+    if (is_null(parent) || node_symbol(parent) != k_.decorated_definition) return false;
     for (TSNode d : children(parent)) {
-      if (ts_node_symbol(d) != k_.decorator) continue;
+      if (node_symbol(d) != k_.decorator) continue;
       std::string_view t = node_text(d, m_.source_.text());
       if (contains(t, "no_grad") || contains(t, "inference_mode")) return true;
     }
@@ -816,7 +817,7 @@ class ModelBuilder {
     std::string_view whole = node_text(node, m_.source_.text());
     if (!contains(whole, "cuda") && !contains(whole, "nccl")) return;  // (most strings)
     for (TSNode c : children(node)) {
-      if (ts_node_symbol(c) != k_.string_content) continue;
+      if (node_symbol(c) != k_.string_content) continue;
       std::string_view t = node_text(c, m_.source_.text());
       if (t == "cuda" || t.rfind("cuda:", 0) == 0 || t == "nccl") m_.cuda_ = true;
       break;
@@ -845,7 +846,7 @@ class ModelBuilder {
       std::string dest;
       TSNode args = field(c->node, k_.f_arguments);
       for (TSNode a : children(args)) {
-        if (ts_node_symbol(a) != k_.string) break;
+        if (node_symbol(a) != k_.string) break;
         Value v = m_.value_of(a);
         if (v.kind != Value::Kind::Str) break;
         if (v.s.rfind("--", 0) == 0) {
@@ -897,7 +898,7 @@ class ModelBuilder {
       }
     }
     std::sort(m_.env_writes_.begin(), m_.env_writes_.end(), [](const EnvWrite& a, const EnvWrite& b) {
-      return ts_node_start_byte(a.at) < ts_node_start_byte(b.at);
+      return node_start_byte(a.at) < node_start_byte(b.at);
     });
     for (const CallSite& c : m_.calls_) {
       if (c.canonical == "os.environ.get" || c.canonical == "os.getenv") note_env(m_.env_var_read(c.node));
@@ -1009,7 +1010,7 @@ SemanticModel::SemanticModel(const SourceFile& source, const SyntaxTree& tree) :
 std::string SemanticModel::path_of(TSNode expr) const {
   const Kinds& k = kinds();
   if (is_null(expr)) return {};
-  TSSymbol s0 = ts_node_symbol(expr);
+  TSSymbol s0 = node_symbol(expr);
   if (s0 != k.identifier && s0 != k.attribute) return {};
   std::string_view whole = text(expr);
   if (plain_dotted(whole)) return std::string(whole);
@@ -1018,7 +1019,7 @@ std::string SemanticModel::path_of(TSNode expr) const {
   TSNode cur = expr;
   for (; n < parts.size(); ++n) {
     if (is_null(cur)) return {};
-    TSSymbol s = ts_node_symbol(cur);
+    TSSymbol s = node_symbol(cur);
     if (s == k.identifier) {
       parts[n++] = text(cur);
       std::string out;
@@ -1038,11 +1039,19 @@ std::string SemanticModel::path_of(TSNode expr) const {
 std::string_view SemanticModel::last_name(TSNode expr) const {
   const Kinds& k = kinds();
   if (is_null(expr)) return {};
-  TSSymbol s = ts_node_symbol(expr);
+  TSSymbol s = node_symbol(expr);
   if (s == k.identifier) return text(expr);
   if (s == k.attribute) return text(field(expr, k.f_attribute));
   if (s == k.call) return last_name(field(expr, k.f_function));
   return {};
+}
+
+std::string_view SemanticModel::text(TSNode node) const {
+  // node_text() with the inline accessors
+  std::string_view t = source_.text();
+  std::uint32_t b = node_start_byte(node), e = node_end_byte(node);
+  if (e > t.size() || b > e) return {};
+  return t.substr(b, e - b);
 }
 
 std::string SemanticModel::canonical_name(TSNode expr) const {
@@ -1054,7 +1063,7 @@ std::string SemanticModel::canonical_name(TSNode expr) const {
 bool SemanticModel::canonical_name_into(TSNode expr, std::string& out) const {
   out.clear();
   if (is_null(expr)) return false;
-  TSSymbol s0 = ts_node_symbol(expr);
+  TSSymbol s0 = node_symbol(expr);
   const Kinds& k = kinds();
   if (s0 != k.identifier && s0 != k.attribute) return false;
   std::string_view whole = text(expr);
@@ -1094,11 +1103,11 @@ CallRange SemanticModel::calls_named(std::string_view name) const {
 }
 
 const CallSite* SemanticModel::call_at(TSNode call) const {
-  std::uint32_t start = ts_node_start_byte(call);
+  std::uint32_t start = node_start_byte(call);
   auto it = std::lower_bound(calls_.begin(), calls_.end(), start,
-                             [](const CallSite& c, std::uint32_t b) { return ts_node_start_byte(c.node) < b; });
-  for (; it != calls_.end() && ts_node_start_byte(it->node) == start; ++it) {
-    if (ts_node_eq(it->node, call)) return &*it;
+                             [](const CallSite& c, std::uint32_t b) { return node_start_byte(c.node) < b; });
+  for (; it != calls_.end() && node_start_byte(it->node) == start; ++it) {
+    if (node_eq(it->node, call)) return &*it;
   }
   return nullptr;
 }
@@ -1136,8 +1145,8 @@ int SemanticModel::positional_count(const CallSite& call) const {
 }
 
 int SemanticModel::region_of(TSNode node) const {
-  std::uint32_t b = ts_node_start_byte(node);
-  std::uint32_t e = ts_node_end_byte(node);
+  std::uint32_t b = node_start_byte(node);
+  std::uint32_t e = node_end_byte(node);
   // Regions are recorded in pre-order and nest, so the last region starting at
   // or before the node is the deepest container or a descendant of it: walk up
   // its parents to the first that contains the node. O(log n + depth).
@@ -1181,7 +1190,7 @@ TSNode SemanticModel::single_assignment(TSNode expr) const {
   if (path.empty()) return {};
   auto bs = bindings_of(path, region_of(expr));
   if (bs.size() != 1 || bs[0]->kind != Binding::Kind::Assign) return {};
-  if (ts_node_eq(bs[0]->target, expr)) return {};
+  if (node_eq(bs[0]->target, expr)) return {};
   return bs[0]->value;
 }
 
@@ -1191,12 +1200,12 @@ TSNode SemanticModel::assigned_to(TSNode value) const {
   if (assigned_index_.empty()) {  // built on first use: start byte of each bound value -> bindings
     for (std::size_t i = 0; i < bindings_.size(); ++i)
       if (bindings_[i].kind == Binding::Kind::Assign && !is_null(bindings_[i].value))
-        assigned_index_.emplace(ts_node_start_byte(bindings_[i].value), static_cast<int>(i));
+        assigned_index_.emplace(node_start_byte(bindings_[i].value), static_cast<int>(i));
     if (assigned_index_.empty()) assigned_index_.emplace(UINT32_MAX, -1);
   }
-  auto [lo, hi] = assigned_index_.equal_range(ts_node_start_byte(value));
+  auto [lo, hi] = assigned_index_.equal_range(node_start_byte(value));
   for (auto it = lo; it != hi; ++it)
-    if (it->second >= 0 && ts_node_eq(bindings_[it->second].value, value)) return bindings_[it->second].target;
+    if (it->second >= 0 && node_eq(bindings_[it->second].value, value)) return bindings_[it->second].target;
   return {};
 }
 
@@ -1244,7 +1253,7 @@ Value SemanticModel::value_rec(TSNode expr, int depth) const {
   if (is_null(expr) || depth > kMaxDepth) return Value::unknown();
   // memoised per node: names used many times (`max(a, a, a)`) are resolved
   // once, and a cycle (`a = b; b = a`) reads the in-progress Unknown
-  MemoKey key{ts_node_start_byte(expr), ts_node_end_byte(expr), ts_node_symbol(expr), 0};
+  MemoKey key{node_start_byte(expr), node_end_byte(expr), node_symbol(expr), 0};
   auto [it, inserted] = value_memo_.try_emplace(key, Value::unknown());
   if (!inserted) return it->second;
   Value v = value_uncached(expr, depth);
@@ -1255,7 +1264,7 @@ Value SemanticModel::value_rec(TSNode expr, int depth) const {
 
 Value SemanticModel::value_uncached(TSNode expr, int depth) const {
   const Kinds& k = kinds();
-  TSSymbol s = ts_node_symbol(expr);
+  TSSymbol s = node_symbol(expr);
   if (s == k.integer) {
     std::string t(text(expr));
     std::erase(t, '_');
@@ -1289,7 +1298,7 @@ Value SemanticModel::value_uncached(TSNode expr, int depth) const {
   if (s == k.string) {
     std::string out;
     for (TSNode c : children(expr)) {
-      TSSymbol cs = ts_node_symbol(c);
+      TSSymbol cs = node_symbol(c);
       if (cs == k.interpolation) return Value::unknown();
       if (cs == k.string_content) out += text(c);
     }
@@ -1363,7 +1372,7 @@ Value SemanticModel::value_uncached(TSNode expr, int depth) const {
   }
   if (s == k.call) {
     TSNode callee = field(expr, k.f_function);
-    if (is_null(callee) || ts_node_symbol(callee) != k.identifier) return Value::unknown();
+    if (is_null(callee) || node_symbol(callee) != k.identifier) return Value::unknown();
     std::string_view fn = text(callee);
     if (!bindings_of(fn, region_of(expr)).empty()) return Value::unknown();  // shadowed builtin
     const CallSite* call = call_at(expr);
@@ -1406,12 +1415,12 @@ Value SemanticModel::value_uncached(TSNode expr, int depth) const {
     auto bs = bindings_of(path, region_of(expr));
     if (!bs.empty()) {
       if (bs.size() != 1 || bs[0]->kind != Binding::Kind::Assign || is_null(bs[0]->value)) return Value::unknown();
-      if (ts_node_eq(bs[0]->target, expr)) return Value::unknown();
+      if (node_eq(bs[0]->target, expr)) return Value::unknown();
       return value_rec(bs[0]->value, depth + 1);
     }
     if (s == k.attribute) {
       TSNode object = field(expr, k.f_object);
-      if (ts_node_symbol(object) == k.identifier && is_args_like_name(text(object))) {
+      if (node_symbol(object) == k.identifier && is_args_like_name(text(object))) {
         return argparse_value(text(field(expr, k.f_attribute)), depth);
       }
     }
@@ -1423,7 +1432,7 @@ Value SemanticModel::value_uncached(TSNode expr, int depth) const {
 std::string SemanticModel::env_var_read(TSNode expr) const {
   const Kinds& k = kinds();
   for (int guard = 0; guard < 4 && !is_null(expr); ++guard) {
-    TSSymbol s = ts_node_symbol(expr);
+    TSSymbol s = node_symbol(expr);
     if (s == k.subscript) {
       if (canonical_name(field(expr, k.f_value)) != "os.environ") return {};
       Value v = value_of(field(expr, k.f_subscript));
@@ -1450,7 +1459,7 @@ bool SemanticModel::is_rank_value(TSNode expr) const { return rank_rec(expr, 0);
 bool SemanticModel::rank_rec(TSNode expr, int depth) const {
   if (is_null(expr) || depth > kMaxDepth) return false;
   const Kinds& k = kinds();
-  TSSymbol s = ts_node_symbol(expr);
+  TSSymbol s = node_symbol(expr);
   if (s == k.parenthesized_expression && ts_node_named_child_count(expr) == 1)
     return rank_rec(ts_node_named_child(expr, 0), depth + 1);
   std::string env = env_var_read(expr);
@@ -1472,7 +1481,7 @@ bool SemanticModel::rank_rec(TSNode expr, int depth) const {
 
 template <typename F>
 bool SemanticModel::memoized(std::uint8_t query, TSNode node, F&& compute) const {
-  MemoKey key{ts_node_start_byte(node), ts_node_end_byte(node), ts_node_symbol(node), query};
+  MemoKey key{node_start_byte(node), node_end_byte(node), node_symbol(node), query};
   auto [it, inserted] = memo_.try_emplace(key, 2);
   if (!inserted) return it->second == 1;  // known, or a cycle in progress (false)
   bool result = compute();
@@ -1490,7 +1499,7 @@ bool SemanticModel::world_rec(TSNode expr, int depth) const {
 bool SemanticModel::world_rec_uncached(TSNode expr, int depth) const {
   if (is_null(expr) || depth > kMaxDepth) return false;
   const Kinds& k = kinds();
-  TSSymbol s = ts_node_symbol(expr);
+  TSSymbol s = node_symbol(expr);
   if (s == k.parenthesized_expression && ts_node_named_child_count(expr) == 1)
     return world_rec(ts_node_named_child(expr, 0), depth + 1);
   std::string env = env_var_read(expr);
@@ -1509,7 +1518,7 @@ bool SemanticModel::world_rec_uncached(TSNode expr, int depth) const {
     if (is_world_size_name(last_name(expr))) return true;
     std::string path = path_of(expr);
     for (const Binding* b : bindings_of(path, region_of(expr))) {
-      if (b->kind == Binding::Kind::Assign && !ts_node_eq(b->target, expr) && world_rec(b->value, depth + 1))
+      if (b->kind == Binding::Kind::Assign && !node_eq(b->target, expr) && world_rec(b->value, depth + 1))
         return true;
     }
   }
@@ -1532,7 +1541,7 @@ bool SemanticModel::divides_rec(TSNode expr, int depth, TSNode* division) const 
 bool SemanticModel::divides_rec_uncached(TSNode expr, int depth, TSNode* division) const {
   if (is_null(expr) || depth > kMaxDepth) return false;
   const Kinds& k = kinds();
-  TSSymbol s = ts_node_symbol(expr);
+  TSSymbol s = node_symbol(expr);
   if (s == k.parenthesized_expression && ts_node_named_child_count(expr) == 1)
     return divides_rec(ts_node_named_child(expr, 0), depth + 1, division);
   if (s == k.binary_operator || s == k.augmented_assignment) {
@@ -1541,7 +1550,7 @@ bool SemanticModel::divides_rec_uncached(TSNode expr, int depth, TSNode* divisio
     auto world_factor = [&](TSNode d) {
       for (int guard = 0; guard < 8 && !is_null(d); ++guard) {
         if (world_rec(d, 0)) return true;
-        TSSymbol ds = ts_node_symbol(d);
+        TSSymbol ds = node_symbol(d);
         if (ds == k.parenthesized_expression && ts_node_named_child_count(d) == 1) {
           d = ts_node_named_child(d, 0);
         } else if (ds == k.binary_operator && text(field(d, k.f_operator)) == "*") {
@@ -1574,7 +1583,7 @@ bool SemanticModel::divides_rec_uncached(TSNode expr, int depth, TSNode* divisio
   if (s == k.identifier || s == k.attribute) {
     std::string path = path_of(expr);
     for (const Binding* b : bindings_of(path, region_of(expr))) {
-      if (ts_node_eq(b->target, expr)) continue;
+      if (node_eq(b->target, expr)) continue;
       if ((b->kind == Binding::Kind::Assign || b->kind == Binding::Kind::Augmented) &&
           divides_rec(b->value, depth + 1, division))
         return true;
@@ -1593,13 +1602,13 @@ bool SemanticModel::indexed_device_rec(TSNode expr, int depth) const {
 bool SemanticModel::indexed_device_rec_uncached(TSNode expr, int depth) const {
   if (is_null(expr) || depth > kMaxDepth) return true;
   const Kinds& k = kinds();
-  TSSymbol s = ts_node_symbol(expr);
+  TSSymbol s = node_symbol(expr);
   if (s == k.parenthesized_expression && ts_node_named_child_count(expr) == 1)
     return indexed_device_rec(ts_node_named_child(expr, 0), depth + 1);
   if (s == k.integer) return true;
   if (s == k.string) {
     for (TSNode c : children(expr)) {
-      if (ts_node_symbol(c) != k.string_content) continue;
+      if (node_symbol(c) != k.string_content) continue;
       std::string_view t = text(c);
       return t.rfind("cuda:", 0) == 0;  // "cuda:1", f"cuda:{rank}"; "cuda"/"cpu" are not indexed
     }
@@ -1629,7 +1638,7 @@ bool SemanticModel::indexed_device_rec_uncached(TSNode expr, int depth) const {
       return true;
     }
     for (const Binding* b : bs) {
-      if (ts_node_eq(b->target, expr)) continue;
+      if (node_eq(b->target, expr)) continue;
       if (b->kind != Binding::Kind::Assign || is_null(b->value)) return true;
       if (indexed_device_rec(b->value, depth + 1)) return true;
     }
@@ -1648,7 +1657,7 @@ GuardMask SemanticModel::classify_condition(TSNode cond, bool negated) const {
   const Kinds& k = kinds();
   std::function<GuardMask(TSNode, bool, int)> rec = [&](TSNode c, bool neg, int depth) -> GuardMask {
     if (is_null(c) || depth > kMaxDepth) return 0;
-    TSSymbol s = ts_node_symbol(c);
+    TSSymbol s = node_symbol(c);
     if (s == k.parenthesized_expression && ts_node_named_child_count(c) == 1)
       return rec(ts_node_named_child(c, 0), neg, depth + 1);
     if (s == k.not_operator) {
@@ -1687,14 +1696,14 @@ GuardMask SemanticModel::classify_condition(TSNode cond, bool negated) const {
       // periodic: a modulo on either side
       auto has_mod = [&](TSNode x) {
         for (int guard = 0; guard < 8 && !is_null(x); ++guard) {
-          TSSymbol xs = ts_node_symbol(x);
+          TSSymbol xs = node_symbol(x);
           if (xs == k.parenthesized_expression && ts_node_named_child_count(x) == 1) {
             x = ts_node_named_child(x, 0);
             continue;
           }
           if (xs != k.binary_operator) return false;
           if (text(field(x, k.f_operator)) == "%") {
-            return ts_node_symbol(field(x, k.f_left)) != k.string;  // not "%d" % x
+            return node_symbol(field(x, k.f_left)) != k.string;  // not "%d" % x
           }
           x = field(x, k.f_left);
         }
@@ -1703,9 +1712,9 @@ GuardMask SemanticModel::classify_condition(TSNode cond, bool negated) const {
       if (has_mod(operands[0]) || has_mod(operands[1])) {
         // `rank % ngpus_per_node == 0`: the first process of each node, not a step interval
         TSNode m = has_mod(operands[0]) ? operands[0] : operands[1];
-        while (ts_node_symbol(m) == k.parenthesized_expression && ts_node_named_child_count(m) == 1)
+        while (node_symbol(m) == k.parenthesized_expression && ts_node_named_child_count(m) == 1)
           m = ts_node_named_child(m, 0);
-        if (ts_node_symbol(m) == k.binary_operator && is_rank_value(field(m, k.f_left)))
+        if (node_symbol(m) == k.binary_operator && is_rank_value(field(m, k.f_left)))
           return positive ? (kGuardMainProcess | kGuardRankDependent) : kGuardRankDependent;
         return positive ? kGuardPeriodic : 0;
       }
@@ -1717,7 +1726,7 @@ GuardMask SemanticModel::classify_condition(TSNode cond, bool negated) const {
         Value v = value_of(other);
         if (v.kind == Value::Kind::Int && v.i == 0 && positive) g |= kGuardMainProcess;
         if (v.kind == Value::Kind::Int && v.i == -1 && positive) return kNeutral;
-        TSSymbol os = ts_node_symbol(other);
+        TSSymbol os = node_symbol(other);
         if ((os == k.tuple || os == k.list || os == k.set_comprehension || ts_node_named_child_count(other) > 0) &&
             (op == "in") && !neg) {
           bool all_le_zero = ts_node_named_child_count(other) > 0;
@@ -1790,7 +1799,7 @@ bool SemanticModel::training_call(const CallSite& c) const {
   if (contains(name, "optim") || name == "opt" || name.rfind("opt_", 0) == 0 || contains(name, "scaler"))
     return true;
   TSNode v = single_assignment(c.receiver);
-  if (!is_null(v) && ts_node_symbol(v) == kinds().call) {
+  if (!is_null(v) && node_symbol(v) == kinds().call) {
     const CallSite* ctor = call_at(v);
     if (ctor && ((ctor->canonical.rfind("torch.optim.", 0) == 0 && !contains(ctor->canonical, "lr_scheduler")) ||
                  contains(ctor->canonical, "GradScaler")))
@@ -1805,9 +1814,9 @@ std::vector<int> SemanticModel::resolve_local_function(const CallSite& c) const 
   auto it = functions_by_name_.find(c.method);
   if (it == functions_by_name_.end()) return out;
   const Kinds& k = kinds();
-  bool plain = ts_node_symbol(c.callee) == k.identifier;
+  bool plain = node_symbol(c.callee) == k.identifier;
   bool on_self = false;
-  if (!plain && ts_node_symbol(c.receiver) == k.identifier) {
+  if (!plain && node_symbol(c.receiver) == k.identifier) {
     std::string_view r = text(c.receiver);
     on_self = r == "self" || r == "cls";
   }
@@ -1816,13 +1825,13 @@ std::vector<int> SemanticModel::resolve_local_function(const CallSite& c) const 
   // before the call, else the first after it (a call inside a function body
   // runs after the module has defined everything). One target keeps the call
   // graph linear when a file repeats its definitions.
-  std::uint32_t at = ts_node_start_byte(c.node);
+  std::uint32_t at = node_start_byte(c.node);
   int before = -1, after = -1;
   for (int f : it->second) {
     const Region& fr = regions_[functions_[f].region];
     bool is_method = fr.parent >= 0 && regions_[fr.parent].kind == Region::Kind::Class;
     if (is_method != on_self) continue;
-    if (ts_node_start_byte(functions_[f].node) < at) before = f;
+    if (node_start_byte(functions_[f].node) < at) before = f;
     else if (after < 0) after = f;
   }
   if (before >= 0) out.push_back(before);

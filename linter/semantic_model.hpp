@@ -269,7 +269,8 @@ class SemanticModel {
   SemanticModel& operator=(const SemanticModel&) = delete;
 
   const SourceFile& source() const { return source_; }
-  std::string_view text(TSNode node) const { return node_text(node, source_.text()); }
+  /// The text of `node` (empty if its range lies outside the source).
+  std::string_view text(TSNode node) const;
 
   // --- syntax -------------------------------------------------------------
   /// The first syntax error in document order: an ERROR or MISSING node of the

@@ -20,6 +20,8 @@ TSFieldId field_id(const TSLanguage* lang, const char* name) {
   return f;
 }
 
+}  // namespace
+
 Kinds make_kinds() {
   const TSLanguage* L = tree_sitter_python();
   Kinds k{};
@@ -111,12 +113,6 @@ Kinds make_kinds() {
   k.f_subscript = f("subscript");
   k.f_operators = f("operators");
   k.f_argument = f("argument");
-  return k;
-}
-}  // namespace
-
-const Kinds& kinds() {
-  static const Kinds k = make_kinds();
   return k;
 }
 

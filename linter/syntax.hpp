@@ -67,8 +67,14 @@ struct Kinds {
       f_parameters, f_definition, f_subscript, f_operators, f_argument;
 };
 
+/// Builds the table of ids (see kinds()); throws std::logic_error if the
+/// grammar lacks a node kind or field the model uses.
+Kinds make_kinds();
 /// The ids for tree-sitter-python (computed on first use; thread-safe).
-const Kinds& kinds();
+inline const Kinds& kinds() {
+  static const Kinds k = make_kinds();  // inline: a guard test per call, not a call
+  return k;
+}
 
 /// Text of `node` within `text`.
 inline std::string_view node_text(TSNode node, std::string_view text) {

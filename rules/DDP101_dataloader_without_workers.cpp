@@ -1,5 +1,6 @@
 // DDP101 dataloader-without-workers: DataLoader loads batches in the training process.
 #include "linter/semantic_model.hpp"
+#include "linter/node_access.hpp"
 #include "rules/common.hpp"
 
 namespace ddplint::rules {
@@ -9,13 +10,13 @@ void check(const SemanticModel& model, RuleContext& ctx) {
   for (const CallSite* call : model.calls_to(kDataLoader)) {
     // DataLoader(dataset, batch_size, shuffle, sampler, batch_sampler, num_workers, ...)
     TSNode workers = model.argument(*call, "num_workers", 5);
-    if (ts_node_is_null(workers)) {
+    if (node_is_null(workers)) {
       if (model.has_unpacked_arguments(*call)) continue;  // may come from **kwargs: unknown
       // unsafe: worker processes need a picklable dataset and change how random state is seeded
       std::optional<Fix> fix;
       if (std::optional<Edit> e = append_argument(model, *call, "num_workers=4"))
         fix = Fix{Fix::Applicability::Unsafe, "Load in 4 worker processes (`num_workers=4`; tune it)", {std::move(*e)}};
-      ctx.report(ts_node_start_byte(call->callee), ts_node_end_byte(call->callee),
+      ctx.report(node_start_byte(call->callee), node_end_byte(call->callee),
                  "DataLoader without num_workers loads every batch in the training process: the GPU "
                  "waits while the next batch is read and augmented",
                  std::move(fix));
@@ -29,8 +30,8 @@ void check(const SemanticModel& model, RuleContext& ctx) {
       std::optional<Fix> fix;
       if (written == "0")
         fix = Fix{Fix::Applicability::Unsafe, "Load in 4 worker processes (`num_workers=4`; tune it)",
-                  {Edit{ts_node_start_byte(workers), ts_node_end_byte(workers), "4"}}};
-      ctx.report(ts_node_start_byte(at), ts_node_end_byte(at),
+                  {Edit{node_start_byte(workers), node_end_byte(workers), "4"}}};
+      ctx.report(node_start_byte(at), node_end_byte(at),
                  "DataLoader with " + what + " loads every batch in the training process: the GPU "
                  "waits while the next batch is read and augmented",
                  std::move(fix));

@@ -1,5 +1,6 @@
 // DDP102 dataloader-without-pin-memory: batches copied to the GPU from pageable memory.
 #include "linter/semantic_model.hpp"
+#include "linter/node_access.hpp"
 #include "rules/common.hpp"
 
 namespace ddplint::rules {
@@ -10,12 +11,12 @@ void check(const SemanticModel& model, RuleContext& ctx) {
   for (const CallSite* call : model.calls_to(kDataLoader)) {
     // DataLoader(dataset, batch_size, shuffle, sampler, batch_sampler, num_workers, collate_fn, pin_memory, ...)
     TSNode pin = model.argument(*call, "pin_memory", 7);
-    if (ts_node_is_null(pin)) {
+    if (node_is_null(pin)) {
       if (model.has_unpacked_arguments(*call)) continue;
       std::optional<Fix> fix;
       if (std::optional<Edit> e = append_argument(model, *call, "pin_memory=True"))
         fix = Fix{Fix::Applicability::Safe, "Add `pin_memory=True`", {std::move(*e)}};
-      ctx.report(ts_node_start_byte(call->callee), ts_node_end_byte(call->callee),
+      ctx.report(node_start_byte(call->callee), node_end_byte(call->callee),
                  "DataLoader without pin_memory=True in a CUDA script: every batch is copied to the GPU "
                  "from pageable memory, which is slower and cannot overlap with compute",
                  std::move(fix));
@@ -28,8 +29,8 @@ void check(const SemanticModel& model, RuleContext& ctx) {
       // only a literal False is rewritten; a named constant may be used elsewhere
       if (model.text(pin) == "False")
         fix = Fix{Fix::Applicability::Safe, "Set `pin_memory=True`",
-                  {Edit{ts_node_start_byte(pin), ts_node_end_byte(pin), "True"}}};
-      ctx.report(ts_node_start_byte(at), ts_node_end_byte(at),
+                  {Edit{node_start_byte(pin), node_end_byte(pin), "True"}}};
+      ctx.report(node_start_byte(at), node_end_byte(at),
                  "DataLoader with pin_memory=False in a CUDA script: every batch is copied to the GPU "
                  "from pageable memory, which is slower and cannot overlap with compute",
                  std::move(fix));

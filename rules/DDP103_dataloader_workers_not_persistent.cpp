@@ -1,5 +1,6 @@
 // DDP103 dataloader-workers-not-persistent: worker processes re-forked every epoch.
 #include "linter/semantic_model.hpp"
+#include "linter/node_access.hpp"
 #include "rules/common.hpp"
 
 #include <optional>
@@ -15,8 +16,8 @@ void collect_mentions(const SemanticModel& model, TSNode expr, std::unordered_se
   for (int budget = 256; !stack.empty() && budget > 0; --budget) {
     TSNode n = stack.back();
     stack.pop_back();
-    if (ts_node_is_null(n)) continue;
-    TSSymbol s = ts_node_symbol(n);
+    if (node_is_null(n)) continue;
+    TSSymbol s = node_symbol(n);
     if (s == kinds().identifier || s == kinds().attribute) {
       std::string path = model.path_of(n);
       if (!path.empty()) out.insert(std::move(path));
@@ -37,7 +38,7 @@ std::unordered_set<std::string> iterated_per_epoch(const SemanticModel& model) {
   std::unordered_set<std::string> out;
   for (std::size_t r = 1; r < model.regions().size(); ++r) {
     const Region& reg = model.regions()[r];
-    if (reg.kind != Region::Kind::Loop || ts_node_symbol(reg.node) != k.for_statement) continue;
+    if (reg.kind != Region::Kind::Loop || node_symbol(reg.node) != k.for_statement) continue;
     if (in_loop(model, reg.parent)) collect_mentions(model, field(reg.node, k.f_right), out);
   }
   std::unordered_set<std::string_view> local_functions;
@@ -55,7 +56,7 @@ void check(const SemanticModel& model, RuleContext& ctx) {
     Value workers = model.value_of(model.argument(*call, "num_workers", 5));
     if (workers.kind != Value::Kind::Int || workers.i <= 0) continue;
     TSNode persistent = model.argument(*call, "persistent_workers");
-    if (!ts_node_is_null(persistent)) {
+    if (!node_is_null(persistent)) {
       Value v = model.value_of(persistent);
       if (!v.known() || v.truthy()) continue;
     } else if (model.has_unpacked_arguments(*call)) {
@@ -67,7 +68,7 @@ void check(const SemanticModel& model, RuleContext& ctx) {
     if (path.empty()) continue;
     if (!iterated) iterated = iterated_per_epoch(model);
     if (!iterated->contains(path)) continue;
-    ctx.report(ts_node_start_byte(call->callee), ts_node_end_byte(call->callee),
+    ctx.report(node_start_byte(call->callee), node_end_byte(call->callee),
                "DataLoader with " + std::to_string(workers.i) +
                    " workers iterated once per epoch without persistent_workers=True: the worker processes are "
                    "started again (and the dataset re-initialised in each) at the start of every epoch");

@@ -2,6 +2,7 @@
 #include <cctype>
 
 #include "linter/semantic_model.hpp"
+#include "linter/node_access.hpp"
 #include "rules/common.hpp"
 
 namespace ddplint::rules {
@@ -26,8 +27,8 @@ bool prepared(const SemanticModel& model, const std::string& path) {
 // The dataset shards itself: it is built with a rank argument
 // (`ShardedDataset(path, rank=rank, world_size=ws)`), directly or through a name.
 bool dataset_shards_by_rank(const SemanticModel& model, TSNode dataset) {
-  TSNode v = ts_node_symbol(dataset) == kinds().call ? dataset : model.single_assignment(dataset);
-  if (ts_node_is_null(v) || ts_node_symbol(v) != kinds().call) return false;
+  TSNode v = node_symbol(dataset) == kinds().call ? dataset : model.single_assignment(dataset);
+  if (node_is_null(v) || node_symbol(v) != kinds().call) return false;
   const CallSite* call = model.call_at(v);
   if (call == nullptr) return false;
   for (const Argument& a : model.arguments(*call)) {
@@ -47,14 +48,14 @@ void check(const SemanticModel& model, RuleContext& ctx) {
   for (const CallSite* call : model.calls_to(kDataLoader)) {
     if (model.has_unpacked_arguments(*call)) continue;
     // DataLoader(dataset, batch_size, shuffle, sampler, batch_sampler, ...)
-    if (!ts_node_is_null(model.argument(*call, "sampler", 3)) ||
-        !ts_node_is_null(model.argument(*call, "batch_sampler", 4)))
+    if (!node_is_null(model.argument(*call, "sampler", 3)) ||
+        !node_is_null(model.argument(*call, "batch_sampler", 4)))
       continue;
     if (evaluation_loader(model, *call)) continue;
     TSNode dataset = model.argument(*call, "dataset", 0);
-    if (ts_node_is_null(dataset) || dataset_shards_by_rank(model, dataset)) continue;
+    if (node_is_null(dataset) || dataset_shards_by_rank(model, dataset)) continue;
     if (prepared(model, model.path_of(model.assigned_to(call->node)))) continue;
-    ctx.report(ts_node_start_byte(call->callee), ts_node_end_byte(call->callee),
+    ctx.report(node_start_byte(call->callee), node_end_byte(call->callee),
                "DataLoader without a sampler in a distributed script: every rank iterates the whole dataset, so "
                "N GPUs do N times the work per epoch; pass sampler=DistributedSampler(dataset) (and call "
                "sampler.set_epoch(epoch))");

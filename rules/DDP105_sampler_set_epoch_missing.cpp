@@ -1,5 +1,6 @@
 // DDP105 sampler-set-epoch-missing: a shuffling DistributedSampler never re-seeded per epoch.
 #include "linter/semantic_model.hpp"
+#include "linter/node_access.hpp"
 #include "rules/common.hpp"
 
 namespace ddplint::rules {
@@ -26,12 +27,12 @@ void check(const SemanticModel& model, RuleContext& ctx) {
   for (const CallSite* s : samplers) {
     // DistributedSampler(dataset, num_replicas=None, rank=None, shuffle=True, seed=0, drop_last=False)
     TSNode shuffle = model.argument(*s, "shuffle", 3);
-    if (!ts_node_is_null(shuffle)) {
+    if (!node_is_null(shuffle)) {
       Value v = model.value_of(shuffle);
       if (!v.known() || !v.truthy()) continue;  // shuffle=False, or unknown
     }
     if (model.has_unpacked_arguments(*s)) continue;
-    ctx.report(ts_node_start_byte(s->callee), ts_node_end_byte(s->callee),
+    ctx.report(node_start_byte(s->callee), node_end_byte(s->callee),
                "DistributedSampler shuffles with a seed fixed to the epoch it is told, and nothing calls "
                "sampler.set_epoch(epoch): every epoch visits the samples in the same order");
   }

@@ -1,5 +1,6 @@
 // DDP107 pinned-copy-blocking: pinned batches copied without non_blocking=True.
 #include "linter/semantic_model.hpp"
+#include "linter/node_access.hpp"
 #include "rules/common.hpp"
 
 namespace ddplint::rules {
@@ -20,7 +21,7 @@ bool device_move(const SemanticModel& model, const CallSite& c) {
   if (c.method == "cuda") return true;
   if (c.method != "to") return false;
   TSNode a = model.argument(c, "device", 0);
-  if (ts_node_is_null(a)) return false;
+  if (node_is_null(a)) return false;
   std::string canonical = model.canonical_name(a);
   if (!canonical.empty() && canonical.rfind("torch.device", 0) != 0) return false;  // torch.float16 etc.
   Value v = model.value_of(a);
@@ -33,15 +34,15 @@ bool device_move(const SemanticModel& model, const CallSite& c) {
 bool batch_value(const SemanticModel& model, TSNode receiver) {
   const Kinds& k = kinds();
   TSNode base = receiver;
-  for (int guard = 0; guard < 16 && !ts_node_is_null(base); ++guard) {
-    TSSymbol s = ts_node_symbol(base);
+  for (int guard = 0; guard < 16 && !node_is_null(base); ++guard) {
+    TSSymbol s = node_symbol(base);
     if (s == k.identifier) break;
     if (s == k.attribute) base = field(base, k.f_object);
     else if (s == k.subscript) base = field(base, k.f_value);
     else if (s == k.call) base = field(field(base, k.f_function), k.f_object);
     else return false;
   }
-  if (ts_node_is_null(base) || ts_node_symbol(base) != k.identifier) return false;
+  if (node_is_null(base) || node_symbol(base) != k.identifier) return false;
   for (const Binding* b : model.bindings_of(model.text(base), model.region_of(base)))
     if (b->kind == Binding::Kind::LoopTarget) return true;
   return false;
@@ -51,9 +52,9 @@ void check(const SemanticModel& model, RuleContext& ctx) {
   if (!model.uses_cuda()) return;
   bool pinned_known = false, pinned = false;
   for (const CallSite& c : model.calls()) {
-    if (ts_node_is_null(c.receiver) || !device_move(model, c) || !batch_value(model, c.receiver)) continue;
+    if (node_is_null(c.receiver) || !device_move(model, c) || !batch_value(model, c.receiver)) continue;
     TSNode nb = model.argument(c, "non_blocking", c.method == "cuda" ? 1 : -1);
-    if (!ts_node_is_null(nb)) {
+    if (!node_is_null(nb)) {
       Value v = model.value_of(nb);
       if (!v.known() || v.truthy()) continue;
     }

@@ -1,5 +1,6 @@
 // DDP108 eval-sampler-pads: a DistributedSampler on an evaluation loader repeats samples.
 #include "linter/semantic_model.hpp"
+#include "linter/node_access.hpp"
 #include "rules/common.hpp"
 
 namespace ddplint::rules {
@@ -11,7 +12,7 @@ void check(const SemanticModel& model, RuleContext& ctx) {
     if (model.has_unpacked_arguments(*s)) continue;
     // DistributedSampler(dataset, num_replicas=None, rank=None, shuffle=True, seed=0, drop_last=False)
     TSNode drop = model.argument(*s, "drop_last", 5);
-    if (!ts_node_is_null(drop)) {
+    if (!node_is_null(drop)) {
       Value v = model.value_of(drop);
       if (!v.known() || v.truthy()) continue;
     }
@@ -21,10 +22,10 @@ void check(const SemanticModel& model, RuleContext& ctx) {
     bool named_eval = evaluation_name(model.last_name(model.assigned_to(s->node)));
     if (!named_eval) {
       TSNode dataset = model.argument(*s, "dataset", 0);
-      named_eval = !ts_node_is_null(dataset) && evaluation_name(model.last_name(dataset));
+      named_eval = !node_is_null(dataset) && evaluation_name(model.last_name(dataset));
     }
     if (!not_shuffled && !named_eval) continue;
-    ctx.report(ts_node_start_byte(s->callee), ts_node_end_byte(s->callee),
+    ctx.report(node_start_byte(s->callee), node_end_byte(s->callee),
                "DistributedSampler on an evaluation set with drop_last=False pads the last shard by repeating "
                "samples, so metrics gathered across ranks count some samples twice; trim to len(dataset) or "
                "evaluate without padding");

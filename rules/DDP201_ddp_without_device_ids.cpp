@@ -1,5 +1,6 @@
 // DDP201 ddp-without-device-ids: DDP wrap in a CUDA script where nothing pins this rank's GPU.
 #include "linter/semantic_model.hpp"
+#include "linter/node_access.hpp"
 #include "rules/common.hpp"
 
 
@@ -15,10 +16,10 @@ void check(const SemanticModel& model, RuleContext& ctx) {
   TSNode default_gpu_move = all_ranks_on_default_gpu(model, pins);
   for (const CallSite* call : wraps) {
     // DistributedDataParallel(module, device_ids=None, output_device=None, ...)
-    if (!ts_node_is_null(model.argument(*call, "device_ids", 1))) continue;  // any value, None included
+    if (!node_is_null(model.argument(*call, "device_ids", 1))) continue;  // any value, None included
     if (model.has_unpacked_arguments(*call)) continue;
     if (pins.before(model, call->node)) continue;
-    if (!ts_node_is_null(default_gpu_move)) continue;  // one root cause: reported as DDP203
+    if (!node_is_null(default_gpu_move)) continue;  // one root cause: reported as DDP203
     auto [start, end] = first_line_range(model, call->node);
     // the fix: device_ids=[<this file's local-rank name>]; without one, read LOCAL_RANK (unsafe)
     std::optional<Fix> fix;

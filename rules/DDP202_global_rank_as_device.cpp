@@ -1,5 +1,6 @@
 // DDP202 global-rank-as-device: a global rank used as a CUDA device index.
 #include "linter/semantic_model.hpp"
+#include "linter/node_access.hpp"
 #include "rules/common.hpp"
 
 namespace ddplint::rules {
@@ -10,9 +11,9 @@ namespace {
 // `global_rank`, `ddp_rank` that is not bound to a local rank. `x % ngpus` and
 // names with "local" are local ranks.
 bool global_rank(const SemanticModel& model, TSNode expr, int depth = 0) {
-  if (ts_node_is_null(expr) || depth > 8) return false;
+  if (node_is_null(expr) || depth > 8) return false;
   const Kinds& k = kinds();
-  TSSymbol s = ts_node_symbol(expr);
+  TSSymbol s = node_symbol(expr);
   if (s == k.parenthesized_expression && ts_node_named_child_count(expr) == 1)
     return global_rank(model, ts_node_named_child(expr, 0), depth + 1);
   std::string env = model.env_var_read(expr);
@@ -27,7 +28,7 @@ bool global_rank(const SemanticModel& model, TSNode expr, int depth = 0) {
   if (s == k.identifier || s == k.attribute) {
     std::string name = lowercase(model.last_name(expr));
     TSNode bound = model.single_assignment(expr);
-    if (!ts_node_is_null(bound)) return global_rank(model, bound, depth + 1);
+    if (!node_is_null(bound)) return global_rank(model, bound, depth + 1);
     if (name.find("local") != std::string::npos) return false;
     return name == "rank" || name == "global_rank" || name == "world_rank" || name == "ddp_rank" ||
            name == "proc_rank" || name == "process_rank";
@@ -38,14 +39,14 @@ bool global_rank(const SemanticModel& model, TSNode expr, int depth = 0) {
 // A device expression that indexes a GPU by a global rank: the rank itself,
 // f"cuda:{rank}", torch.device("cuda", rank), or a name bound to one of these.
 bool global_rank_device(const SemanticModel& model, TSNode expr, int depth = 0) {
-  if (ts_node_is_null(expr) || depth > 8) return false;
+  if (node_is_null(expr) || depth > 8) return false;
   const Kinds& k = kinds();
-  TSSymbol s = ts_node_symbol(expr);
+  TSSymbol s = node_symbol(expr);
   if (s == k.string) {
     bool cuda = false;
     for (TSNode c : children(expr)) {
-      if (ts_node_symbol(c) == k.string_content) cuda = cuda || model.text(c).rfind("cuda:", 0) == 0;
-      if (ts_node_symbol(c) == k.interpolation && cuda && ts_node_named_child_count(c) > 0 &&
+      if (node_symbol(c) == k.string_content) cuda = cuda || model.text(c).rfind("cuda:", 0) == 0;
+      if (node_symbol(c) == k.interpolation && cuda && ts_node_named_child_count(c) > 0 &&
           global_rank(model, ts_node_named_child(c, 0)))
         return true;
     }
@@ -60,9 +61,9 @@ bool global_rank_device(const SemanticModel& model, TSNode expr, int depth = 0) 
   }
   if (s == k.identifier || s == k.attribute) {
     TSNode bound = model.single_assignment(expr);
-    if (!ts_node_is_null(bound) && ts_node_symbol(bound) != k.call && ts_node_symbol(bound) != k.string)
+    if (!node_is_null(bound) && node_symbol(bound) != k.call && node_symbol(bound) != k.string)
       return global_rank(model, bound, depth + 1);
-    if (!ts_node_is_null(bound)) return global_rank_device(model, bound, depth + 1);
+    if (!node_is_null(bound)) return global_rank_device(model, bound, depth + 1);
   }
   return global_rank(model, expr, depth + 1);
 }
@@ -94,14 +95,14 @@ void check(const SemanticModel& model, RuleContext& ctx) {
   }
   for (std::string_view method : {"to", "cuda"}) {
     for (const CallSite* c : model.calls_named(method)) {
-      if (ts_node_is_null(c->receiver)) continue;
+      if (node_is_null(c->receiver)) continue;
       TSNode d = model.argument(*c, "device", 0);
       if (global_rank_device(model, d)) report(model, ctx, d);
     }
   }
   for (const CallSite* c : model.calls_to(kDDP)) {
     TSNode ids = model.argument(*c, "device_ids", 1);
-    if (ts_node_is_null(ids)) continue;
+    if (node_is_null(ids)) continue;
     for (TSNode e : children(ids))
       if (global_rank_device(model, e)) report(model, ctx, e);
   }

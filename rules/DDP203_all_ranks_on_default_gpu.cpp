@@ -1,5 +1,6 @@
 // DDP203 all-ranks-on-default-gpu: no per-process device is ever selected.
 #include "linter/semantic_model.hpp"
+#include "linter/node_access.hpp"
 #include "rules/common.hpp"
 
 namespace ddplint::rules {
@@ -8,7 +9,7 @@ namespace {
 void check(const SemanticModel& model, RuleContext& ctx) {
   if (!model.is_distributed() || !model.uses_cuda()) return;
   TSNode move = all_ranks_on_default_gpu(model, collect_pins(model));
-  if (ts_node_is_null(move)) return;
+  if (node_is_null(move)) return;
   auto [start, end] = first_line_range(model, move);
   ctx.report(start, end,
              "this distributed script never selects a GPU per process (no torch.cuda.set_device(local_rank), "

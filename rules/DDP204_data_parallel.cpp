@@ -1,5 +1,6 @@
 // DDP204 data-parallel: torch.nn.DataParallel instead of DistributedDataParallel.
 #include "linter/semantic_model.hpp"
+#include "linter/node_access.hpp"
 #include "rules/common.hpp"
 
 namespace ddplint::rules {
@@ -7,7 +8,7 @@ namespace ddplint::rules {
 namespace {
 void check(const SemanticModel& model, RuleContext& ctx) {
   for (const CallSite* call : model.calls_to(kDataParallel)) {
-    ctx.report(ts_node_start_byte(call->callee), ts_node_end_byte(call->callee),
+    ctx.report(node_start_byte(call->callee), node_end_byte(call->callee),
                "torch.nn.DataParallel drives every GPU from one Python process: it copies the model to each "
                "GPU every step and gathers outputs on the first one; DistributedDataParallel (one process "
                "per GPU) is faster even on one machine");

@@ -1,5 +1,6 @@
 // DDP205 ddp-before-device-move: the model is moved to its GPU after the DDP wrap.
 #include "linter/semantic_model.hpp"
+#include "linter/node_access.hpp"
 #include "rules/common.hpp"
 
 namespace ddplint::rules {
@@ -10,10 +11,10 @@ void check(const SemanticModel& model, RuleContext& ctx) {
   if (wraps.empty()) return;
   for (std::string_view method : {"to", "cuda"}) {
     for (const CallSite* c : model.calls_named(method)) {
-      if (ts_node_is_null(c->receiver)) continue;
+      if (node_is_null(c->receiver)) continue;
       if (method == "to") {  // a device move, not a dtype cast
         TSNode a = model.argument(*c, "device", 0);
-        if (ts_node_is_null(a)) continue;
+        if (node_is_null(a)) continue;
         std::string canonical = model.canonical_name(a);
         if (!canonical.empty() && canonical.rfind("torch.device", 0) != 0) continue;
       }

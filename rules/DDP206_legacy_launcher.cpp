@@ -1,5 +1,6 @@
 // DDP206 legacy-launcher: --local_rank arguments or torch.distributed.launch.
 #include "linter/semantic_model.hpp"
+#include "linter/node_access.hpp"
 #include "rules/common.hpp"
 
 namespace ddplint::rules {
@@ -23,7 +24,7 @@ void check(const SemanticModel& model, RuleContext& ctx) {
   for (const CallSite* call : ready ? CallRange{} : model.calls_named("add_argument")) {
     for (int i = 0; i < 3; ++i) {
       TSNode opt = model.argument(*call, "", i);
-      if (ts_node_is_null(opt)) break;
+      if (node_is_null(opt)) break;
       Value v = model.value_of(opt);
       if (v.kind != Value::Kind::Str) break;
       if (v.s == "--local_rank" || v.s == "--local-rank") {
@@ -32,11 +33,11 @@ void check(const SemanticModel& model, RuleContext& ctx) {
         // changes whenever LOCAL_RANK is set.
         std::optional<Fix> fix;
         TSNode def = model.argument(*call, "default");
-        if (!ts_node_is_null(def) && imports_os(model) && model.text(def).find('\n') == std::string_view::npos)
+        if (!node_is_null(def) && imports_os(model) && model.text(def).find('\n') == std::string_view::npos)
           fix = Fix{Fix::Applicability::Unsafe, "Default to the LOCAL_RANK that torchrun sets",
-                    {Edit{ts_node_start_byte(def), ts_node_end_byte(def),
+                    {Edit{node_start_byte(def), node_end_byte(def),
                           "int(os.environ.get(\"LOCAL_RANK\", " + std::string(model.text(def)) + "))"}}};
-        ctx.report(ts_node_start_byte(opt), ts_node_end_byte(opt),
+        ctx.report(node_start_byte(opt), node_end_byte(opt),
                    "`" + v.s + "` is the argument of the deprecated torch.distributed.launch; launch with "
                    "torchrun and read the local rank from os.environ[\"LOCAL_RANK\"]",
                    std::move(fix));
@@ -49,7 +50,7 @@ void check(const SemanticModel& model, RuleContext& ctx) {
     // torch.distributed.launch itself, not torch.distributed.launcher (torchrun's API)
     std::string_view c = call.canonical;
     if (c == "torch.distributed.launch" || c.rfind("torch.distributed.launch.", 0) == 0) {
-      ctx.report(ts_node_start_byte(call.callee), ts_node_end_byte(call.callee),
+      ctx.report(node_start_byte(call.callee), node_end_byte(call.callee),
                  "torch.distributed.launch is deprecated: use torchrun (torch.distributed.run)");
       continue;
     }

@@ -1,5 +1,6 @@
 // DDP207 ddp-module-forward: model.module(...) in the training loop bypasses DDP.
 #include "linter/semantic_model.hpp"
+#include "linter/node_access.hpp"
 #include "rules/common.hpp"
 
 namespace ddplint::rules {
@@ -12,7 +13,7 @@ bool ddp_wrapped(const SemanticModel& model, TSNode x) {
   std::string path = model.path_of(x);
   if (path.empty()) return false;
   for (const Binding* b : model.bindings_of(path, model.region_of(x))) {
-    if (b->kind != Binding::Kind::Assign || ts_node_is_null(b->value) || ts_node_symbol(b->value) != kinds().call)
+    if (b->kind != Binding::Kind::Assign || node_is_null(b->value) || node_symbol(b->value) != kinds().call)
       continue;
     const CallSite* c = model.call_at(b->value);
     if (c && (c->canonical == kDDP || c->canonical == "torch.distributed.fsdp.FullyShardedDataParallel")) return true;
@@ -42,11 +43,11 @@ void check(const SemanticModel& model, RuleContext& ctx) {
   for (const CallSite& call : model.calls()) {
     // model.module(...) or model.module.forward(...)
     TSNode module_attr{};
-    if (call.method == "module" && !ts_node_is_null(call.receiver)) module_attr = call.callee;
-    if (call.method == "forward" && !ts_node_is_null(call.receiver) && ts_node_symbol(call.receiver) == k.attribute &&
+    if (call.method == "module" && !node_is_null(call.receiver)) module_attr = call.callee;
+    if (call.method == "forward" && !node_is_null(call.receiver) && node_symbol(call.receiver) == k.attribute &&
         model.text(field(call.receiver, k.f_attribute)) == "module")
       module_attr = call.receiver;
-    if (ts_node_is_null(module_attr)) continue;
+    if (node_is_null(module_attr)) continue;
     if (!ddp_wrapped(model, field(module_attr, k.f_object))) continue;
     if (!model.in_training_loop(call.node) && !model.runs_every_step(call.node, 0)) continue;
     if (under_no_grad(model, call.node)) continue;

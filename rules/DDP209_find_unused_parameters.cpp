@@ -1,5 +1,6 @@
 // DDP209 find-unused-parameters: an extra autograd-graph traversal every iteration.
 #include "linter/semantic_model.hpp"
+#include "linter/node_access.hpp"
 #include "rules/common.hpp"
 
 namespace ddplint::rules {
@@ -8,7 +9,7 @@ namespace {
 void check(const SemanticModel& model, RuleContext& ctx) {
   for (const CallSite* call : model.calls_to(kDDP)) {
     TSNode flag = model.argument(*call, "find_unused_parameters");
-    if (ts_node_is_null(flag)) continue;
+    if (node_is_null(flag)) continue;
     Value v = model.value_of(flag);
     if (!v.known() || !v.truthy()) continue;
     TSNode at = argument_node(flag);
@@ -16,7 +17,7 @@ void check(const SemanticModel& model, RuleContext& ctx) {
     std::optional<Fix> fix;
     if (std::optional<Edit> e = remove_argument(model, *call, at))
       fix = Fix{Fix::Applicability::Unsafe, "Remove `find_unused_parameters=True`", {std::move(*e)}};
-    ctx.report(ts_node_start_byte(at), ts_node_end_byte(at),
+    ctx.report(node_start_byte(at), node_end_byte(at),
                "find_unused_parameters=True makes DDP traverse the autograd graph after every forward to find "
                "parameters that get no gradient; leave it off unless some parameters really are unused",
                std::move(fix));

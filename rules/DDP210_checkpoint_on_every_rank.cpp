@@ -1,5 +1,6 @@
 // DDP210 checkpoint-on-every-rank: torch.save not guarded by a rank-0 check.
 #include "linter/semantic_model.hpp"
+#include "linter/node_access.hpp"
 #include "rules/common.hpp"
 
 namespace ddplint::rules {
@@ -13,7 +14,7 @@ bool early_return_for_other_ranks(const SemanticModel& model, TSNode node) {
   const Kinds& k = kinds();
   for (const Region& r : model.regions()) {
     if (r.kind != Region::Kind::Branch || r.negated || r.scope != scope) continue;
-    if (ts_node_end_byte(r.node) > ts_node_start_byte(node)) continue;
+    if (node_end_byte(r.node) > node_start_byte(node)) continue;
     if (!(model.classify_condition(r.condition, true) & kGuardMainProcess)) continue;
     std::string_view body = model.text(field(r.node, k.f_consequence));
     if (body.rfind("return", 0) == 0) return true;
@@ -39,16 +40,16 @@ bool main_process_only(const SemanticModel& model, TSNode node, int depth = 0) {
 // A per-rank shard: the path mentions the rank (`f"ckpt_rank{rank}.pt"`),
 // directly or through names bound once.
 bool per_rank_path(const SemanticModel& model, TSNode path) {
-  if (ts_node_is_null(path)) return false;
+  if (node_is_null(path)) return false;
   std::vector<TSNode> stack{path};
   for (int budget = 512; !stack.empty() && budget > 0; --budget) {
     TSNode n = stack.back();
     stack.pop_back();
-    TSSymbol s = ts_node_symbol(n);
+    TSSymbol s = node_symbol(n);
     if ((s == kinds().identifier || s == kinds().attribute || s == kinds().call) && model.is_rank_value(n)) return true;
     if (s == kinds().identifier) {  // any assignment of the name (if/elif branches bind it twice)
       for (const Binding* b : model.bindings_of(model.text(n), model.region_of(n)))
-        if (b->kind == Binding::Kind::Assign && !ts_node_is_null(b->value) && !ts_node_eq(b->target, n))
+        if (b->kind == Binding::Kind::Assign && !node_is_null(b->value) && !node_eq(b->target, n))
           stack.push_back(b->value);
     }
     for (TSNode c : children(n)) stack.push_back(c);
@@ -58,9 +59,9 @@ bool per_rank_path(const SemanticModel& model, TSNode path) {
 
 // An in-memory buffer (`io.BytesIO()`): nothing is written to disk.
 bool memory_buffer(const SemanticModel& model, TSNode target) {
-  if (ts_node_is_null(target)) return false;
-  TSNode v = ts_node_symbol(target) == kinds().call ? target : model.single_assignment(target);
-  if (ts_node_is_null(v) || ts_node_symbol(v) != kinds().call) return false;
+  if (node_is_null(target)) return false;
+  TSNode v = node_symbol(target) == kinds().call ? target : model.single_assignment(target);
+  if (node_is_null(v) || node_symbol(v) != kinds().call) return false;
   const CallSite* c = model.call_at(v);
   return c && (c->canonical == "io.BytesIO" || c->method == "BytesIO");
 }

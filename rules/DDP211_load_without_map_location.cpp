@@ -1,5 +1,6 @@
 // DDP211 load-without-map-location: torch.load restores tensors onto the GPU they were saved from.
 #include "linter/semantic_model.hpp"
+#include "linter/node_access.hpp"
 #include "rules/common.hpp"
 
 namespace ddplint::rules {
@@ -9,7 +10,7 @@ void check(const SemanticModel& model, RuleContext& ctx) {
   if (!model.is_distributed() || !model.uses_cuda()) return;
   for (const CallSite* call : model.calls_to("torch.load")) {
     // torch.load(f, map_location=None, ...)
-    if (!ts_node_is_null(model.argument(*call, "map_location", 1))) continue;  // any value
+    if (!node_is_null(model.argument(*call, "map_location", 1))) continue;  // any value
     if (model.has_unpacked_arguments(*call)) continue;
     // `if args.gpu is None: torch.load(p) else: torch.load(p, map_location=loc)`:
     // the per-GPU path maps; the other arm is the one-process-for-all-GPUs case
@@ -18,8 +19,8 @@ void check(const SemanticModel& model, RuleContext& ctx) {
     if (here.kind == Region::Kind::Branch) {
       for (const CallSite* other : model.calls_to("torch.load")) {
         const Region& there = model.regions()[other->region];
-        if (other != call && there.kind == Region::Kind::Branch && ts_node_eq(there.condition, here.condition) &&
-            there.negated != here.negated && !ts_node_is_null(model.argument(*other, "map_location", 1)))
+        if (other != call && there.kind == Region::Kind::Branch && node_eq(there.condition, here.condition) &&
+            there.negated != here.negated && !node_is_null(model.argument(*other, "map_location", 1)))
           mapped_other_arm = true;
       }
     }

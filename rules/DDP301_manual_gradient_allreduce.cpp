@@ -1,5 +1,6 @@
 // DDP301 manual-gradient-allreduce: gradients of a DDP model reduced again by hand.
 #include "linter/semantic_model.hpp"
+#include "linter/node_access.hpp"
 #include "rules/common.hpp"
 
 namespace ddplint::rules {
@@ -13,7 +14,7 @@ bool is_manual_gradient_reduce(const SemanticModel& model, const CallSite& call)
       c != "torch.distributed.broadcast" && c != "torch.distributed.all_reduce_coalesced")
     return false;
   TSNode tensor = model.argument(call, c == "torch.distributed.all_reduce_coalesced" ? "tensors" : "tensor", 0);
-  return !ts_node_is_null(tensor) && mentions_gradient(model, tensor);
+  return !node_is_null(tensor) && mentions_gradient(model, tensor);
 }
 
 namespace {

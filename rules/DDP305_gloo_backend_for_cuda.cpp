@@ -1,5 +1,6 @@
 // DDP305 gloo-backend-for-cuda: the gloo process group in a script that trains on CUDA.
 #include "linter/semantic_model.hpp"
+#include "linter/node_access.hpp"
 #include "rules/common.hpp"
 
 namespace ddplint::rules {
@@ -14,13 +15,13 @@ void check(const SemanticModel& model, RuleContext& ctx) {
   if (!collectives) return;
   for (const CallSite* call : model.calls_to("torch.distributed.init_process_group")) {
     TSNode backend = model.argument(*call, "backend", 0);
-    if (ts_node_is_null(backend)) continue;
+    if (node_is_null(backend)) continue;
     Value v = model.value_of(backend);
     bool gloo = (v.kind == Value::Kind::Str && v.s == "gloo") ||
                 model.canonical_name(backend) == "torch.distributed.Backend.GLOO";
     if (!gloo) continue;
     TSNode at = argument_node(backend);
-    ctx.report(ts_node_start_byte(at), ts_node_end_byte(at),
+    ctx.report(node_start_byte(at), node_end_byte(at),
                "the gloo backend in a script that trains on CUDA: gradient all-reduces of CUDA tensors run "
                "far slower than with NCCL; use backend=\"nccl\" (or \"cpu:gloo,cuda:nccl\" for both)");
   }

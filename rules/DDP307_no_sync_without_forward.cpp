@@ -1,5 +1,6 @@
 // DDP307 no-sync-without-forward: `with model.no_sync():` around backward() only.
 #include "linter/semantic_model.hpp"
+#include "linter/node_access.hpp"
 #include "rules/common.hpp"
 
 namespace ddplint::rules {
@@ -7,32 +8,32 @@ namespace ddplint::rules {
 namespace {
 void check(const SemanticModel& model, RuleContext& ctx) {
   for (const CallSite* ns : model.calls_named("no_sync")) {
-    if (ts_node_is_null(ns->receiver)) continue;
+    if (node_is_null(ns->receiver)) continue;
     // the With region whose header holds this no_sync() call
     int with_region = -1;
     for (std::size_t r = 0; r < model.regions().size(); ++r) {
       const Region& reg = model.regions()[r];
       if (reg.kind != Region::Kind::With) continue;
-      std::uint32_t b = ts_node_start_byte(reg.node), e = ts_node_end_byte(field(reg.node, kinds().f_body));
-      if (b <= ts_node_start_byte(ns->node) && ts_node_start_byte(ns->node) < ts_node_start_byte(field(reg.node, kinds().f_body)) &&
-          ts_node_end_byte(ns->node) <= e) {
+      std::uint32_t b = node_start_byte(reg.node), e = node_end_byte(field(reg.node, kinds().f_body));
+      if (b <= node_start_byte(ns->node) && node_start_byte(ns->node) < node_start_byte(field(reg.node, kinds().f_body)) &&
+          node_end_byte(ns->node) <= e) {
         with_region = static_cast<int>(r);
         break;
       }
     }
     if (with_region < 0) continue;
     TSNode body = field(model.regions()[with_region].node, kinds().f_body);
-    std::uint32_t b = ts_node_start_byte(body), e = ts_node_end_byte(body);
+    std::uint32_t b = node_start_byte(body), e = node_end_byte(body);
     std::string wrapped = model.path_of(ns->receiver);
     bool backward = false, forward = false;
     for (const CallSite& c : model.calls()) {
-      std::uint32_t at = ts_node_start_byte(c.node);
+      std::uint32_t at = node_start_byte(c.node);
       if (at < b || at >= e) continue;
       if (c.method == "backward") backward = true;
       std::string callee = model.path_of(c.callee);
       // the model called (forward), or a same-file function that may call it: give the benefit of the doubt
       if (!callee.empty() && (callee == wrapped || callee.rfind(wrapped + ".", 0) == 0)) forward = true;
-      if (ts_node_symbol(c.callee) == kinds().identifier && !model.functions().empty()) {
+      if (node_symbol(c.callee) == kinds().identifier && !model.functions().empty()) {
         for (const FunctionInfo& f : model.functions())
           if (f.name == c.method) forward = true;
       }

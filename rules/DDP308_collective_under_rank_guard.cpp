@@ -1,5 +1,6 @@
 // DDP308 collective-under-rank-guard: a collective that only some ranks reach.
 #include "linter/semantic_model.hpp"
+#include "linter/node_access.hpp"
 #include "rules/common.hpp"
 
 namespace ddplint::rules {
@@ -27,7 +28,7 @@ void check(const SemanticModel& model, RuleContext& ctx) {
       if (&other == &call || other.canonical != call.canonical) continue;
       int ob = rank_branch(model, other.node);
       // the if-branch and its else share the condition node (an elif's else: the elif's)
-      if (ob >= 0 && ob != branch && ts_node_eq(model.regions()[ob].condition, model.regions()[branch].condition) &&
+      if (ob >= 0 && ob != branch && node_eq(model.regions()[ob].condition, model.regions()[branch].condition) &&
           model.regions()[ob].negated != model.regions()[branch].negated) {
         matched = true;
         break;

@@ -1,5 +1,6 @@
 // DDP401 item-in-training-loop: .item() on every step (host-device sync).
 #include "linter/semantic_model.hpp"
+#include "linter/node_access.hpp"
 #include "rules/common.hpp"
 
 namespace ddplint::rules {
@@ -8,7 +9,7 @@ namespace {
 void check(const SemanticModel& model, RuleContext& ctx) {
   if (!model.uses_cuda()) return;
   for (const CallSite* call : model.calls_named("item")) {
-    if (ts_node_is_null(call->receiver) || model.positional_count(*call) != 0) continue;
+    if (node_is_null(call->receiver) || model.positional_count(*call) != 0) continue;
     if (!model.runs_every_step(call->node, kRareGuards)) continue;
     if (host_tensor(model, call->receiver)) continue;  // a CPU tensor: no GPU work to wait for
     auto [start, end] = first_line_range(model, call->node);

@@ -2,6 +2,7 @@
 #include <unordered_set>
 
 #include "linter/semantic_model.hpp"
+#include "linter/node_access.hpp"
 #include "rules/common.hpp"
 
 namespace ddplint::rules {
@@ -16,10 +17,10 @@ bool is_host_read(std::string_view method) {
 bool to_cpu(const SemanticModel& model, const CallSite& call) {
   if (call.method != "to") return false;
   TSNode device = model.argument(call, "device", 0);
-  if (ts_node_is_null(device)) return false;
+  if (node_is_null(device)) return false;
   Value v = model.value_of(device);
   if (v.kind == Value::Kind::Str) return v.s == "cpu";
-  if (ts_node_symbol(device) == kinds().call) {
+  if (node_symbol(device) == kinds().call) {
     const CallSite* ctor = model.call_at(device);
     if (ctor && ctor->canonical == "torch.device") {
       Value t = model.value_of(model.argument(*ctor, "type", 0));
@@ -35,9 +36,9 @@ bool to_cpu(const SemanticModel& model, const CallSite& call) {
 // A direct chain (`x.cpu().numpy()`) is not exempt: its outermost read is the
 // one reported; only a read stored earlier (`arr = x.cpu().numpy()`) is.
 bool host_receiver(const SemanticModel& model, TSNode expr, int depth = 0, bool stored = false) {
-  if (ts_node_is_null(expr) || depth > 8) return false;
+  if (node_is_null(expr) || depth > 8) return false;
   const Kinds& k = kinds();
-  TSSymbol s = ts_node_symbol(expr);
+  TSSymbol s = node_symbol(expr);
   if (s == k.parenthesized_expression && ts_node_named_child_count(expr) == 1)
     return host_receiver(model, ts_node_named_child(expr, 0), depth + 1, stored);
   if (s == k.subscript) return host_receiver(model, field(expr, k.f_value), depth + 1, stored);
@@ -49,12 +50,12 @@ bool host_receiver(const SemanticModel& model, TSNode expr, int depth = 0, bool 
                 to_cpu(model, *c);
     if (read) return stored;
     // a method of a host value returns a host value (`arr.round(4)`)
-    return !ts_node_is_null(c->receiver) && host_receiver(model, c->receiver, depth + 1, stored);
+    return !node_is_null(c->receiver) && host_receiver(model, c->receiver, depth + 1, stored);
   }
   if (s == k.identifier || s == k.attribute) {
     if (model.canonical_name(expr).rfind("numpy", 0) == 0) return true;
     TSNode v = model.single_assignment(expr);
-    if (!ts_node_is_null(v)) return host_receiver(model, v, depth + 1, true);
+    if (!node_is_null(v)) return host_receiver(model, v, depth + 1, true);
     return model.value_of(expr).is_number();
   }
   return model.value_of(expr).is_number();
@@ -66,16 +67,16 @@ void check(const SemanticModel& model, RuleContext& ctx) {
   // outermost read is reported: one copy, one sync, one finding.
   std::unordered_set<std::uint32_t> inner;
   for (const CallSite& c : model.calls()) {
-    if ((is_host_read(c.method) || to_cpu(model, c)) && !ts_node_is_null(c.receiver) &&
-        ts_node_symbol(c.receiver) == kinds().call) {
-      inner.insert(ts_node_start_byte(c.receiver) ^ (ts_node_end_byte(c.receiver) << 1));
+    if ((is_host_read(c.method) || to_cpu(model, c)) && !node_is_null(c.receiver) &&
+        node_symbol(c.receiver) == kinds().call) {
+      inner.insert(node_start_byte(c.receiver) ^ (node_end_byte(c.receiver) << 1));
     }
   }
   for (const CallSite& c : model.calls()) {
     bool transfer = (c.method == "cpu" || c.method == "numpy" || c.method == "tolist") ? model.positional_count(c) == 0
                                                                                       : to_cpu(model, c);
-    if (!transfer || ts_node_is_null(c.receiver)) continue;
-    if (inner.contains(ts_node_start_byte(c.node) ^ (ts_node_end_byte(c.node) << 1))) continue;
+    if (!transfer || node_is_null(c.receiver)) continue;
+    if (inner.contains(node_start_byte(c.node) ^ (node_end_byte(c.node) << 1))) continue;
     if (host_receiver(model, c.receiver)) continue;
     if (!model.runs_every_step(c.node, kRareGuards)) continue;
     auto [start, end] = first_line_range(model, c.node);

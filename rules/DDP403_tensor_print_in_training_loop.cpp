@@ -1,5 +1,6 @@
 // DDP403 tensor-print-in-training-loop: printing or logging a CUDA tensor every step.
 #include "linter/semantic_model.hpp"
+#include "linter/node_access.hpp"
 #include "rules/common.hpp"
 
 namespace ddplint::rules {
@@ -7,7 +8,7 @@ namespace ddplint::rules {
 namespace {
 
 bool logging_call(const SemanticModel& model, const CallSite& c) {
-  if (ts_node_is_null(c.receiver)) return c.method == "print";
+  if (node_is_null(c.receiver)) return c.method == "print";
   std::string_view m = c.method;
   if (m != "info" && m != "debug" && m != "warning" && m != "error" && m != "log") return false;
   std::string canonical = model.canonical_name(c.receiver);
@@ -20,9 +21,9 @@ bool logging_call(const SemanticModel& model, const CallSite& c) {
 // interpolating one.
 TSNode formatted_tensor(const SemanticModel& model, TSNode arg) {
   if (tensor_valued(model, arg)) return arg;
-  if (ts_node_symbol(arg) != kinds().string) return {};
+  if (node_symbol(arg) != kinds().string) return {};
   for (TSNode part : children(arg)) {
-    if (ts_node_symbol(part) != kinds().interpolation || ts_node_named_child_count(part) == 0) continue;
+    if (node_symbol(part) != kinds().interpolation || ts_node_named_child_count(part) == 0) continue;
     TSNode e = ts_node_named_child(part, 0);
     if (tensor_valued(model, e)) return e;
   }
@@ -36,9 +37,9 @@ void check(const SemanticModel& model, RuleContext& ctx) {
     TSNode found{};
     for (const Argument& a : model.arguments(c)) {
       found = formatted_tensor(model, a.value);
-      if (!ts_node_is_null(found)) break;
+      if (!node_is_null(found)) break;
     }
-    if (ts_node_is_null(found) || !model.runs_every_step(c.node, kRareGuards)) continue;
+    if (node_is_null(found) || !model.runs_every_step(c.node, kRareGuards)) continue;
     auto [start, end] = first_line_range(model, c.node);
     ctx.report(start, end,
                "`" + std::string(model.text(found).substr(0, 40)) +

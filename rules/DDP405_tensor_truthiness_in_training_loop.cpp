@@ -1,5 +1,6 @@
 // DDP405 tensor-truthiness-in-training-loop: float(t), int(t), bool(t), `if t > x:` every step.
 #include "linter/semantic_model.hpp"
+#include "linter/node_access.hpp"
 #include "rules/common.hpp"
 
 namespace ddplint::rules {
@@ -15,9 +16,9 @@ void report(const SemanticModel& model, RuleContext& ctx, TSNode at, const std::
 
 // A condition that needs a tensor's value on the host: a tensor compared, or a tensor itself.
 bool tensor_condition(const SemanticModel& model, TSNode cond, int depth = 0) {
-  if (ts_node_is_null(cond) || depth > 8) return false;
+  if (node_is_null(cond) || depth > 8) return false;
   const Kinds& k = kinds();
-  TSSymbol s = ts_node_symbol(cond);
+  TSSymbol s = node_symbol(cond);
   if (s == k.parenthesized_expression || s == k.not_operator) {
     return ts_node_named_child_count(cond) > 0 && tensor_condition(model, ts_node_named_child(cond, 0), depth + 1);
   }
@@ -38,14 +39,14 @@ bool tensor_condition(const SemanticModel& model, TSNode cond, int depth = 0) {
 void check(const SemanticModel& model, RuleContext& ctx) {
   if (!model.uses_cuda()) return;
   for (const CallSite& c : model.calls()) {
-    if (!ts_node_is_null(c.receiver) || (c.method != "float" && c.method != "int" && c.method != "bool")) continue;
+    if (!node_is_null(c.receiver) || (c.method != "float" && c.method != "int" && c.method != "bool")) continue;
     if (!model.bindings_of(c.method, c.region).empty()) continue;  // a shadowed builtin
     if (model.positional_count(c) != 1 || !tensor_valued(model, model.argument(c, "", 0))) continue;
     if (!model.runs_every_step(c.node, kRareGuards)) continue;
     report(model, ctx, c.node, "`" + std::string(c.method) + "(...)`");
   }
   for (const Region& r : model.regions()) {
-    if (r.kind != Region::Kind::Branch || r.negated || ts_node_is_null(r.condition)) continue;
+    if (r.kind != Region::Kind::Branch || r.negated || node_is_null(r.condition)) continue;
     if (!tensor_condition(model, r.condition) || !model.runs_every_step(r.condition, kRareGuards)) continue;
     report(model, ctx, r.condition, "an `if` condition");
   }

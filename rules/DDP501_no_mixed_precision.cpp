@@ -1,5 +1,6 @@
 // DDP501 no-mixed-precision: a CUDA training loop with no autocast and no half-precision model.
 #include "linter/semantic_model.hpp"
+#include "linter/node_access.hpp"
 #include "rules/common.hpp"
 
 namespace ddplint::rules {
@@ -38,7 +39,7 @@ bool uses_reduced_precision(const SemanticModel& model) {
     // Accelerator(mixed_precision=...), Trainer(precision=...), Fabric(precision=...)
     for (std::string_view kw : {"mixed_precision", "precision"}) {
       TSNode p = model.argument(c, kw);
-      if (ts_node_is_null(p)) continue;
+      if (node_is_null(p)) continue;
       Value v = model.value_of(p);
       if (!v.known() || (v.kind == Value::Kind::Str && v.s != "no" && v.s != "32" && v.s != "32-true" &&
                          v.s != "fp32")) {

@@ -1,5 +1,6 @@
 // DDP502 deprecated-cuda-amp: torch.cuda.amp.autocast / GradScaler.
 #include "linter/semantic_model.hpp"
+#include "linter/node_access.hpp"
 #include "rules/common.hpp"
 
 namespace ddplint::rules {
@@ -26,22 +27,22 @@ std::optional<Fix> rewrite(const SemanticModel& model, TSNode callee, const Call
   std::string full = "torch.cuda.amp." + std::string(name);
   if (model.text(callee) != full) return std::nullopt;
   Fix fix{Fix::Applicability::Safe, "Use `torch.amp." + std::string(name) + "` with \"cuda\"", {}};
-  fix.edits.push_back(Edit{ts_node_start_byte(callee), ts_node_end_byte(callee), "torch.amp." + std::string(name)});
+  fix.edits.push_back(Edit{node_start_byte(callee), node_end_byte(callee), "torch.amp." + std::string(name)});
   bool custom = name == "custom_fwd" || name == "custom_bwd";
   std::string device = custom ? "device_type=\"cuda\"" : "\"cuda\"";
   if (call == nullptr) {  // bare decorator
     if (!custom) return std::nullopt;
-    std::uint32_t end = ts_node_end_byte(callee);
+    std::uint32_t end = node_end_byte(callee);
     fix.edits.back().replacement += "(" + device + ")";
     fix.edits.back().end = end;
     return fix;
   }
   TSNode args = field(call->node, kinds().f_arguments);
-  if (ts_node_is_null(args) || ts_node_symbol(args) != kinds().argument_list) return std::nullopt;
+  if (node_is_null(args) || node_symbol(args) != kinds().argument_list) return std::nullopt;
   if (name != "GradScaler" && (model.positional_count(*call) > 0 || model.has_unpacked_arguments(*call)))
     return std::nullopt;
   bool empty = model.arguments(*call).empty();
-  std::uint32_t at = ts_node_start_byte(args) + 1;
+  std::uint32_t at = node_start_byte(args) + 1;
   fix.edits.push_back(Edit{at, at, empty ? device : device + ", "});
   return fix;
 }
@@ -50,7 +51,7 @@ void report(RuleContext& ctx, TSNode at, std::string_view name, std::optional<Fi
   std::string instead = name == "autocast"     ? "torch.amp.autocast(\"cuda\", ...)"
                         : name == "GradScaler" ? "torch.amp.GradScaler(\"cuda\", ...)"
                                                : "torch.amp." + std::string(name) + "(device_type=\"cuda\", ...)";
-  ctx.report(ts_node_start_byte(at), ts_node_end_byte(at),
+  ctx.report(node_start_byte(at), node_end_byte(at),
              "torch.cuda.amp." + std::string(name) + " is deprecated (a FutureWarning since PyTorch 2.4): use " +
                  instead,
              std::move(fix));
@@ -63,7 +64,7 @@ void check(const SemanticModel& model, RuleContext& ctx) {
   }
   // bare decorators: `@custom_bwd` (the called form is a call, handled above)
   for (TSNode d : model.decorators()) {
-    if (ts_node_symbol(d) == kinds().call) continue;
+    if (node_symbol(d) == kinds().call) continue;
     std::string_view name = deprecated_name(model.canonical_name(d));
     if (!name.empty()) report(ctx, d, name, rewrite(model, d, nullptr, name));
   }

@@ -1,5 +1,6 @@
 // DDP503 fp16-without-grad-scaler: float16 autocast in training with no GradScaler.
 #include "linter/semantic_model.hpp"
+#include "linter/node_access.hpp"
 #include "rules/common.hpp"
 
 namespace ddplint::rules {
@@ -19,7 +20,7 @@ void check(const SemanticModel& model, RuleContext& ctx) {
     if (!model.in_training_loop(call.node) && !model.runs_every_step(call.node, 0)) continue;
     if (!scaler_checked) scaler = has_grad_scaler(model), scaler_checked = true;
     if (scaler) return;
-    ctx.report(ts_node_start_byte(call.callee), ts_node_end_byte(call.callee),
+    ctx.report(node_start_byte(call.callee), node_end_byte(call.callee),
                "float16 autocast in a training loop with no GradScaler: small gradients underflow to zero in "
                "float16; scale the loss with torch.amp.GradScaler(\"cuda\"), or use dtype=torch.bfloat16");
   }

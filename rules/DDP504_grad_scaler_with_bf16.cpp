@@ -1,5 +1,6 @@
 // DDP504 grad-scaler-with-bf16: a GradScaler next to bfloat16 autocast.
 #include "linter/semantic_model.hpp"
+#include "linter/node_access.hpp"
 #include "rules/common.hpp"
 
 namespace ddplint::rules {
@@ -24,11 +25,11 @@ void check(const SemanticModel& model, RuleContext& ctx) {
     if (!call.method.ends_with("GradScaler")) continue;
     // GradScaler(enabled=(dtype == "float16")): switched off for bf16 runs
     TSNode enabled = model.argument(call, "enabled", call.canonical == "torch.cuda.amp.GradScaler" ? 4 : 5);
-    if (!ts_node_is_null(enabled)) {
+    if (!node_is_null(enabled)) {
       Value v = model.value_of(enabled);
       if (!v.known() || !v.truthy()) continue;
     }
-    ctx.report(ts_node_start_byte(call.callee), ts_node_end_byte(call.callee),
+    ctx.report(node_start_byte(call.callee), node_end_byte(call.callee),
                "GradScaler with bfloat16 autocast: bfloat16 has float32's exponent range, so gradients do not "
                "underflow and loss scaling is unneeded work; drop the scaler (or enable it only for float16)");
   }

@@ -1,5 +1,6 @@
 // DDP505 deterministic-kernels: deterministic cuDNN / algorithms in a training script.
 #include "linter/semantic_model.hpp"
+#include "linter/node_access.hpp"
 #include "rules/common.hpp"
 
 namespace ddplint::rules {
@@ -21,7 +22,7 @@ bool conditional(const SemanticModel& model, TSNode node) {
 void check(const SemanticModel& model, RuleContext& ctx) {
   if (!model.trains()) return;
   for (const Binding& b : model.bindings()) {
-    if (b.kind != Binding::Kind::Assign || ts_node_is_null(b.value)) continue;
+    if (b.kind != Binding::Kind::Assign || node_is_null(b.value)) continue;
     std::string target = model.canonical_name(b.target);
     if (target != "torch.backends.cudnn.deterministic" && target != "torch.backends.cudnn.benchmark") continue;
     Value v = model.value_of(b.value);

@@ -1,5 +1,6 @@
 // DDP601 batch-size-not-scaled: per-GPU batch shrinks as GPUs are added.
 #include "linter/semantic_model.hpp"
+#include "linter/node_access.hpp"
 #include "rules/common.hpp"
 
 #include <algorithm>
@@ -11,9 +12,9 @@ namespace {
 
 // True if the expression (through names bound once) multiplies by a GPU count.
 bool multiplies_by_gpu_count(const SemanticModel& model, TSNode expr, int depth = 0) {
-  if (ts_node_is_null(expr) || depth > 8) return false;
+  if (node_is_null(expr) || depth > 8) return false;
   const Kinds& k = kinds();
-  TSSymbol s = ts_node_symbol(expr);
+  TSSymbol s = node_symbol(expr);
   if (s == k.parenthesized_expression && ts_node_named_child_count(expr) == 1)
     return multiplies_by_gpu_count(model, ts_node_named_child(expr, 0), depth + 1);
   if (s == k.binary_operator) {
@@ -32,7 +33,7 @@ bool multiplies_by_gpu_count(const SemanticModel& model, TSNode expr, int depth 
   }
   if (s == k.identifier || s == k.attribute) {
     for (const Binding* b : model.bindings_of(model.path_of(expr), model.region_of(expr))) {
-      if (ts_node_eq(b->target, expr)) continue;
+      if (node_eq(b->target, expr)) continue;
       if (b->kind == Binding::Kind::Augmented && model.text(field(b->value, k.f_operator)) == "*=" &&
           model.is_world_size_value(field(b->value, k.f_right)))
         return true;
@@ -48,14 +49,14 @@ void check(const SemanticModel& model, RuleContext& ctx) {
   for (const CallSite* call : model.calls_to(kDataLoader)) {
     // DataLoader(dataset, batch_size=1, ...)
     TSNode bs = model.argument(*call, "batch_size", 1);
-    if (ts_node_is_null(bs) || evaluation_loader(model, *call)) continue;
+    if (node_is_null(bs) || evaluation_loader(model, *call)) continue;
     TSNode at = argument_node(bs);
     TSNode division{};
     if (model.is_distributed() && model.divides_by_world_size(bs, &division)) {
-      std::string where = ts_node_eq(division, bs) || ts_node_is_null(division)
+      std::string where = node_eq(division, bs) || node_is_null(division)
                               ? std::string()
                               : " (divided at line " + std::to_string(line_of(model, division)) + ")";
-      ctx.report(ts_node_start_byte(at), ts_node_end_byte(at),
+      ctx.report(node_start_byte(at), node_end_byte(at),
                  "per-rank batch size is a fixed total divided by the world size" + where +
                      ": each GPU gets less work as GPUs are added while the gradient all-reduce stays the "
                      "same size; keep the per-GPU batch fixed and let the global batch grow");
@@ -64,7 +65,7 @@ void check(const SemanticModel& model, RuleContext& ctx) {
     if (data_parallel && !model.is_distributed()) {
       Value v = model.value_of(bs);
       if (v.kind != Value::Kind::Int || multiplies_by_gpu_count(model, bs)) continue;
-      ctx.report(ts_node_start_byte(at), ts_node_end_byte(at),
+      ctx.report(node_start_byte(at), node_end_byte(at),
                  "DataParallel splits each batch across the visible GPUs: batch_size=" + std::to_string(v.i) +
                      " gives each GPU batch_size / N samples; multiply the per-GPU batch by "
                      "torch.cuda.device_count()");

@@ -1,5 +1,6 @@
 // DDP602 tiny-per-gpu-batch: a per-rank batch below the threshold.
 #include "linter/semantic_model.hpp"
+#include "linter/node_access.hpp"
 #include "rules/common.hpp"
 
 namespace ddplint::rules {
@@ -11,12 +12,12 @@ void check(const SemanticModel& model, RuleContext& ctx) {
   const std::int64_t kTinyBatchThreshold = ctx.options().tiny_batch_threshold;
   for (const CallSite* call : model.calls_to(kDataLoader)) {
     TSNode bs = model.argument(*call, "batch_size", 1);
-    if (ts_node_is_null(bs) || evaluation_loader(model, *call)) continue;
-    if (!ts_node_is_null(model.argument(*call, "batch_sampler", 4))) continue;  // batch_size unused
+    if (node_is_null(bs) || evaluation_loader(model, *call)) continue;
+    if (!node_is_null(model.argument(*call, "batch_sampler", 4))) continue;  // batch_size unused
     Value v = model.value_of(bs);
     if (v.kind != Value::Kind::Int || v.i < 1 || v.i >= kTinyBatchThreshold) continue;
     TSNode at = argument_node(bs);
-    ctx.report(ts_node_start_byte(at), ts_node_end_byte(at),
+    ctx.report(node_start_byte(at), node_end_byte(at),
                "per-GPU batch of " + std::to_string(v.i) + " (below " + std::to_string(kTinyBatchThreshold) +
                    "): each step's kernels are too small to keep the GPU busy while the gradient all-reduce "
                    "costs the same as for a large batch");

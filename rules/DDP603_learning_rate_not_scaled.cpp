@@ -1,5 +1,6 @@
 // DDP603 learning-rate-not-scaled: the global batch grows with world_size, the LR stays constant.
 #include "linter/semantic_model.hpp"
+#include "linter/node_access.hpp"
 #include "rules/common.hpp"
 
 namespace ddplint::rules {
@@ -15,18 +16,18 @@ bool lr_scaled_somewhere(const SemanticModel& model) {
     std::string target = lowercase(model.last_name(b.target));
     if (target.find("lr") == std::string::npos && target.find("learning_rate") == std::string::npos) continue;
     TSNode v = b.value;
-    if (ts_node_is_null(v)) continue;
+    if (node_is_null(v)) continue;
     std::vector<TSNode> stack{v};
     for (int budget = 256; !stack.empty() && budget > 0; --budget) {
       TSNode n = stack.back();
       stack.pop_back();
-      if (ts_node_symbol(n) == k.binary_operator || ts_node_symbol(n) == k.augmented_assignment) {
+      if (node_symbol(n) == k.binary_operator || node_symbol(n) == k.augmented_assignment) {
         if (model.is_world_size_value(field(n, k.f_left)) || model.is_world_size_value(field(n, k.f_right)))
           return true;
       }
       for (TSNode c : children(n)) stack.push_back(c);
     }
-    if (ts_node_symbol(v) == k.augmented_assignment || b.kind == Binding::Kind::Augmented) {
+    if (node_symbol(v) == k.augmented_assignment || b.kind == Binding::Kind::Augmented) {
       if (model.is_world_size_value(field(v, k.f_right))) return true;
     }
   }
@@ -46,15 +47,15 @@ void check(const SemanticModel& model, RuleContext& ctx) {
   // something else is divided by the world size (accumulation steps, tokens per
   // rank): the script keeps a global quantity fixed, so the batch may not grow
   for (const Binding& b : model.bindings())
-    if (!ts_node_is_null(b.value) && model.divides_by_world_size(b.value)) return;
+    if (!node_is_null(b.value) && model.divides_by_world_size(b.value)) return;
   for (const CallSite& c : model.calls()) {
     if (c.canonical.rfind("torch.optim.", 0) != 0 || c.canonical.find("lr_scheduler") != std::string::npos) continue;
     TSNode lr = model.argument(c, "lr", 1);
-    if (ts_node_is_null(lr)) continue;
+    if (node_is_null(lr)) continue;
     Value v = model.value_of(lr);
     if (!v.is_number()) continue;  // unknown: a schedule or a computed value
     TSNode at = argument_node(lr);
-    ctx.report(ts_node_start_byte(at), ts_node_end_byte(at),
+    ctx.report(node_start_byte(at), node_end_byte(at),
                "constant learning rate while the global batch (per-GPU batch x world_size) grows with the number "
                "of GPUs: tuned for one GPU count, the step size is off for another; scale it with world_size "
                "(linear scaling with warm-up) or state the global batch it was tuned for");

@@ -1,4 +1,5 @@
 #include "rules/common.hpp"
+#include "linter/node_access.hpp"
 
 #include <algorithm>
 #include <array>
@@ -28,12 +29,12 @@ bool mentions_gradient(const SemanticModel& model, TSNode expr) {
   while (!stack.empty() && budget > 0) {
     auto [node, depth] = stack.back();
     stack.pop_back();
-    if (ts_node_is_null(node) || depth > 8) continue;
-    std::uint64_t key = ((static_cast<std::uint64_t>(ts_node_start_byte(node)) << 32) | ts_node_end_byte(node)) * 31 +
-                        ts_node_symbol(node);
+    if (node_is_null(node) || depth > 8) continue;
+    std::uint64_t key = ((static_cast<std::uint64_t>(node_start_byte(node)) << 32) | node_end_byte(node)) * 31 +
+                        node_symbol(node);
     if (!seen.insert(key).second) continue;  // reached again through another binding
     --budget;
-    TSSymbol s = ts_node_symbol(node);
+    TSSymbol s = node_symbol(node);
     if (s == k.attribute && model.text(field(node, k.f_attribute)) == "grad") return true;
     if (s == k.identifier) {
       std::string name = lowercase(model.text(node));
@@ -44,7 +45,7 @@ bool mentions_gradient(const SemanticModel& model, TSNode expr) {
                        ends("_grad") || ends("_grads") || ends("_gradients");
       if (grad_name && name.find("norm") == std::string::npos) return true;
       TSNode v = model.single_assignment(node);
-      if (!ts_node_is_null(v)) stack.emplace_back(v, depth + 1);
+      if (!node_is_null(v)) stack.emplace_back(v, depth + 1);
       continue;
     }
     for (TSNode c : children(node)) stack.emplace_back(c, depth + 1);
@@ -53,8 +54,8 @@ bool mentions_gradient(const SemanticModel& model, TSNode expr) {
 }
 
 std::pair<std::uint32_t, std::uint32_t> first_line_range(const SemanticModel& model, TSNode node) {
-  std::uint32_t start = ts_node_start_byte(node);
-  std::uint32_t end = ts_node_end_byte(node);
+  std::uint32_t start = node_start_byte(node);
+  std::uint32_t end = node_end_byte(node);
   const LineIndex& lines = model.source().lines();
   std::uint32_t line_end = lines.line_end(lines.line_of(start));
   return {start, std::max(start, std::min(end, line_end))};
@@ -62,15 +63,15 @@ std::pair<std::uint32_t, std::uint32_t> first_line_range(const SemanticModel& mo
 
 TSNode argument_node(TSNode value) {
   TSNode parent = ts_node_parent(value);
-  if (!ts_node_is_null(parent) && ts_node_symbol(parent) == kinds().keyword_argument) return parent;
+  if (!node_is_null(parent) && node_symbol(parent) == kinds().keyword_argument) return parent;
   return value;
 }
 
 namespace {
 bool host_tensor_rec(const SemanticModel& model, TSNode expr, int depth) {
-  if (ts_node_is_null(expr) || depth > 16) return false;
+  if (node_is_null(expr) || depth > 16) return false;
   const Kinds& k = kinds();
-  TSSymbol s = ts_node_symbol(expr);
+  TSSymbol s = node_symbol(expr);
   if (s == k.identifier) return host_tensor_rec(model, model.single_assignment(expr), depth + 1);
   if (s != k.call) return false;
   const CallSite* call = model.call_at(expr);
@@ -81,9 +82,9 @@ bool host_tensor_rec(const SemanticModel& model, TSNode expr, int depth) {
       "torch.randperm"};
   for (std::string_view f : factories) {
     if (call->canonical != f) continue;
-    return ts_node_is_null(model.argument(*call, "device")) && !model.has_unpacked_arguments(*call);
+    return node_is_null(model.argument(*call, "device")) && !model.has_unpacked_arguments(*call);
   }
-  if (ts_node_is_null(call->receiver) || !call->canonical.empty()) return false;
+  if (node_is_null(call->receiver) || !call->canonical.empty()) return false;
   // a method that may move the tensor or whose result is not known to stay on the host
   static const std::string_view keeps_device[] = {"mean", "sum", "max", "min", "float", "double", "long", "int",
                                                   "abs", "std", "var", "norm", "argmax", "argmin", "clone",
@@ -101,57 +102,57 @@ bool spells_out_nccl(const SemanticModel& model) { return contains_text(model.so
 std::optional<Edit> append_argument(const SemanticModel& model, const CallSite& call, std::string_view text) {
   const Kinds& k = kinds();
   TSNode args = field(call.node, k.f_arguments);
-  if (ts_node_is_null(args) || ts_node_symbol(args) != k.argument_list) return std::nullopt;
+  if (node_is_null(args) || node_symbol(args) != k.argument_list) return std::nullopt;
   std::span<const Argument> given = model.arguments(call);
   TSNode last = given.empty() ? TSNode{} : given.back().node;
   std::string add(text);
-  if (ts_node_is_null(last)) {
+  if (node_is_null(last)) {
     // `f()`: right after the opening parenthesis
-    std::uint32_t at = ts_node_start_byte(args) + 1;
-    if (model.source().text().substr(ts_node_start_byte(args), 1) != "(") return std::nullopt;
+    std::uint32_t at = node_start_byte(args) + 1;
+    if (model.source().text().substr(node_start_byte(args), 1) != "(") return std::nullopt;
     return Edit{at, at, add};
   }
-  std::uint32_t at = ts_node_end_byte(last);
+  std::uint32_t at = node_end_byte(last);
   return Edit{at, at, ", " + add};
 }
 
 std::optional<Edit> remove_argument(const SemanticModel& model, const CallSite& call, TSNode arg) {
   const Kinds& k = kinds();
   TSNode args = field(call.node, k.f_arguments);
-  if (ts_node_is_null(args) || ts_node_symbol(args) != k.argument_list) return std::nullopt;
+  if (node_is_null(args) || node_symbol(args) != k.argument_list) return std::nullopt;
   std::vector<TSNode> real;
   for (const Argument& a : model.arguments(call)) real.push_back(a.node);
   auto it = std::find_if(real.begin(), real.end(), [&](TSNode a) { return same_node(a, arg); });
   if (it == real.end()) return std::nullopt;
   std::uint32_t start, end;
   if (it + 1 != real.end()) {  // `arg, next`: up to the next argument
-    start = ts_node_start_byte(arg);
-    end = ts_node_start_byte(*(it + 1));
+    start = node_start_byte(arg);
+    end = node_start_byte(*(it + 1));
   } else if (it != real.begin()) {  // `prev, arg`: from the end of the previous one
-    start = ts_node_end_byte(*(it - 1));
-    end = ts_node_end_byte(arg);
+    start = node_end_byte(*(it - 1));
+    end = node_end_byte(arg);
   } else {  // the only argument
-    start = ts_node_start_byte(arg);
-    end = ts_node_end_byte(arg);
+    start = node_start_byte(arg);
+    end = node_end_byte(arg);
   }
   for (TSNode a : children(args))
-    if (ts_node_symbol(a) == k.comment && ts_node_start_byte(a) < end && ts_node_end_byte(a) > start) return std::nullopt;
+    if (node_symbol(a) == k.comment && node_start_byte(a) < end && node_end_byte(a) > start) return std::nullopt;
   return Edit{start, end, ""};
 }
 
 std::string local_rank_name(const SemanticModel& model, TSNode at) {
-  std::uint32_t before = ts_node_start_byte(at);
+  std::uint32_t before = node_start_byte(at);
   int scope = model.regions()[static_cast<std::size_t>(model.region_of(at))].scope;
   std::string best;
   std::uint32_t best_at = 0;
   for (const Binding& b : model.bindings()) {
-    std::uint32_t where = ts_node_start_byte(b.target);
+    std::uint32_t where = node_start_byte(b.target);
     if (b.scope != scope && b.scope != 0) continue;
     if (b.scope == scope && where >= before) continue;
     std::string path = model.path_of(b.target);
     if (path.empty()) continue;
     bool local = model.last_name(b.target) == "local_rank";
-    if (!local && !ts_node_is_null(b.value)) local = model.env_var_read(b.value) == "LOCAL_RANK";
+    if (!local && !node_is_null(b.value)) local = model.env_var_read(b.value) == "LOCAL_RANK";
     if (!local) continue;
     // the innermost (function) binding wins over a module one, then the latest
     bool better = best.empty() || (b.scope == scope && scope != 0) || where > best_at;
@@ -169,9 +170,9 @@ std::string local_rank_name(const SemanticModel& model, TSNode at) {
   }
   if (!option) return {};
   for (const Binding& b : model.bindings()) {
-    if (ts_node_is_null(b.value) || ts_node_symbol(b.value) != kinds().call) continue;
+    if (node_is_null(b.value) || node_symbol(b.value) != kinds().call) continue;
     const CallSite* c = model.call_at(b.value);
-    if (c != nullptr && c->method == "parse_args" && ts_node_start_byte(b.target) < before) {
+    if (c != nullptr && c->method == "parse_args" && node_start_byte(b.target) < before) {
       std::string path = model.path_of(b.target);
       if (!path.empty()) best = path + ".local_rank";
     }
@@ -211,7 +212,7 @@ std::string autocast_precision(const SemanticModel& model, const CallSite& call)
   // dtype is the second parameter of both torch.cuda.amp.autocast(enabled, dtype)
   // and torch.autocast(device_type, dtype)
   TSNode dtype = model.argument(call, "dtype", 1);
-  if (ts_node_is_null(dtype)) return model.has_unpacked_arguments(call) ? "" : "fp16";  // CUDA's default
+  if (node_is_null(dtype)) return model.has_unpacked_arguments(call) ? "" : "fp16";  // CUDA's default
   std::string d = model.canonical_name(dtype);
   if (d == "torch.float16" || d == "torch.half") return "fp16";
   if (d == "torch.bfloat16") return "bf16";
@@ -223,8 +224,8 @@ std::string autocast_precision(const SemanticModel& model, const CallSite& call)
 
 void Pins::add(const SemanticModel& model, TSNode pin) {
   int scope = model.regions()[model.region_of(pin)].scope;
-  auto [it, inserted] = first_in_scope.try_emplace(scope, ts_node_start_byte(pin));
-  if (!inserted) it->second = std::min(it->second, ts_node_start_byte(pin));
+  auto [it, inserted] = first_in_scope.try_emplace(scope, node_start_byte(pin));
+  if (!inserted) it->second = std::min(it->second, node_start_byte(pin));
 }
 
 bool Pins::before(const SemanticModel& model, TSNode node) const {
@@ -233,7 +234,7 @@ bool Pins::before(const SemanticModel& model, TSNode node) const {
   auto it = first_in_scope.find(scope);
   std::size_t here = 0;
   if (it != first_in_scope.end()) {
-    if (it->second < ts_node_start_byte(node)) return true;
+    if (it->second < node_start_byte(node)) return true;
     here = 1;
   }
   return first_in_scope.size() > here;  // pins in other scopes
@@ -246,12 +247,12 @@ Pins collect_pins(const SemanticModel& model) {
   for (const CallSite* c : model.calls_to("torch.cuda.set_device")) pins.add(model, c->node);
   for (const CallSite* c : model.calls_to("torch.cuda.device")) pins.add(model, c->node);
   for (const CallSite* c : model.calls_to("torch.distributed.init_process_group"))
-    if (!ts_node_is_null(model.argument(*c, "device_id"))) pins.add(model, c->node);
+    if (!node_is_null(model.argument(*c, "device_id"))) pins.add(model, c->node);
   for (std::string_view method : {"to", "cuda"}) {
     for (const CallSite* c : model.calls_named(method)) {
-      if (ts_node_is_null(c->receiver)) continue;
+      if (node_is_null(c->receiver)) continue;
       TSNode device = model.argument(*c, "device", 0);
-      if (ts_node_is_null(device)) continue;  // .cuda(): the current device, GPU 0 unless set
+      if (node_is_null(device)) continue;  // .cuda(): the current device, GPU 0 unless set
       if (model.may_be_indexed_device(device)) pins.add(model, c->node);
     }
   }
@@ -261,15 +262,15 @@ Pins collect_pins(const SemanticModel& model) {
 TSNode all_ranks_on_default_gpu(const SemanticModel& model, const Pins& pins) {
   if (!model.is_distributed() || !model.uses_cuda() || pins.any()) return {};
   for (const CallSite* c : model.calls_to("torch.nn.parallel.DistributedDataParallel"))
-    if (!ts_node_is_null(model.argument(*c, "device_ids", 1)) || model.has_unpacked_arguments(*c)) return {};
+    if (!node_is_null(model.argument(*c, "device_ids", 1)) || model.has_unpacked_arguments(*c)) return {};
   // the first move to the default device, in document order
   for (const CallSite& c : model.calls()) {
-    if (c.method == "cuda" && !ts_node_is_null(c.receiver) && ts_node_is_null(model.argument(c, "device", 0)))
+    if (c.method == "cuda" && !node_is_null(c.receiver) && node_is_null(model.argument(c, "device", 0)))
       return c.node;
     TSNode device{};
-    if (c.method == "to" && !ts_node_is_null(c.receiver)) device = model.argument(c, "device", 0);
+    if (c.method == "to" && !node_is_null(c.receiver)) device = model.argument(c, "device", 0);
     if (c.canonical == "torch.device") device = model.argument(c, "type", 0);
-    if (ts_node_is_null(device)) continue;
+    if (node_is_null(device)) continue;
     Value v = model.value_of(device);
     if (v.kind == Value::Kind::Str && v.s == "cuda") return c.node;
   }
@@ -292,7 +293,7 @@ std::vector<DdpWrap> ddp_wraps(const SemanticModel& model) {
 }
 
 bool runs_after(const SemanticModel& model, const DdpWrap& wrap, TSNode later) {
-  if (ts_node_start_byte(later) < ts_node_end_byte(wrap.call->node)) return false;
+  if (node_start_byte(later) < node_end_byte(wrap.call->node)) return false;
   for (int r = model.region_of(later); r >= 0; r = model.regions()[r].parent) {
     if (r == wrap.call->region) return true;
     if (r == 0) break;
@@ -328,7 +329,7 @@ bool module_instance(const SemanticModel& model, TSNode callee, int depth) {
   auto bindings = model.bindings_of(path, model.region_of(callee));
   if (bindings.empty()) return false;
   for (const Binding* b : bindings) {
-    if (b->kind != Binding::Kind::Assign || ts_node_is_null(b->value) || ts_node_symbol(b->value) != kinds().call)
+    if (b->kind != Binding::Kind::Assign || node_is_null(b->value) || node_symbol(b->value) != kinds().call)
       return false;
     const CallSite* c = model.call_at(b->value);
     if (!c) return false;
@@ -336,8 +337,8 @@ bool module_instance(const SemanticModel& model, TSNode callee, int depth) {
               c->canonical.find("init.") == std::string::npos && c->canonical.find("utils") == std::string::npos;
     // `nn.Linear(...).cuda()` or `net.to(device)` of a module is still the module
     bool moved = false;
-    if ((c->method == "to" || c->method == "cuda") && !ts_node_is_null(c->receiver)) {
-      if (ts_node_symbol(c->receiver) == kinds().call) {
+    if ((c->method == "to" || c->method == "cuda") && !node_is_null(c->receiver)) {
+      if (node_symbol(c->receiver) == kinds().call) {
         const CallSite* inner = model.call_at(c->receiver);
         moved = inner && inner->canonical.rfind("torch.nn.", 0) == 0;
       } else {
@@ -353,9 +354,9 @@ bool module_instance(const SemanticModel& model, TSNode callee, int depth) {
 }  // namespace
 
 bool tensor_valued(const SemanticModel& model, TSNode expr, int depth) {
-  if (ts_node_is_null(expr) || depth > 8) return false;
+  if (node_is_null(expr) || depth > 8) return false;
   const Kinds& k = kinds();
-  TSSymbol s = ts_node_symbol(expr);
+  TSSymbol s = node_symbol(expr);
   if (s == k.parenthesized_expression && ts_node_named_child_count(expr) == 1)
     return tensor_valued(model, ts_node_named_child(expr, 0), depth + 1);
   if (s == k.call) {
@@ -371,8 +372,8 @@ bool tensor_valued(const SemanticModel& model, TSNode expr, int depth) {
           return cn.rfind("torch.nn.functional.", 0) == 0 || cn.rfind("torch.nn.utils.clip_grad_norm", 0) == 0;
       return true;
     }
-    if (!ts_node_is_null(c->receiver) && tensor_method(c->method)) return tensor_valued(model, c->receiver, depth + 1);
-    if (ts_node_is_null(c->receiver) || ts_node_symbol(c->callee) == k.attribute)
+    if (!node_is_null(c->receiver) && tensor_method(c->method)) return tensor_valued(model, c->receiver, depth + 1);
+    if (node_is_null(c->receiver) || node_symbol(c->callee) == k.attribute)
       return module_instance(model, c->callee, depth + 1);
     return false;
   }
@@ -390,9 +391,9 @@ bool tensor_valued(const SemanticModel& model, TSNode expr, int depth) {
     auto bindings = model.bindings_of(model.path_of(expr), model.region_of(expr));
     int tensors = 0;
     for (const Binding* b : bindings) {
-      if (ts_node_eq(b->target, expr)) continue;
+      if (node_eq(b->target, expr)) continue;
       if (b->kind == Binding::Kind::Augmented) continue;  // `total += loss`: as the other bindings
-      if (b->kind != Binding::Kind::Assign || ts_node_is_null(b->value) || !tensor_valued(model, b->value, depth + 1))
+      if (b->kind != Binding::Kind::Assign || node_is_null(b->value) || !tensor_valued(model, b->value, depth + 1))
         return false;
       ++tensors;
     }
@@ -402,7 +403,7 @@ bool tensor_valued(const SemanticModel& model, TSNode expr, int depth) {
 }
 
 std::uint32_t line_of(const SemanticModel& model, TSNode node) {
-  return model.source().lines().line_of(ts_node_start_byte(node)) + 1;
+  return model.source().lines().line_of(node_start_byte(node)) + 1;
 }
 
 }  // namespace ddplint::rules

@@ -11,6 +11,7 @@
 
 #include "linter/source.hpp"
 #include "linter/syntax.hpp"
+#include "linter/node_access.hpp"
 #include "linter/tree_walk.h"
 
 using namespace ddplint;
@@ -131,11 +132,42 @@ void check_fields(TSNode root) {
   }
 }
 
+// linter/node_access.hpp's inline accessors give the public accessors' answers on every node.
+void check_accessors(TSNode root) {
+  TSTreeCursor cursor = ts_tree_cursor_new(root);
+  std::size_t compared = 0;
+  TSNode previous{};
+  for (;;) {
+    TSNode n = ts_tree_cursor_current_node(&cursor);
+    ++compared;
+    if (node_symbol(n) != ts_node_symbol(n) || node_start_byte(n) != ts_node_start_byte(n) ||
+        node_end_byte(n) != ts_node_end_byte(n) || node_is_null(n) || !node_eq(n, n) ||
+        node_eq(n, previous) != ts_node_eq(n, previous)) {
+      FAIL_CHECK("inline accessors differ at byte " << ts_node_start_byte(n) << " (" << std::string(ts_node_type(n)) << ")");
+      break;
+    }
+    previous = n;
+    if (ts_tree_cursor_goto_first_child(&cursor)) continue;
+    while (!ts_tree_cursor_goto_next_sibling(&cursor)) {
+      if (!ts_tree_cursor_goto_parent(&cursor)) {
+        ts_tree_cursor_delete(&cursor);
+        CHECK(compared > 0);
+        CHECK(node_is_null(TSNode{}));
+        CHECK(node_symbol(TSNode{}) == 0);
+        CHECK(node_end_byte(TSNode{}) == 0);
+        return;
+      }
+    }
+  }
+  ts_tree_cursor_delete(&cursor);
+}
+
 void check_same(const std::string& text) {
   SourceFile src("<walk>", text);
   SyntaxTree tree = parse_python(src);
   REQUIRE(tree);
   check_fields(tree.root());
+  check_accessors(tree.root());
   for (bool skip : {false, true}) {
     CAPTURE(skip);
     bool balanced = false;
