@@ -2,6 +2,10 @@
 
 #include <string.h>  // memmem
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include <algorithm>
 #include <array>
 #include <cerrno>
@@ -35,6 +39,42 @@ int byte_commonness(unsigned char c) {
 }
 }  // namespace
 
+namespace {
+// contains_text for a needle of common bytes only ("torch", "autocast"),
+// where memchr on any one byte would stop too often. With SSE2 (every x86-64
+// CPU): compare 16 positions at once against the needle's first and last
+// bytes and check the rare positions where both match (the "generic SIMD"
+// substring search, http://0x80.pl/articles/simd-strfind.html), about three
+// times fewer instructions than glibc's memmem on bench/corpus/torch
+// (callgrind). Elsewhere, memmem.
+bool contains_common_text(std::string_view hay, std::string_view needle) {
+#if defined(__SSE2__)
+  const std::size_t n = needle.size();
+  if (n >= 2 && hay.size() >= n + 15) {
+    const char* h = hay.data();
+    const __m128i first = _mm_set1_epi8(needle[0]);
+    const __m128i last = _mm_set1_epi8(needle[n - 1]);
+    const std::size_t stop = hay.size() - n + 1;  // candidate starts are [0, stop)
+    std::size_t i = 0;
+    for (; i + 16 <= stop; i += 16) {
+      __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(h + i));
+      __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(h + i + n - 1));
+      unsigned mask = static_cast<unsigned>(_mm_movemask_epi8(_mm_and_si128(_mm_cmpeq_epi8(a, first), _mm_cmpeq_epi8(b, last))));
+      while (mask != 0) {
+        std::size_t at = i + static_cast<std::size_t>(__builtin_ctz(mask));
+        if (std::memcmp(h + at + 1, needle.data() + 1, n - 2) == 0) return true;
+        mask &= mask - 1;
+      }
+    }
+    for (; i < stop; ++i)  // the last starts, fewer than 16
+      if (h[i] == needle[0] && std::memcmp(h + i + 1, needle.data() + 1, n - 1) == 0) return true;
+    return false;
+  }
+#endif
+  return memmem(hay.data(), hay.size(), needle.data(), needle.size()) != nullptr;
+}
+}  // namespace
+
 bool contains_text(std::string_view hay, std::string_view needle) {
   if (needle.empty()) return true;
   if (needle.size() > hay.size()) return false;
@@ -46,8 +86,7 @@ bool contains_text(std::string_view hay, std::string_view needle) {
   }
   // a needle of common bytes only ("torch", "autocast"): memchr would stop too
   // often; glibc's memmem (two-way with a byte-pair shift table) is faster there
-  if (byte_commonness(static_cast<unsigned char>(needle[pick])) >= 4)
-    return memmem(hay.data(), hay.size(), needle.data(), needle.size()) != nullptr;
+  if (byte_commonness(static_cast<unsigned char>(needle[pick])) >= 4) return contains_common_text(hay, needle);
   const char* begin = hay.data() + pick;
   const char* end = hay.data() + (hay.size() - needle.size() + pick + 1);  // last possible spot of the byte, +1
   for (const char* at = begin; at < end;) {

@@ -116,6 +116,22 @@ TEST_CASE("contains_text agrees with std::string_view::find on edges and random 
       break;
     }
   }
+  // longer texts and needles of common bytes (the vectorised search: 16 starts at a time, then a tail)
+  const std::string common = "torchaustepiln_";
+  for (int i = 0; i < 20000; ++i) {
+    std::string hay(rng() % 120, ' '), needle(1 + rng() % 12, ' ');
+    for (char& c : hay) c = common[rng() % common.size()];
+    for (char& c : needle) c = common[rng() % 4];  // few distinct bytes: partial matches abound
+    if (rng() % 3 == 0 && hay.size() >= needle.size()) {
+      std::size_t at = rng() % 2 ? (rng() % 2 ? 0 : hay.size() - needle.size()) : rng() % (hay.size() - needle.size() + 1);
+      hay.replace(at, needle.size(), needle);
+    }
+    bool expected = std::string_view(hay).find(needle) != std::string_view::npos;
+    if (contains_text(hay, needle) != expected) {
+      FAIL_CHECK("contains_text(\"" << hay << "\", \"" << needle << "\") should be " << expected);
+      break;
+    }
+  }
 }
 
 TEST_CASE("write_file_atomically: a file changed since it was read is not overwritten, and no temporary is left") {
