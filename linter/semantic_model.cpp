@@ -616,7 +616,9 @@ class ModelBuilder {
     }
     if (s == k_.string) {
       note_string(node);
-      return true;
+      // without `{` it has no interpolation, so no call or name below it: its
+      // parts need no visit (in a tree with errors, every node is visited)
+      return has_error_ || m_.text(node).find('{') != std::string_view::npos;
     }
     if (s == k_.comment) {
       m_.comments_.push_back(node);
@@ -647,7 +649,9 @@ class ModelBuilder {
     }
     if (s == k_.import_statement || s == k_.import_from_statement) {
       record_import(node);
-      return true;
+      // record_import read the names; below are only names, unless a comment
+      // (an extra, which the model records) sits in a parenthesised list
+      return has_error_ || m_.text(node).find('#') != std::string_view::npos;
     }
     if (s == k_.function_definition) {
       TSNode name = field(node, k_.f_name);

@@ -69,6 +69,17 @@ TEST_CASE("normalize_canonical: every private module path PyTorch re-exports, an
   CHECK(normalize_canonical("") == "");
 }
 
+TEST_CASE("the walk passes over the insides of imports and plain strings, but not comments or interpolated calls") {
+  Model m("from torch.utils.data import (DataLoader,  # the loader\n    DistributedSampler)\nimport os  # env\n"
+          "x = 'cuda'\ny = f\"{torch.cuda.device_count()} GPUs\"\nimport torch\n");
+  std::vector<std::string_view> comments;
+  for (TSNode c : m.model.comments()) comments.push_back(m.model.text(c));
+  CHECK(comments == std::vector<std::string_view>{"# the loader", "# env"});
+  CHECK(m.model.uses_cuda());
+  CHECK(m.call("torch.cuda.device_count").canonical == "torch.cuda.device_count");
+  CHECK(m.model.bindings().size() == 2);
+}
+
 TEST_CASE("import targets with whitespace inside dotted names, and chains whose root is not an import") {
   Model m("import torch . distributed as dist\nfrom torch . nn import parallel\nimport  os . path\n"
           "a = dist.barrier()\nb = parallel.DistributedDataParallel(x)\nc = os.path.join(p)\n"
