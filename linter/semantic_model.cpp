@@ -999,14 +999,18 @@ std::pmr::monotonic_buffer_resource arena_resource(bool claim) {
 }
 }  // namespace
 
-ModelArena::ModelArena()
-    : holds_thread_buffer_(!std::exchange(thread_buffer.in_use, true)), resource_(arena_resource(holds_thread_buffer_)) {}
+ModelArena::ModelArena(std::size_t source_bytes)
+    : holds_thread_buffer_(source_bytes <= kPoolAboveBytes && !std::exchange(thread_buffer.in_use, true)),
+      resource_(arena_resource(holds_thread_buffer_)) {
+  if (source_bytes > kPoolAboveBytes) pool_.emplace();
+}
 
 ModelArena::~ModelArena() {
   if (holds_thread_buffer_) thread_buffer.in_use = false;
 }
 
-SemanticModel::SemanticModel(const SourceFile& source, const SyntaxTree& tree) : source_(source) {
+SemanticModel::SemanticModel(const SourceFile& source, const SyntaxTree& tree)
+    : arena_(source.text().size()), source_(source) {
   ModelBuilder(*this, tree).run();
 }
 

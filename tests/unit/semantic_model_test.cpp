@@ -113,6 +113,12 @@ TEST_CASE("models alive together on one thread keep their own memory; a model la
   Model d(big);
   CHECK(d.model.calls_to("torch.cuda.synchronize").size() == 20000);
   CHECK(c.call("DL(").canonical == "torch.utils.data.DataLoader");
+  // a source above ModelArena::kPoolAboveBytes: its model lives in a pool
+  REQUIRE(2 * big.size() > ModelArena::kPoolAboveBytes);
+  Model e(big + big.substr(std::string("import torch\n").size()));
+  CHECK(e.model.calls_to("torch.cuda.synchronize").size() == 40000);
+  CHECK(e.model.calls_named("f19999").size() == 2);
+  CHECK(d.model.calls_to("torch.cuda.synchronize").size() == 20000);
 }
 
 TEST_CASE("values: literals, names bound once, argparse defaults, arithmetic; unknown stays unknown") {
