@@ -37,9 +37,9 @@ bool uses_reduced_precision(const SemanticModel& model) {
       }
     }
     // Accelerator(mixed_precision=...), Trainer(precision=...), Fabric(precision=...)
-    for (std::string_view kw : {"mixed_precision", "precision"}) {
-      TSNode p = model.argument(c, kw);
-      if (node_is_null(p)) continue;
+    for (const Argument& a : model.arguments(c)) {
+      if (a.kind != Argument::Kind::Keyword || (a.keyword != "mixed_precision" && a.keyword != "precision")) continue;
+      TSNode p = model.argument(c, a.keyword);  // the first such keyword, as Python would reject a repeat
       Value v = model.value_of(p);
       if (!v.known() || (v.kind == Value::Kind::Str && v.s != "no" && v.s != "32" && v.s != "32-true" &&
                          v.s != "fp32")) {
