@@ -93,8 +93,9 @@ struct Argument {
 
 struct CallSite;
 
-/// A 64-bit hash of a name, for the model's call indexes (which compare names
-/// only where hashes are equal). Not for untrusted tables: no seed.
+/// A 64-bit hash of a name, for the model's name indexes (which compare names
+/// only where hashes are equal). It has no seed: a file crafted with names that
+/// collide makes a lookup linear in the colliding names of that file.
 inline std::uint64_t name_hash(std::string_view s) {
   constexpr std::uint64_t kMul = 0x9E3779B97F4A7C15ull;  // 2^64 / golden ratio
   const std::size_t n = s.size();
