@@ -115,6 +115,16 @@ LineIndex::LineIndex(std::string_view text) : text_(text) {
   if (text.substr(0, 3) == "\xEF\xBB\xBF") bom_ = 3;
   starts_.reserve(text.size() / 32 + 1);
   starts_.push_back(0);
+  if (std::memchr(text.data(), '\r', text.size()) == nullptr) {
+    // \n only (nearly every file): memchr from line to line, not a test per byte
+    const char* begin = text.data();
+    const char* end = begin + text.size();
+    for (const char* p = begin; (p = static_cast<const char*>(std::memchr(p, '\n', static_cast<std::size_t>(end - p))));) {
+      ++p;
+      starts_.push_back(static_cast<std::uint32_t>(p - begin));
+    }
+    return;
+  }
   for (std::uint32_t i = 0; i < text.size(); ++i) {
     char c = text[i];
     if (c == '\n') {

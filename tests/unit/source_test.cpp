@@ -23,6 +23,23 @@ TEST_CASE("LineIndex maps byte offsets to 1-based rows and code-point columns") 
   CHECK(idx.line_end(1) == 5);               // excludes \r\n
 }
 
+TEST_CASE("LineIndex: the same lines with \\n only (memchr from line to line) as with the general scan") {
+  std::mt19937 rng(5);
+  for (int i = 0; i < 2000; ++i) {
+    std::string text(rng() % 200, 'x');
+    for (char& c : text) c = "ab \n"[rng() % 4];
+    LineIndex fast(text);  // no \r: the memchr path
+    std::string with_cr = text + "\r";  // one \r at the end: the general path, the same lines before it
+    LineIndex general(with_cr);
+    REQUIRE(general.line_count() == fast.line_count() + 1);
+    for (std::uint32_t l = 0; l < fast.line_count(); ++l) {
+      CHECK(fast.line_start(l) == general.line_start(l));
+      CHECK(fast.line_end(l) == general.line_end(l));
+    }
+    for (std::uint32_t off = 0; off <= text.size(); ++off) CHECK(fast.line_of(off) == general.line_of(off));
+  }
+}
+
 TEST_CASE("columns count code points, tabs as one, and UTF-16 units for LSP") {
   std::string text = "\tx = \"é😀\"; y";
   LineIndex idx(text);
