@@ -206,34 +206,6 @@ struct FunctionInfo {
 /// What the semantic model knows about one file. Build with the constructor;
 /// all queries are const and do not touch the tree's structure again except to
 /// read children of nodes the model recorded. Not copyable (holds caches).
-/// A short list held inline (no allocation for up to N items, the common case
-/// of the model's answers), continued on the heap beyond.
-template <typename T, std::size_t N>
-class InlineList {
- public:
-  const T* begin() const { return data(); }
-  const T* end() const { return data() + size_; }
-  const T* data() const { return size_ <= N ? inline_ : heap_.data(); }
-  std::size_t size() const { return size_; }
-  bool empty() const { return size_ == 0; }
-  const T& operator[](std::size_t i) const { return data()[i]; }
-  const T& front() const { return data()[0]; }
-  const T& back() const { return data()[size_ - 1]; }
-  void push_back(const T& item) {
-    if (size_ < N) {
-      inline_[size_++] = item;
-      return;
-    }
-    if (size_ == N) heap_.assign(inline_, inline_ + N);
-    heap_.push_back(item);
-    ++size_;
-  }
-
- private:
-  T inline_[N];
-  std::vector<T> heap_;
-  std::size_t size_ = 0;
-};
 
 /// The bindings of one path visible from a region (see SemanticModel::bindings_of).
 using BindingList = InlineList<const Binding*, 4>;

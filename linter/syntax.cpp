@@ -118,11 +118,9 @@ Kinds make_kinds() {
 
 NodeList children(TSNode node, bool named_only) {
   NodeList list;
-  list.size_ = ddplint_children(node, named_only, list.inline_, NodeList::kInline);
-  if (list.size_ > NodeList::kInline) {
-    list.heap_.resize(list.size_);
-    ddplint_children(node, named_only, list.heap_.data(), list.heap_.size());
-  }
+  std::size_t n = ddplint_children(node, named_only, list.fill(NodeList::kInline), NodeList::kInline);
+  TSNode* out = list.fill(n);  // the first kInline are in place already
+  if (n > NodeList::kInline) ddplint_children(node, named_only, out, n);
   return list;
 }
 

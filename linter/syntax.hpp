@@ -86,36 +86,47 @@ inline std::string_view node_text(TSNode node, std::string_view text) {
 /// Child by field id, or a null node.
 inline TSNode field(TSNode node, TSFieldId id) { return ddplint_field(node, id); }
 
-/// A node's children: up to 8 held inline (most nodes have a few), more on
-/// the heap. Iterable and indexable like a vector.
-class NodeList {
+/// A short list held inline (no allocation for up to N items, the common
+/// case), continued on the heap beyond. Iterable and indexable like a vector.
+template <typename T, std::size_t N>
+class InlineList {
  public:
-  static constexpr std::size_t kInline = 8;
-  const TSNode* begin() const { return data(); }
-  const TSNode* end() const { return data() + size_; }
-  const TSNode* data() const { return size_ <= kInline ? inline_ : heap_.data(); }
+  static constexpr std::size_t kInline = N;
+  const T* begin() const { return data(); }
+  const T* end() const { return data() + size_; }
+  const T* data() const { return size_ <= N ? inline_ : heap_.data(); }
   std::size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
-  const TSNode& operator[](std::size_t i) const { return data()[i]; }
-  const TSNode& front() const { return data()[0]; }
-  const TSNode& back() const { return data()[size_ - 1]; }
-  /// Appends `node` (to the heap once more than 8 are held).
-  void push_back(TSNode node) {
-    if (size_ < kInline) {
-      inline_[size_++] = node;
+  const T& operator[](std::size_t i) const { return data()[i]; }
+  const T& front() const { return data()[0]; }
+  const T& back() const { return data()[size_ - 1]; }
+  /// Appends `item` (to the heap once more than N are held).
+  void push_back(const T& item) {
+    if (size_ < N) {
+      inline_[size_++] = item;
       return;
     }
-    if (size_ == kInline) heap_.assign(inline_, inline_ + kInline);
-    heap_.push_back(node);
+    if (size_ == N) heap_.assign(inline_, inline_ + N);
+    heap_.push_back(item);
     ++size_;
+  }
+  /// Makes the list `n` items long, their values unset (inline storage keeps
+  /// what it held), and returns where to write them.
+  T* fill(std::size_t n) {
+    size_ = n;
+    if (n <= N) return inline_;
+    heap_.resize(n);
+    return heap_.data();
   }
 
  private:
-  friend NodeList children(TSNode node, bool named_only);
-  TSNode inline_[kInline];
-  std::vector<TSNode> heap_;
+  T inline_[N];
+  std::vector<T> heap_;
   std::size_t size_ = 0;
 };
+
+/// A node's children: up to 8 held inline (most nodes have a few), more on the heap.
+using NodeList = InlineList<TSNode, 8>;
 
 /// The children of `node` in order (only named ones if `named_only`; comments
 /// are named). O(children) in all, without allocating for up to 8: repeated

@@ -54,19 +54,26 @@ static bool stack_grow(Stack *s) {
   return true;
 }
 
+/* A frame for the children of `subtree` (which has children: it is not inline) at `position`. */
+ALWAYS_INLINE Frame frame_of(const TSLanguage *language, const Subtree *subtree, Length position, uint32_t child_depth,
+                             bool visible, bool inner_only) {
+  Frame f;
+  f.children = ts_subtree_children(*subtree);
+  f.count = subtree->ptr->child_count;
+  f.index = 0;
+  f.structural_index = 0;
+  f.position = position;
+  f.alias_sequence = ts_language_alias_sequence(language, subtree->ptr->production_id);
+  f.child_depth = child_depth;
+  f.visible = visible;
+  f.inner_only = inner_only;
+  return f;
+}
+
 ALWAYS_INLINE bool stack_push(Stack *s, const TSLanguage *language, const Subtree *subtree, Length position,
                               uint32_t child_depth, bool visible, bool inner_only) {
   if (s->size == s->capacity && !stack_grow(s)) return false;
-  Frame *f = &s->frames[s->size++];
-  f->children = ts_subtree_children(*subtree);
-  f->count = subtree->ptr->child_count;  /* a pushed subtree always has children (is not inline) */
-  f->index = 0;
-  f->structural_index = 0;
-  f->position = position;
-  f->alias_sequence = ts_language_alias_sequence(language, subtree->ptr->production_id);
-  f->child_depth = child_depth;
-  f->visible = visible;
-  f->inner_only = inner_only;
+  s->frames[s->size++] = frame_of(language, subtree, position, child_depth, visible, inner_only);
   return true;
 }
 
@@ -115,21 +122,6 @@ ALWAYS_INLINE void describe(const TSTree *tree, const Subtree *subtree, Length p
   visit->depth = depth;
 }
 
-/* A frame for the children of `subtree` (which has children) at `position`. */
-ALWAYS_INLINE Frame frame_of(const TSLanguage *language, const Subtree *subtree, Length position, uint32_t child_depth,
-                             bool visible, bool inner_only) {
-  Frame f;
-  f.children = ts_subtree_children(*subtree);
-  f.count = subtree->ptr->child_count;
-  f.index = 0;
-  f.structural_index = 0;
-  f.position = position;
-  f.alias_sequence = ts_language_alias_sequence(language, subtree->ptr->production_id);
-  f.child_depth = child_depth;
-  f.visible = visible;
-  f.inner_only = inner_only;
-  return f;
-}
 
 /* Makes room for one more suspended frame; returns the (maybe moved) array, or NULL without memory. */
 static Frame *frames_grow(Frame *frames, size_t size, size_t *capacity, Frame *inline_frames) {
@@ -295,13 +287,7 @@ static const TSNode kNullNode = {{0, 0, 0, 0}, NULL, NULL};
 static TSNode first_visible_descendant(const TSTree *tree, const Subtree *subtree, Length position) {
   const TSLanguage *language = tree->language;
 descend:;
-  Frame frame;
-  frame.children = ts_subtree_children(*subtree);
-  frame.count = subtree->ptr->child_count;
-  frame.index = 0;
-  frame.structural_index = 0;
-  frame.position = position;
-  frame.alias_sequence = ts_language_alias_sequence(language, subtree->ptr->production_id);
+  Frame frame = frame_of(language, subtree, position, 0, false, false);
   while (frame.index < frame.count) {
     TSSymbol alias;
     const Subtree *child = next_child(&frame, &position, &alias);
@@ -334,13 +320,7 @@ recur:
     field_map_end--;
     if (field_map == field_map_end) return kNullNode;
   }
-  Frame frame;
-  frame.children = ts_subtree_children(*subtree);
-  frame.count = subtree->ptr->child_count;
-  frame.index = 0;
-  frame.structural_index = 0;
-  frame.position = (Length){self.context[0], {self.context[1], self.context[2]}};
-  frame.alias_sequence = ts_language_alias_sequence(language, subtree->ptr->production_id);
+  Frame frame = frame_of(language, subtree, (Length){self.context[0], {self.context[1], self.context[2]}}, 0, false, false);
   while (frame.index < frame.count) {
     Length position;
     TSSymbol alias;

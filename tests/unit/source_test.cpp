@@ -118,37 +118,30 @@ TEST_CASE("contains_text agrees with std::string_view::find on edges and random 
   CHECK(contains_text("environ[\"LOCAL_RANK\"]", "environ[\"LOCAL_RANK\"]"));
   CHECK(contains_text("aaaaab", "aab"));  // overlapping partial matches
   std::mt19937 rng(11);
+  // random texts up to max_hay bytes and needles up to max_needle bytes drawn
+  // from `hay_bytes` and `needle_bytes`, the needle planted in a third of them
+  auto compare_with_find = [&](std::string_view hay_bytes, std::string_view needle_bytes, std::size_t max_hay,
+                               std::size_t max_needle) {
+    for (int i = 0; i < 20000; ++i) {
+      std::string hay(rng() % max_hay, ' '), needle(1 + rng() % max_needle, ' ');
+      for (char& c : hay) c = hay_bytes[rng() % hay_bytes.size()];
+      for (char& c : needle) c = needle_bytes[rng() % needle_bytes.size()];
+      if (rng() % 3 == 0 && hay.size() >= needle.size()) {  // plant it, often at the very start or end
+        std::size_t at = rng() % 2 ? (rng() % 2 ? 0 : hay.size() - needle.size()) : rng() % (hay.size() - needle.size() + 1);
+        hay.replace(at, needle.size(), needle);
+      }
+      bool expected = std::string_view(hay).find(needle) != std::string_view::npos;
+      if (contains_text(hay, needle) != expected) {
+        FAIL_CHECK("contains_text(\"" << hay << "\", \"" << needle << "\") should be " << expected);
+        return;
+      }
+    }
+  };
   const std::string alphabet = "aN_C(e L.\n'\"=t";
-  for (int i = 0; i < 20000; ++i) {
-    std::string hay(rng() % 40, ' '), needle(1 + rng() % 5, ' ');
-    for (char& c : hay) c = alphabet[rng() % alphabet.size()];
-    for (char& c : needle) c = alphabet[rng() % alphabet.size()];
-    if (rng() % 3 == 0 && hay.size() >= needle.size()) {  // plant it, often at the very start or end
-      std::size_t at = rng() % 2 ? (rng() % 2 ? 0 : hay.size() - needle.size()) : rng() % (hay.size() - needle.size() + 1);
-      hay.replace(at, needle.size(), needle);
-    }
-    bool expected = std::string_view(hay).find(needle) != std::string_view::npos;
-    if (contains_text(hay, needle) != expected) {
-      FAIL_CHECK("contains_text(\"" << hay << "\", \"" << needle << "\") should be " << expected);
-      break;
-    }
-  }
-  // longer texts and needles of common bytes (the vectorised search: 16 starts at a time, then a tail)
-  const std::string common = "torchaustepiln_";
-  for (int i = 0; i < 20000; ++i) {
-    std::string hay(rng() % 120, ' '), needle(1 + rng() % 12, ' ');
-    for (char& c : hay) c = common[rng() % common.size()];
-    for (char& c : needle) c = common[rng() % 4];  // few distinct bytes: partial matches abound
-    if (rng() % 3 == 0 && hay.size() >= needle.size()) {
-      std::size_t at = rng() % 2 ? (rng() % 2 ? 0 : hay.size() - needle.size()) : rng() % (hay.size() - needle.size() + 1);
-      hay.replace(at, needle.size(), needle);
-    }
-    bool expected = std::string_view(hay).find(needle) != std::string_view::npos;
-    if (contains_text(hay, needle) != expected) {
-      FAIL_CHECK("contains_text(\"" << hay << "\", \"" << needle << "\") should be " << expected);
-      break;
-    }
-  }
+  compare_with_find(alphabet, alphabet, 40, 5);
+  // longer texts and needles of common bytes (the vectorised search: 16 starts
+  // at a time, then a tail); needles of few distinct bytes: partial matches abound
+  compare_with_find("torchaustepiln_", "torc", 120, 12);
 }
 
 TEST_CASE("write_file_atomically: a file changed since it was read is not overwritten, and no temporary is left") {
