@@ -23,7 +23,6 @@ constexpr TSSymbol kErrorSymbol = static_cast<TSSymbol>(-1);  // ts_builtin_sym_
 constexpr int kMaxDepth = 24;  // bound on recursion through bindings and nesting
 constexpr std::size_t kMaxStringValue = 4096;  // longer constant strings are Unknown (bounded memory)
 
-bool is_null(TSNode n) { return node_is_null(n); }
 
 std::string lower(std::string_view s) {
   std::string out(s);
@@ -235,12 +234,12 @@ class ModelBuilder {
   // Named leaves visited under a node that does not need its leaf children
   // (DDPLINT_VISIT_INNER_CHILDREN): comments, which enter() records anywhere.
   static const bool* leaf_symbols() {
-    static const std::vector<char> table = [] {
-      std::vector<char> t(ts_language_symbol_count(tree_sitter_python()), 0);
-      t[kinds().comment] = 1;
+    static const std::unique_ptr<bool[]> table = [] {
+      auto t = std::make_unique<bool[]>(ts_language_symbol_count(tree_sitter_python()));  // all false
+      t[kinds().comment] = true;
       return t;
     }();
-    return reinterpret_cast<const bool*>(table.data());
+    return table.get();
   }
 
   static int enter_node(void* context, const DdplintVisit* visit) {
@@ -301,12 +300,10 @@ class ModelBuilder {
   void bind(Binding::Kind kind, TSNode target, TSNode value, int scope) {
     TSSymbol s = node_symbol(target);
     if (s == k_.identifier || s == k_.attribute) {
-      std::string_view path = m_.text(target);
-      if (!plain_dotted(path)) {  // spaces, comments or line breaks inside: keep the built path
-        std::string built = m_.path_of(target);
-        if (built.empty()) return;
-        path = m_.keep(built);
-      }
+      std::string built;
+      std::string_view path = m_.path_view(target, built);
+      if (path.empty()) return;
+      if (path.data() == built.data()) path = m_.keep(built);  // written with spaces: keep the built path
       m_.bindings_.push_back(Binding{kind, target, value, scope, path});
       return;
     }
@@ -319,18 +316,18 @@ class ModelBuilder {
   void bind_assignment(TSNode assignment) {
     TSNode left = field(assignment, k_.f_left);
     TSNode right = field(assignment, k_.f_right);
-    if (is_null(left)) return;
+    if (node_is_null(left)) return;
     // a = b = value: the innermost right side is the value for every target
     NodeList targets;
     targets.push_back(left);
-    while (!is_null(right) && node_symbol(right) == k_.assignment) {
+    while (!node_is_null(right) && node_symbol(right) == k_.assignment) {
       targets.push_back(field(right, k_.f_left));
       right = field(right, k_.f_right);
     }
     for (TSNode target : targets) {
       TSSymbol ts = node_symbol(target);
       bool target_is_seq = ts == k_.pattern_list || ts == k_.tuple_pattern || ts == k_.tuple || ts == k_.list;
-      if (target_is_seq && !is_null(right) &&
+      if (target_is_seq && !node_is_null(right) &&
           (node_symbol(right) == k_.expression_list || node_symbol(right) == k_.tuple) &&
           ts_node_named_child_count(right) == ts_node_named_child_count(target)) {
         NodeList targets_ = children(target), values_ = children(right);
@@ -356,7 +353,7 @@ class ModelBuilder {
         if (node_symbol(name) != k_.identifier && ts_node_named_child_count(name) > 0)
           name = ts_node_named_child(name, 0);
       }
-      if (!is_null(name) && node_symbol(name) == k_.identifier) {
+      if (!node_is_null(name) && node_symbol(name) == k_.identifier) {
         bind(Binding::Kind::Parameter, name, TSNode{}, scope);
       }
     }
@@ -369,27 +366,25 @@ class ModelBuilder {
     std::string_view module;
     if (from) {
       mod = field(stmt, k_.f_module_name);
-      if (is_null(mod) || node_symbol(mod) != k_.dotted_name) return;  // relative import
+      if (node_is_null(mod) || node_symbol(mod) != k_.dotted_name) return;  // relative import
       module = node_text(mod, text);
     }
     // whitespace inside dotted names is legal (`torch . nn`): stripped from what is kept
-    auto spaced = [](std::string_view s) {
-      return std::any_of(s.begin(), s.end(), [](char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; });
+    auto space = [](char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; };
+    std::string& built = scratch_.name;
+    auto keep_stripped = [&] {  // `built` without whitespace, kept by the model
+      std::erase_if(built, space);
+      return m_.keep(built);
     };
     // `name` (a view into the text) without whitespace, as a view that lives as long as the model
     auto kept = [&](std::string_view name) {
-      if (!spaced(name)) return name;
-      std::string& built = scratch_.name;
+      if (std::none_of(name.begin(), name.end(), space)) return name;
       built.assign(name);
-      std::erase_if(built, [](char c) { return std::isspace(static_cast<unsigned char>(c)); });
-      return m_.keep(built);
+      return keep_stripped();
     };
-    // `module.name` without whitespace, kept by the model
-    auto joined = [&](std::string_view name) {
-      std::string& built = scratch_.name;
+    auto joined = [&](std::string_view name) {  // `module.name`
       built.assign(module).append(".").append(name);
-      std::erase_if(built, [](char c) { return std::isspace(static_cast<unsigned char>(c)); });
-      return m_.keep(built);
+      return keep_stripped();
     };
     for (TSNode child : children(stmt)) {
       if (from && node_eq(child, mod)) continue;
@@ -407,7 +402,7 @@ class ModelBuilder {
       } else if (s == k_.aliased_import) {
         TSNode name = field(child, k_.f_name);
         TSNode alias = field(child, k_.f_alias);
-        if (is_null(name) || is_null(alias)) continue;
+        if (node_is_null(name) || node_is_null(alias)) continue;
         target = from ? joined(node_text(name, text)) : kept(node_text(name, text));
         local = node_text(alias, text);
       } else {
@@ -434,7 +429,7 @@ class ModelBuilder {
           break;
         }
       }
-      if (is_null(next)) return node;
+      if (node_is_null(next)) return node;
       if (!ts_node_is_error(next) && !ts_node_is_missing(next)) {
         // an intact node with an error below: look inside it
         node = next;
@@ -537,7 +532,7 @@ class ModelBuilder {
       note_syntax_error(stmt, "inconsistent use of tabs and spaces in indentation");
     } else if (col8 > first.first) {
       // after a deeper block, a line between two levels is a bad unindent, not an indent
-      bool after_deeper = !is_null(prev) && last_line_indent(prev) > col8;
+      bool after_deeper = !node_is_null(prev) && last_line_indent(prev) > col8;
       note_syntax_error(stmt, after_deeper ? "unindent does not match any outer indentation level" : "unexpected indent");
     } else {
       note_syntax_error(stmt, "unindent does not match any outer indentation level");
@@ -602,7 +597,7 @@ class ModelBuilder {
         return true;
       }
       c.callee = field(node, k_.f_function);
-      if (!is_null(c.callee)) {
+      if (!node_is_null(c.callee)) {
         TSSymbol cs = node_symbol(c.callee);
         if (cs == k_.attribute) {
           c.receiver = field(c.callee, k_.f_object);
@@ -636,7 +631,7 @@ class ModelBuilder {
       // chained assignments nest: only the outermost one binds
       if (symbols_[depth - 1] != k_.assignment) bind_assignment(node);
       TSNode left = field(node, k_.f_left);
-      if (!is_null(left) && node_symbol(left) == k_.subscript) subscript_writes_.emplace_back(left, field(node, k_.f_right));
+      if (!node_is_null(left) && node_symbol(left) == k_.subscript) subscript_writes_.emplace_back(left, field(node, k_.f_right));
       return true;
     }
     if (s == k_.augmented_assignment) {
@@ -669,7 +664,7 @@ class ModelBuilder {
       m_.functions_.push_back(info);
       m_.functions_by_name_[info.name].push_back(fn);
       TSNode params = field(node, k_.f_parameters);
-      if (!is_null(params)) bind_parameters(params, info.region);
+      if (!node_is_null(params)) bind_parameters(params, info.region);
       return true;
     }
     if (s == k_.class_definition) {
@@ -808,7 +803,7 @@ class ModelBuilder {
   }
 
   bool decorated_no_grad(TSNode parent) {
-    if (is_null(parent) || node_symbol(parent) != k_.decorated_definition) return false;
+    if (node_is_null(parent) || node_symbol(parent) != k_.decorated_definition) return false;
     for (TSNode d : children(parent)) {
       if (node_symbol(d) != k_.decorator) continue;
       std::string_view t = node_text(d, m_.source_.text());
@@ -837,7 +832,7 @@ class ModelBuilder {
     std::string& name = scratch_.name;
     for (std::size_t i = 0; i < m_.calls_.size(); ++i) {
       CallSite& c = m_.calls_[i];
-      if (!is_null(c.callee) && m_.canonical_name_into(c.callee, name)) {
+      if (!node_is_null(c.callee) && m_.canonical_name_into(c.callee, name)) {
         c.canonical = m_.keep(name);
         m_.calls_by_canonical_.emplace_back(name_hash(c.canonical), static_cast<int>(i));
       }
@@ -861,7 +856,7 @@ class ModelBuilder {
         if (dest.empty() && v.s.size() > 1 && v.s[0] == '-') dest = v.s.substr(1);
       }
       TSNode dest_arg = m_.argument(*c, "dest");
-      if (!is_null(dest_arg)) {
+      if (!node_is_null(dest_arg)) {
         Value v = m_.value_of(dest_arg);
         if (v.kind == Value::Kind::Str) dest = v.s;
       }
@@ -922,7 +917,7 @@ class ModelBuilder {
         m_.distributed_ = true;
         m_.wraps_ddp_ = true;
       }
-      if (c.method == "cuda" && !is_null(c.receiver)) m_.cuda_ = true;
+      if (c.method == "cuda" && !node_is_null(c.receiver)) m_.cuda_ = true;
       if (c.canonical.rfind("torch.cuda.", 0) == 0 && c.canonical != "torch.cuda.is_available" &&
           c.canonical != "torch.cuda.device_count") {
         m_.cuda_ = true;
@@ -1016,26 +1011,31 @@ SemanticModel::SemanticModel(const SourceFile& source, const SyntaxTree& tree)
 
 
 std::string SemanticModel::path_of(TSNode expr) const {
+  std::string storage;
+  return std::string(path_view(expr, storage));
+}
+
+std::string_view SemanticModel::path_view(TSNode expr, std::string& storage) const {
   const Kinds& k = kinds();
-  if (is_null(expr)) return {};
+  if (node_is_null(expr)) return {};
   TSSymbol s0 = node_symbol(expr);
   if (s0 != k.identifier && s0 != k.attribute) return {};
   std::string_view whole = text(expr);
-  if (plain_dotted(whole)) return std::string(whole);
+  if (plain_dotted(whole)) return whole;
   std::array<std::string_view, 64> parts;
   std::size_t n = 0;
   TSNode cur = expr;
   for (; n < parts.size(); ++n) {
-    if (is_null(cur)) return {};
+    if (node_is_null(cur)) return {};
     TSSymbol s = node_symbol(cur);
     if (s == k.identifier) {
       parts[n++] = text(cur);
-      std::string out;
+      storage.clear();
       for (std::size_t i = n; i-- > 0;) {
-        out += parts[i];
-        if (i > 0) out += '.';
+        storage += parts[i];
+        if (i > 0) storage += '.';
       }
-      return out;
+      return storage;
     }
     if (s != k.attribute) return {};
     parts[n] = text(field(cur, k.f_attribute));
@@ -1046,7 +1046,7 @@ std::string SemanticModel::path_of(TSNode expr) const {
 
 std::string_view SemanticModel::last_name(TSNode expr) const {
   const Kinds& k = kinds();
-  if (is_null(expr)) return {};
+  if (node_is_null(expr)) return {};
   TSSymbol s = node_symbol(expr);
   if (s == k.identifier) return text(expr);
   if (s == k.attribute) return text(field(expr, k.f_attribute));
@@ -1070,7 +1070,7 @@ std::string SemanticModel::canonical_name(TSNode expr) const {
 
 bool SemanticModel::canonical_name_into(TSNode expr, std::string& out) const {
   out.clear();
-  if (is_null(expr)) return false;
+  if (node_is_null(expr)) return false;
   TSSymbol s0 = node_symbol(expr);
   const Kinds& k = kinds();
   if (s0 != k.identifier && s0 != k.attribute) return false;
@@ -1078,20 +1078,13 @@ bool SemanticModel::canonical_name_into(TSNode expr, std::string& out) const {
   // The chain's root name starts its text (`a` in `a . b`, and in `a().b`,
   // which has no path): most roots are not imports, and then nothing more is read.
   if (s0 == k.attribute && aliases_.find(leading_identifier(whole)) == nullptr) return false;
-  if (s0 == k.identifier || plain_dotted(whole)) {  // an identifier's text is a plain name
-    // the common case, without building the path first: most names are not imports
-    std::size_t dot = s0 == k.identifier ? whole.size() : std::min(whole.find('.'), whole.size());
-    const std::string_view* target = aliases_.find(whole.substr(0, dot));
-    if (target == nullptr) return false;
-    out.append(*target).append(whole.substr(dot));
-  } else {
-    std::string path = path_of(expr);
-    if (path.empty()) return false;
-    std::size_t dot = std::min(path.find('.'), path.size());
-    const std::string_view* target = aliases_.find(std::string_view(path).substr(0, dot));
-    if (target == nullptr) return false;
-    out.append(*target).append(std::string_view(path).substr(dot));
-  }
+  std::string storage;  // (only for a chain not written plainly)
+  std::string_view path = s0 == k.identifier ? whole : path_view(expr, storage);  // an identifier's text is its path
+  if (path.empty()) return false;
+  std::size_t dot = std::min(path.find('.'), path.size());
+  const std::string_view* target = aliases_.find(path.substr(0, dot));
+  if (target == nullptr) return false;
+  out.append(*target).append(path.substr(dot));
   normalize_canonical_in_place(out);
   return !out.empty();
 }
@@ -1207,7 +1200,7 @@ Value SemanticModel::value_of(TSNode expr) const { return value_rec(expr, 0); }
 TSNode SemanticModel::assigned_to(TSNode value) const {
   if (assigned_index_.empty()) {  // built on first use: start byte of each bound value -> bindings
     for (std::size_t i = 0; i < bindings_.size(); ++i)
-      if (bindings_[i].kind == Binding::Kind::Assign && !is_null(bindings_[i].value))
+      if (bindings_[i].kind == Binding::Kind::Assign && !node_is_null(bindings_[i].value))
         assigned_index_.emplace(node_start_byte(bindings_[i].value), static_cast<int>(i));
     if (assigned_index_.empty()) assigned_index_.emplace(UINT32_MAX, -1);
   }
@@ -1240,9 +1233,9 @@ Value SemanticModel::argparse_uncached(const std::string& key, int depth) const 
     Value v;
     TSNode def = argument(add, "default");
     TSNode action = argument(add, "action");
-    if (!is_null(def)) {
+    if (!node_is_null(def)) {
       v = value_rec(def, depth + 1);
-    } else if (!is_null(action)) {
+    } else if (!node_is_null(action)) {
       Value a = value_rec(action, depth + 1);
       if (a.kind == Value::Kind::Str && a.s == "store_true") v = Value::boolean(false);
       else if (a.kind == Value::Kind::Str && a.s == "store_false") v = Value::boolean(true);
@@ -1258,7 +1251,7 @@ Value SemanticModel::argparse_uncached(const std::string& key, int depth) const 
 }
 
 Value SemanticModel::value_rec(TSNode expr, int depth) const {
-  if (is_null(expr) || depth > kMaxDepth) return Value::unknown();
+  if (node_is_null(expr) || depth > kMaxDepth) return Value::unknown();
   // memoised per node: names used many times (`max(a, a, a)`) are resolved
   // once, and a cycle (`a = b; b = a`) reads the in-progress Unknown
   MemoKey key{node_start_byte(expr), node_end_byte(expr), node_symbol(expr), 0};
@@ -1380,7 +1373,7 @@ Value SemanticModel::value_uncached(TSNode expr, int depth) const {
   }
   if (s == k.call) {
     TSNode callee = field(expr, k.f_function);
-    if (is_null(callee) || node_symbol(callee) != k.identifier) return Value::unknown();
+    if (node_is_null(callee) || node_symbol(callee) != k.identifier) return Value::unknown();
     std::string_view fn = text(callee);
     if (!bindings_of(fn, region_of(expr)).empty()) return Value::unknown();  // shadowed builtin
     const CallSite* call = call_at(expr);
@@ -1422,7 +1415,7 @@ Value SemanticModel::value_uncached(TSNode expr, int depth) const {
     if (path.empty()) return Value::unknown();
     auto bs = bindings_of(path, region_of(expr));
     if (!bs.empty()) {
-      if (bs.size() != 1 || bs[0]->kind != Binding::Kind::Assign || is_null(bs[0]->value)) return Value::unknown();
+      if (bs.size() != 1 || bs[0]->kind != Binding::Kind::Assign || node_is_null(bs[0]->value)) return Value::unknown();
       if (node_eq(bs[0]->target, expr)) return Value::unknown();
       return value_rec(bs[0]->value, depth + 1);
     }
@@ -1439,7 +1432,7 @@ Value SemanticModel::value_uncached(TSNode expr, int depth) const {
 
 std::string SemanticModel::env_var_read(TSNode expr) const {
   const Kinds& k = kinds();
-  for (int guard = 0; guard < 4 && !is_null(expr); ++guard) {
+  for (int guard = 0; guard < 4 && !node_is_null(expr); ++guard) {
     TSSymbol s = node_symbol(expr);
     if (s == k.subscript) {
       if (canonical_name(field(expr, k.f_value)) != "os.environ") return {};
@@ -1465,7 +1458,7 @@ std::string SemanticModel::env_var_read(TSNode expr) const {
 bool SemanticModel::is_rank_value(TSNode expr) const { return rank_rec(expr, 0); }
 
 bool SemanticModel::rank_rec(TSNode expr, int depth) const {
-  if (is_null(expr) || depth > kMaxDepth) return false;
+  if (node_is_null(expr) || depth > kMaxDepth) return false;
   const Kinds& k = kinds();
   TSSymbol s = node_symbol(expr);
   if (s == k.parenthesized_expression && ts_node_named_child_count(expr) == 1)
@@ -1482,7 +1475,7 @@ bool SemanticModel::rank_rec(TSNode expr, int depth) const {
   if (s == k.identifier || s == k.attribute) {
     if (is_rank_name(last_name(expr))) return true;
     TSNode v = single_assignment(expr);
-    return !is_null(v) && rank_rec(v, depth + 1);
+    return !node_is_null(v) && rank_rec(v, depth + 1);
   }
   return false;
 }
@@ -1500,12 +1493,12 @@ bool SemanticModel::memoized(std::uint8_t query, TSNode node, F&& compute) const
 bool SemanticModel::is_world_size_value(TSNode expr) const { return world_rec(expr, 0); }
 
 bool SemanticModel::world_rec(TSNode expr, int depth) const {
-  if (is_null(expr)) return false;
+  if (node_is_null(expr)) return false;
   return memoized(1, expr, [&] { return world_rec_uncached(expr, depth); });
 }
 
 bool SemanticModel::world_rec_uncached(TSNode expr, int depth) const {
-  if (is_null(expr) || depth > kMaxDepth) return false;
+  if (node_is_null(expr) || depth > kMaxDepth) return false;
   const Kinds& k = kinds();
   TSSymbol s = node_symbol(expr);
   if (s == k.parenthesized_expression && ts_node_named_child_count(expr) == 1)
@@ -1538,7 +1531,7 @@ bool SemanticModel::divides_by_world_size(TSNode expr, TSNode* division) const {
 }
 
 bool SemanticModel::divides_rec(TSNode expr, int depth, TSNode* division) const {
-  if (is_null(expr)) return false;
+  if (node_is_null(expr)) return false;
   bool result = memoized(2, expr, [&] { return divides_rec_uncached(expr, depth, nullptr); });
   // The division node: one more uncached step at this level; it recurses through
   // the memoized answers, so it stays linear.
@@ -1547,7 +1540,7 @@ bool SemanticModel::divides_rec(TSNode expr, int depth, TSNode* division) const 
 }
 
 bool SemanticModel::divides_rec_uncached(TSNode expr, int depth, TSNode* division) const {
-  if (is_null(expr) || depth > kMaxDepth) return false;
+  if (node_is_null(expr) || depth > kMaxDepth) return false;
   const Kinds& k = kinds();
   TSSymbol s = node_symbol(expr);
   if (s == k.parenthesized_expression && ts_node_named_child_count(expr) == 1)
@@ -1556,7 +1549,7 @@ bool SemanticModel::divides_rec_uncached(TSNode expr, int depth, TSNode* divisio
     std::string_view op = text(field(expr, k.f_operator));
     // the divisor is the world size, or a product with it as a factor: `total // (world_size * accum)`
     auto world_factor = [&](TSNode d) {
-      for (int guard = 0; guard < 8 && !is_null(d); ++guard) {
+      for (int guard = 0; guard < 8 && !node_is_null(d); ++guard) {
         if (world_rec(d, 0)) return true;
         TSSymbol ds = node_symbol(d);
         if (ds == k.parenthesized_expression && ts_node_named_child_count(d) == 1) {
@@ -1603,12 +1596,12 @@ bool SemanticModel::divides_rec_uncached(TSNode expr, int depth, TSNode* divisio
 bool SemanticModel::may_be_indexed_device(TSNode expr) const { return indexed_device_rec(expr, 0); }
 
 bool SemanticModel::indexed_device_rec(TSNode expr, int depth) const {
-  if (is_null(expr)) return true;
+  if (node_is_null(expr)) return true;
   return memoized(3, expr, [&] { return indexed_device_rec_uncached(expr, depth); });
 }
 
 bool SemanticModel::indexed_device_rec_uncached(TSNode expr, int depth) const {
-  if (is_null(expr) || depth > kMaxDepth) return true;
+  if (node_is_null(expr) || depth > kMaxDepth) return true;
   const Kinds& k = kinds();
   TSSymbol s = node_symbol(expr);
   if (s == k.parenthesized_expression && ts_node_named_child_count(expr) == 1)
@@ -1631,7 +1624,7 @@ bool SemanticModel::indexed_device_rec_uncached(TSNode expr, int depth) const {
     const CallSite* c = call_at(expr);
     if (!c) return true;
     if (c->canonical == "torch.device") {
-      if (positional_count(*c) >= 2 || !is_null(argument(*c, "index"))) return true;
+      if (positional_count(*c) >= 2 || !node_is_null(argument(*c, "index"))) return true;
       return indexed_device_rec(argument(*c, "type", 0), depth + 1);
     }
     return true;  // some helper returns the device: unknown
@@ -1647,7 +1640,7 @@ bool SemanticModel::indexed_device_rec_uncached(TSNode expr, int depth) const {
     }
     for (const Binding* b : bs) {
       if (node_eq(b->target, expr)) continue;
-      if (b->kind != Binding::Kind::Assign || is_null(b->value)) return true;
+      if (b->kind != Binding::Kind::Assign || node_is_null(b->value)) return true;
       if (indexed_device_rec(b->value, depth + 1)) return true;
     }
     return false;
@@ -1664,7 +1657,7 @@ constexpr GuardMask kNeutral = 0x80;  // single-process check inside an `or`
 GuardMask SemanticModel::classify_condition(TSNode cond, bool negated) const {
   const Kinds& k = kinds();
   std::function<GuardMask(TSNode, bool, int)> rec = [&](TSNode c, bool neg, int depth) -> GuardMask {
-    if (is_null(c) || depth > kMaxDepth) return 0;
+    if (node_is_null(c) || depth > kMaxDepth) return 0;
     TSSymbol s = node_symbol(c);
     if (s == k.parenthesized_expression && ts_node_named_child_count(c) == 1)
       return rec(ts_node_named_child(c, 0), neg, depth + 1);
@@ -1703,7 +1696,7 @@ GuardMask SemanticModel::classify_condition(TSNode cond, bool negated) const {
       bool positive = (eq && !neg) || (ne && neg);
       // periodic: a modulo on either side
       auto has_mod = [&](TSNode x) {
-        for (int guard = 0; guard < 8 && !is_null(x); ++guard) {
+        for (int guard = 0; guard < 8 && !node_is_null(x); ++guard) {
           TSSymbol xs = node_symbol(x);
           if (xs == k.parenthesized_expression && ts_node_named_child_count(x) == 1) {
             x = ts_node_named_child(x, 0);
@@ -1801,13 +1794,13 @@ GuardMask SemanticModel::enclosing_guards(TSNode node) const {
 
 bool SemanticModel::training_call(const CallSite& c) const {
   if (c.method == "backward") return true;
-  if (c.method != "step" || is_null(c.receiver)) return false;
+  if (c.method != "step" || node_is_null(c.receiver)) return false;
   std::string name = lower(last_name(c.receiver));
   if (contains(name, "sched")) return false;
   if (contains(name, "optim") || name == "opt" || name.rfind("opt_", 0) == 0 || contains(name, "scaler"))
     return true;
   TSNode v = single_assignment(c.receiver);
-  if (!is_null(v) && node_symbol(v) == kinds().call) {
+  if (!node_is_null(v) && node_symbol(v) == kinds().call) {
     const CallSite* ctor = call_at(v);
     if (ctor && ((ctor->canonical.rfind("torch.optim.", 0) == 0 && !contains(ctor->canonical, "lr_scheduler")) ||
                  contains(ctor->canonical, "GradScaler")))
@@ -1818,7 +1811,7 @@ bool SemanticModel::training_call(const CallSite& c) const {
 
 std::vector<int> SemanticModel::resolve_local_function(const CallSite& c) const {
   std::vector<int> out;
-  if (is_null(c.callee) || c.method.empty()) return out;
+  if (node_is_null(c.callee) || c.method.empty()) return out;
   auto it = functions_by_name_.find(c.method);
   if (it == functions_by_name_.end()) return out;
   const Kinds& k = kinds();

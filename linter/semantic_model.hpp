@@ -284,6 +284,9 @@ class SemanticModel {
   }
   /// Dotted path of a plain name or attribute chain (`args.batch_size`), or empty.
   std::string path_of(TSNode expr) const;
+  /// path_of(expr) as a view: into the text when the chain is written plainly
+  /// (the common case, no string built), else into `storage`, which it fills.
+  std::string_view path_view(TSNode expr, std::string& storage) const;
   /// Last identifier of a name or attribute chain (`batch_size` in `args.batch_size`).
   std::string_view last_name(TSNode expr) const;
 

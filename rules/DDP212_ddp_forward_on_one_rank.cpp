@@ -1,6 +1,5 @@
 // DDP212 ddp-forward-on-one-rank: the DDP-wrapped model called inside a rank-0 guard.
 #include "linter/semantic_model.hpp"
-#include "linter/node_access.hpp"
 #include "rules/common.hpp"
 
 namespace ddplint::rules {
@@ -9,17 +8,10 @@ namespace {
 void check(const SemanticModel& model, RuleContext& ctx) {
   auto wraps = ddp_wraps(model);
   if (wraps.empty()) return;
-  std::string built;
+  std::string storage;
   for (const CallSite& c : model.calls()) {
     // a forward: the wrapped object itself called, `model(x)` / `self.model(x)`
-    // (a callee written plainly is its own path: no string is built for it)
-    std::string_view callee = model.text(c.callee);
-    TSSymbol s = node_symbol(c.callee);
-    if (s != kinds().identifier && s != kinds().attribute) continue;
-    if (callee.find_first_of(" \t\r\n\\#") != std::string_view::npos) {
-      built = model.path_of(c.callee);
-      callee = built;
-    }
+    std::string_view callee = model.path_view(c.callee, storage);
     if (callee.empty()) continue;
     bool wrapped = false;
     for (const DdpWrap& w : wraps) wrapped = wrapped || (!w.result.empty() && callee == w.result);
