@@ -1,7 +1,7 @@
 #include "linter/semantic_model.hpp"
 #include "linter/node_access.hpp"
 
-#include "linter/tree_walk.h"
+#include "linter/tree_walk_impl.h"
 
 #include <algorithm>
 #include <array>
@@ -212,24 +212,45 @@ class ModelBuilder {
     may_use_keywords_as_names_ = contains_text(text, "async") || contains_text(text, "await");
 
     all_leaves_ = has_error_ || may_use_keywords_as_names_;
-    ddplint_walk(root, &ModelBuilder::enter_node, &ModelBuilder::leave_node, this, /*skip_anonymous_leaves=*/true,
+    // the walk compiled here (tree_walk_impl.h): direct, inlinable calls to enter_node and leave_node
+    ddplint_walk_inline(root, &ModelBuilder::enter_node, &ModelBuilder::leave_node, this, /*skip_anonymous_leaves=*/true,
                  leaf_symbols());
     finish();
   }
 
  private:
-  static const std::vector<bool>& recorded_symbols() {
-    static const std::vector<bool> table = [] {
+  // What enter() does for a symbol, as bits of one table entry (one load per
+  // visited node instead of a comparison per case). Public symbols only:
+  // ERROR (kErrorSymbol) is out of range and has no entry.
+  enum SymbolFlag : std::uint8_t {
+    kRecorded = 1,       // enter() records something for it (the cases after the flag test)
+    kStatements = 2,     // a block or the module: its children are statements
+    kComment = 4,        // a comment (an extra: not a part, argument or statement)
+    kPythonTwo = 8,      // print_statement or exec_statement
+    kIdentifier = 16,    // an identifier
+    kArgumentList = 32,  // an argument_list
+  };
+  static const std::uint8_t* symbol_flags() {
+    static const std::unique_ptr<std::uint8_t[]> table = [] {
       const Kinds& k = kinds();
-      std::vector<bool> t(ts_language_symbol_count(tree_sitter_python()), false);
+      auto t = std::make_unique<std::uint8_t[]>(ts_language_symbol_count(tree_sitter_python()));  // all 0
       for (TSSymbol r : {k.if_statement, k.elif_clause, k.call, k.string, k.comment, k.decorator, k.subscript,
                          k.assignment, k.augmented_assignment, k.named_expression, k.import_statement,
                          k.import_from_statement, k.function_definition, k.class_definition, k.for_statement, k.block})
-        t[r] = true;
+        t[r] |= kRecorded;
+      t[k.block] |= kStatements;
+      t[k.module] |= kStatements;
+      t[k.comment] |= kComment;
+      t[k.print_statement] |= kPythonTwo;
+      t[k.exec_statement] |= kPythonTwo;
+      t[k.identifier] |= kIdentifier;
+      t[k.argument_list] |= kArgumentList;
       return t;
     }();
-    return table;
+    return table.get();
   }
+  // The flags of `s` (none for ERROR).
+  std::uint8_t flags_of(TSSymbol s) const { return s == kErrorSymbol ? 0 : flags_[s]; }
 
   // Named leaves visited under a node that does not need its leaf children
   // (DDPLINT_VISIT_INNER_CHILDREN): comments, which enter() records anywhere.
@@ -242,7 +263,8 @@ class ModelBuilder {
     return table.get();
   }
 
-  static int enter_node(void* context, const DdplintVisit* visit) {
+  // always inline: compiled into the walk (tree_walk_impl.h), which calls it once per visited node
+  [[gnu::always_inline]] static int enter_node(void* context, const DdplintVisit* visit) {
     auto* self = static_cast<ModelBuilder*>(context);
     if (self->has_error_ && !self->m_.first_error_ && (ts_node_is_error(visit->node) || ts_node_is_missing(visit->node))) {
       self->note_syntax_error(visit->node, {});
@@ -263,7 +285,9 @@ class ModelBuilder {
     if (pending_part_.size() > depth && pending_part_[depth].kind != Part::None) return true;
     return s == k_.argument_list && depth > 0 && symbols_[depth - 1] == k_.call;
   }
-  static void leave_node(void* context, std::uint32_t depth) { static_cast<ModelBuilder*>(context)->leave(depth); }
+  [[gnu::always_inline]] static void leave_node(void* context, std::uint32_t depth) {
+    static_cast<ModelBuilder*>(context)->leave(depth);
+  }
 
   struct Open {
     int region;
@@ -555,32 +579,37 @@ class ModelBuilder {
     path_[depth] = node;
     symbols_[depth] = s;
     pending_part_[depth] = {};
-    if (s == k_.block || s == k_.module) {
+    const std::uint8_t flags = flags_of(s);
+    if (flags & kStatements) {
       first_indent_[depth + 1] = {s == k_.module ? 0 : -1, s == k_.module ? 0 : -1};
       prev_stmt_[depth + 1] = TSNode{};
     }
     if (!named) return true;
+    if (depth == 0) return true;  // the module: nothing below applies (it records nothing)
     if (depth == 1 && !header_done_) note_header(node, s);
-    if (depth > 0 && pending_part_[depth - 1].kind != Part::None && s != k_.comment) note_part(node, s, depth);
-    TSNode parent = depth > 0 ? path_[depth - 1] : TSNode{};
-    if (depth >= 2 && symbols_[depth - 1] == k_.argument_list && symbols_[depth - 2] == k_.call && s != k_.comment) {
+    const bool comment = flags & kComment;
+    if (pending_part_[depth - 1].kind != Part::None && !comment) note_part(node, s, depth);
+    const std::uint8_t parent_flags = flags_of(symbols_[depth - 1]);
+    if ((parent_flags & kArgumentList) && depth >= 2 && symbols_[depth - 2] == k_.call && !comment) {
       note_argument(node, s, call_at_[depth - 2], depth);
     }
-    if (!m_.first_error_ && depth > 0 && s != k_.comment && s != kErrorSymbol) {
-      TSSymbol ps = symbols_[depth - 1];
-      if (ps == k_.block || ps == k_.module) check_indentation(node, depth);
-      // `print >> f, x` is a valid (if useless) Python 3 expression: only the plain form is an error
-      bool chevron = s == k_.print_statement && ts_node_named_child_count(node) > 0 &&
-                     std::string_view(ts_node_type(ts_node_named_child(node, 0))) == "chevron";
-      if ((s == k_.print_statement && !chevron) || s == k_.exec_statement) {
-        note_syntax_error(node, std::string("Python 2 ") + (s == k_.print_statement ? "print" : "exec") +
-                                    " statement: call it as a function");
-      } else if (s == k_.identifier && may_use_keywords_as_names_) {
+    if (!m_.first_error_ && !comment && s != kErrorSymbol) {
+      if (parent_flags & kStatements) check_indentation(node, depth);
+      if (flags & kPythonTwo) {
+        // `print >> f, x` is a valid (if useless) Python 3 expression: only the plain form is an error
+        bool chevron = s == k_.print_statement && ts_node_named_child_count(node) > 0 &&
+                       std::string_view(ts_node_type(ts_node_named_child(node, 0))) == "chevron";
+        if (!chevron) {
+          note_syntax_error(node, std::string("Python 2 ") + (s == k_.print_statement ? "print" : "exec") +
+                                      " statement: call it as a function");
+        }
+      } else if ((flags & kIdentifier) && may_use_keywords_as_names_) {
         std::string_view name = node_text(node, m_.source_.text());
         if (name == "async" || name == "await") note_syntax_error(node, "`" + std::string(name) + "` is a reserved keyword");
       }
     }
-    if (s >= recorded_.size() || !recorded_[s]) return true;  // most nodes: nothing below applies
+    if (!(flags & kRecorded)) return true;  // most nodes: nothing below applies
+    TSNode parent = path_[depth - 1];
     if (s == k_.if_statement) branch_condition_[depth] = field(node, k_.f_condition);
     if (s == k_.elif_clause && depth > 0) branch_condition_[depth - 1] = field(node, k_.f_condition);
     const int region = current_region();
@@ -975,7 +1004,7 @@ class ModelBuilder {
   bool docstring_allowed_ = true;                            // no statement before: a string is the docstring
   bool may_use_keywords_as_names_ = false;                   // the text contains `async` or `await`
   bool all_leaves_ = false;                                  // enter() needs every named leaf
-  const std::vector<bool>& recorded_ = recorded_symbols();   // per symbol: enter() records something for it
+  const std::uint8_t* flags_ = symbol_flags();  // per symbol: SymbolFlag bits
 };
 
 // ---------------------------------------------------------------------------

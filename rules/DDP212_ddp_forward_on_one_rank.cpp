@@ -1,4 +1,6 @@
 // DDP212 ddp-forward-on-one-rank: the DDP-wrapped model called inside a rank-0 guard.
+#include <algorithm>
+
 #include "linter/semantic_model.hpp"
 #include "rules/common.hpp"
 
@@ -8,8 +10,17 @@ namespace {
 void check(const SemanticModel& model, RuleContext& ctx) {
   auto wraps = ddp_wraps(model);
   if (wraps.empty()) return;
+  // the last name of each wrapped path: a call is a forward of it only if its
+  // callee's last name (`model` in `self.model(x)`, CallSite::method) is one
+  // of these, which settles most calls without building the callee's path
+  std::vector<std::string_view> last_names;
+  for (const DdpWrap& w : wraps) {
+    if (!w.result.empty()) last_names.push_back(std::string_view(w.result).substr(w.result.rfind('.') + 1));
+  }
+  if (last_names.empty()) return;
   std::string storage;
   for (const CallSite& c : model.calls()) {
+    if (!c.method.empty() && std::find(last_names.begin(), last_names.end(), c.method) == last_names.end()) continue;
     // a forward: the wrapped object itself called, `model(x)` / `self.model(x)`
     std::string_view callee = model.path_view(c.callee, storage);
     if (callee.empty()) continue;
