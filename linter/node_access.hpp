@@ -45,4 +45,20 @@ inline TSSymbol node_symbol(TSNode node) {
   return symbol == ts_builtin_sym_error ? symbol : node.tree->language->public_symbol_map[symbol];
 }
 
+/// True if every visible node below `node` is one of its visible children
+/// (hidden nodes looked through) and has no visible children itself: names,
+/// numbers, punctuation, as in `a.b` or `x + 1`. Those children may still have
+/// hidden ones (a string's content).
+inline bool node_has_leaf_children_only(TSNode node) {
+  if (node.id == nullptr) return true;
+  Subtree s = *static_cast<const Subtree*>(node.id);
+  return ts_subtree_visible_descendant_count(s) == ts_subtree_visible_child_count(s);
+}
+
+/// True if the text of `node` (without its leading whitespace) lies on one line.
+inline bool node_on_one_line(TSNode node) {
+  if (node.id == nullptr) return true;
+  return ts_subtree_size(*static_cast<const Subtree*>(node.id)).extent.row == 0;
+}
+
 }  // namespace ddplint

@@ -271,7 +271,15 @@ class ModelBuilder {
     }
     if (!self->enter(visit->node, visit->symbol, visit->named, visit->depth)) return DDPLINT_SKIP_CHILDREN;
     if (!visit->named) return DDPLINT_VISIT_CHILDREN;
-    return self->needs_leaf_children(visit->symbol, visit->depth) ? DDPLINT_VISIT_CHILDREN : DDPLINT_VISIT_INNER_CHILDREN;
+    if (self->needs_leaf_children(visit->symbol, visit->depth)) return DDPLINT_VISIT_CHILDREN;
+    // Below this node the walk would visit only comments among its named
+    // leaves. A node whose visible descendants are all leaf children (`a.b`,
+    // `x + 1`) and that lies on one line holds no comment (an extra is never
+    // a node's last child, and a comment runs to the end of its line), so
+    // nothing below it would be visited: skip it (`all_leaves_` is false here,
+    // so the tree has no ERROR or MISSING node).
+    if (node_has_leaf_children_only(visit->node) && node_on_one_line(visit->node)) return DDPLINT_SKIP_CHILDREN;
+    return DDPLINT_VISIT_INNER_CHILDREN;
   }
 
   // True when enter() reads the named leaves (names, numbers) among the

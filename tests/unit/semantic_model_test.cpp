@@ -80,6 +80,20 @@ TEST_CASE("the walk passes over the insides of imports and plain strings, but no
   CHECK(m.model.bindings().size() == 2);
 }
 
+TEST_CASE("the walk skips one-line nodes of leaves only, but not a comment inside a multi-line expression") {
+  // `a.b`, `x + 1` and `(y)` are passed over whole (their children are leaves
+  // on one line); the comments inside the multi-line expressions are kept
+  Model m("import torch\nv = a.b + x + 1\nw = (a +  # inside\n     b)\nz = [1,\n  # alone\n  2]\n"
+          "u = (y)\nt = torch.zeros(n, device=a.b)  # after\n");
+  std::vector<std::string_view> comments;
+  for (TSNode c : m.model.comments()) comments.push_back(m.model.text(c));
+  CHECK(comments == std::vector<std::string_view>{"# inside", "# alone", "# after"});
+  CHECK(m.model.bindings().size() == 5);  // v, w, z, u, t (imports are aliases)
+  const CallSite& zeros = m.call("torch.zeros");
+  CHECK(zeros.canonical == "torch.zeros");
+  CHECK(m.model.text(m.model.argument(zeros, "device")) == "a.b");
+}
+
 TEST_CASE("import targets with whitespace inside dotted names, and chains whose root is not an import") {
   Model m("import torch . distributed as dist\nfrom torch . nn import parallel\nimport  os . path\n"
           "a = dist.barrier()\nb = parallel.DistributedDataParallel(x)\nc = os.path.join(p)\n"
