@@ -573,7 +573,7 @@ class ModelBuilder {
 
   // Records what the model needs from `node`; returns false when its
   // descendants hold nothing the model records (they are then not visited).
-  bool enter(TSNode node, TSSymbol s, bool named, std::uint32_t depth) {
+  bool enter(const TSNode& node, TSSymbol s, bool named, std::uint32_t depth) {  // (by reference: no 32-byte copy per visit)
     // the path from the root: parents without ts_node_parent (which walks down from the root)
     if (path_.size() <= depth + 1) {
       path_.resize(depth + 2);
