@@ -11,13 +11,23 @@
 namespace ddplint {
 
 namespace {
-// The prefilter for this rule set and selection, compiled once per thread
-// for each distinct set of enabled rules (files of one run share one or a few).
-const Prefilter& prefilter_for(std::span<const Rule> rules, const RuleSelection& selection) {
+// What a rule set and selection mean for each file: the prefilter and which
+// rules run, worked out once per thread for each distinct set of enabled rules
+// (files of one run share one or a few) instead of once per file.
+struct RunPlan {
+  enum Run : std::uint8_t { kOff, kOn, kIfCatalogMayFire };  // kIfCatalogMayFire: needs = "*" (DDP001)
+  Prefilter prefilter;
+  std::vector<Run> run;  // per rule, in order
+  // for kIfCatalogMayFire: the prefilter of the whole catalog, whatever is
+  // selected (present when some rule runs so)
+  std::optional<Prefilter> catalog;
+};
+
+const RunPlan& plan_for(std::span<const Rule> rules, const RuleSelection& selection) {
   struct Entry {
     std::vector<const char*> needs;  // identity of the rule set: each rule's needs literal
     RuleSelection selection;
-    Prefilter prefilter;
+    RunPlan plan;
   };
   thread_local std::vector<Entry> cache;
   auto same_rules = [&](const Entry& e) {
@@ -28,23 +38,25 @@ const Prefilter& prefilter_for(std::span<const Rule> rules, const RuleSelection&
   };
   // selections compared by value: a few short lists, cheaper than asking every rule's state per file
   for (const Entry& e : cache) {
-    if (e.selection == selection && same_rules(e)) return e.prefilter;
+    if (e.selection == selection && same_rules(e)) return e.plan;
   }
   if (cache.size() >= 16) cache.erase(cache.begin());
   std::vector<const char*> needs;
-  for (const Rule& r : rules) needs.push_back(r.info.needs.data());
-  cache.push_back(Entry{std::move(needs), selection, Prefilter(rules, selection)});
-  return cache.back().prefilter;
+  std::vector<RunPlan::Run> run;
+  for (const Rule& r : rules) {
+    needs.push_back(r.info.needs.data());
+    if (!selection.enabled(r.info.code)) run.push_back(RunPlan::kOff);
+    else run.push_back(r.info.needs == "*" ? RunPlan::kIfCatalogMayFire : RunPlan::kOn);
+  }
+  std::optional<Prefilter> catalog;
+  if (std::find(run.begin(), run.end(), RunPlan::kIfCatalogMayFire) != run.end()) catalog.emplace(rules, RuleSelection());
+  cache.push_back(Entry{std::move(needs), selection, RunPlan{Prefilter(rules, selection), std::move(run), std::move(catalog)}});
+  return cache.back().plan;
 }
 
-// The prefilter of the whole catalog `rules`, whatever is selected.
-const Prefilter& catalog_prefilter(std::span<const Rule> rules) {
-  static const RuleSelection everything;
-  return prefilter_for(rules, everything);
-}
-
+// `plan` is plan_for(rules, selection), which stays valid meanwhile: nothing here adds to the cache.
 LintResult lint_decoded(const SourceFile& source, const SyntaxTree& tree, std::span<const Rule> rules,
-                        const RuleSelection& selection, const RuleOptions& options) {
+                        const RunPlan& plan, const RuleOptions& options) {
   LintResult result;
   if (!tree) {
     result.error = "tree-sitter could not parse the file";
@@ -53,14 +65,15 @@ LintResult lint_decoded(const SourceFile& source, const SyntaxTree& tree, std::s
   SemanticModel model(source, tree);
   std::vector<Diagnostic> found;
   std::optional<bool> training_script;  // some rule of the catalog may fire here (for `needs = "*"`)
-  for (const Rule& rule : rules) {
-    if (!selection.enabled(rule.info.code)) continue;
-    if (rule.info.needs == "*") {  // DDP001: reported in files other rules could fire on, prefiltered or not
-      if (!training_script) training_script = catalog_prefilter(rules).may_fire(source.text());
+  const std::vector<RunPlan::Run>& run = plan.run;
+  for (std::size_t i = 0; i < rules.size(); ++i) {
+    if (run[i] == RunPlan::kOff) continue;
+    if (run[i] == RunPlan::kIfCatalogMayFire) {  // DDP001: reported in files other rules could fire on, prefiltered or not
+      if (!training_script) training_script = plan.catalog->may_fire(source.text());
       if (!*training_script) continue;
     }
-    RuleContext ctx(rule.info, found, options);
-    rule.check(model, ctx);
+    RuleContext ctx(rules[i].info, found, options);
+    rules[i].check(model, ctx);
   }
   if (found.empty()) return result;  // no `# noqa` to read, no line index to build
   Suppressions noqa = Suppressions::collect(model);
@@ -81,19 +94,20 @@ LintResult lint(const SourceFile& source, std::span<const Rule> rules, const Rul
                 const RuleOptions& options, bool prefilter) {
   std::string detail;
   if (source.check_decodable(&detail) != DecodeError::None) return LintResult{{}, detail};
-  if (prefilter && !prefilter_for(rules, selection).may_fire(source.text())) {
+  const RunPlan& plan = plan_for(rules, selection);
+  if (prefilter && !plan.prefilter.may_fire(source.text())) {
     LintResult skipped;
     skipped.skipped = true;
     return skipped;
   }
-  return lint_decoded(source, parse_python(source), rules, selection, options);
+  return lint_decoded(source, parse_python(source), rules, plan, options);
 }
 
 LintResult lint(const SourceFile& source, const SyntaxTree& tree, std::span<const Rule> rules,
                 const RuleSelection& selection, const RuleOptions& options) {
   std::string detail;
   if (source.check_decodable(&detail) != DecodeError::None) return LintResult{{}, detail};
-  return lint_decoded(source, tree, rules, selection, options);
+  return lint_decoded(source, tree, rules, plan_for(rules, selection), options);
 }
 
 }  // namespace ddplint
