@@ -167,24 +167,33 @@ std::string_view leading_identifier(std::string_view t) {
 }
 
 bool plain_dotted(std::string_view t) {
-  const auto& kind = kIdentifierByte;
-  if (t.empty()) return false;
-  std::size_t start = 0;
-  for (std::size_t i = 0; i <= t.size(); ++i) {
-    if (i == t.size() || t[i] == '.') {
-      std::size_t len = i - start;
-      if (len == 0) return false;
-      if ((len == 4 || len == 5) && t[start] >= 'F' && t[start] <= 'T') {
-        std::string_view seg = t.substr(start, len);
-        if (seg == "None" || seg == "True" || seg == "False") return false;
-      }
-      start = i + 1;
-      continue;
+  // per byte: 1 may start an identifier, 2 a digit (may continue one), 3 '.', 0 neither
+  static constexpr std::array<unsigned char, 256> kClass = [] {
+    std::array<unsigned char, 256> k = kIdentifierByte;
+    k['.'] = 3;
+    return k;
+  }();
+  // a segment is not empty, does not start with a digit, and is not None, True or False
+  auto segment_ok = [&](std::size_t start, std::size_t end) {
+    std::size_t len = end - start;
+    if (len == 0 || kClass[static_cast<unsigned char>(t[start])] != 1) return false;
+    if ((len == 4 || len == 5) && t[start] >= 'F' && t[start] <= 'T') {
+      std::string_view seg = t.substr(start, len);
+      if (seg == "None" || seg == "True" || seg == "False") return false;
     }
-    unsigned char k = kind[static_cast<unsigned char>(t[i])];
-    if (k == 0 || (k == 2 && i == start)) return false;
+    return true;
+  };
+  std::size_t start = 0;
+  for (std::size_t i = 0; i < t.size(); ++i) {
+    unsigned char k = kClass[static_cast<unsigned char>(t[i])];
+    if (k == 3) {
+      if (!segment_ok(start, i)) return false;
+      start = i + 1;
+    } else if (k == 0) {
+      return false;
+    }
   }
-  return true;
+  return segment_ok(start, t.size());
 }
 }  // namespace
 
