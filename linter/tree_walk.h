@@ -3,6 +3,8 @@
  * 0.25.0, pinned in package-lock.json), because the public TSTreeCursor costs
  * about 19% of the parse time for a walk of every node, more than the whole
  * budget of issue 7 (measured with bench/ddplint_bench, bench/README.md).
+ * The walk's body is in tree_walk_impl.h, for callers in the core that compile
+ * it with their own callbacks inlined (the semantic model).
  *
  * The walks visit exactly the nodes, in exactly the order, that
  * ts_tree_cursor_goto_first_child / goto_next_sibling visit (visible nodes,
