@@ -51,17 +51,33 @@ int byte_commonness(unsigned char c) { return kByteCommonness[c]; }
 
 namespace {
 // contains_text for a needle of common bytes only ("torch", "autocast"),
-// where memchr on any one byte would stop too often. With SSE2 (every x86-64
-// CPU): compare 16 positions at once against the needle's first and last
-// bytes and check the rare positions where both match (the "generic SIMD"
-// substring search, http://0x80.pl/articles/simd-strfind.html), about three
-// times fewer instructions than glibc's memmem on bench/corpus/torch
-// (callgrind). Elsewhere, memmem.
+// where memchr on any one byte would stop too often: compare 16 positions at
+// once (SSE2, every x86-64 CPU) or 32 (AVX2, where the CPU has it: checked
+// once at run time) against the needle's first and last bytes and check the
+// rare positions where both match (the "generic SIMD" substring search,
+// http://0x80.pl/articles/simd-strfind.html). On bench/corpus/torch
+// (callgrind) SSE2 takes about a third of the instructions of glibc's memmem,
+// AVX2 about half of SSE2's for an absent needle, the common case of the
+// rules' text tests. Elsewhere, memmem.
+
+// The candidate starts i + k for the set bits k of `mask` (where the needle's
+// first and last bytes both match): true if the needle is at one of them.
+inline bool match_at_candidates(const char* h, std::size_t i, std::uint32_t mask, std::string_view needle) {
+  for (; mask != 0; mask &= mask - 1) {
+    std::size_t at = i + static_cast<std::size_t>(__builtin_ctz(mask));
+    if (std::memcmp(h + at + 1, needle.data() + 1, needle.size() - 2) == 0) return true;
+  }
+  return false;
+}
+
+// The starts [i, stop) one at a time: the last ones, after the vector loop.
+inline bool match_from(const char* h, std::size_t i, std::size_t stop, std::string_view needle) {
+  for (; i < stop; ++i)
+    if (h[i] == needle[0] && std::memcmp(h + i + 1, needle.data() + 1, needle.size() - 1) == 0) return true;
+  return false;
+}
+
 #if defined(__x86_64__) && defined(__GNUC__)
-// The same search with AVX2, 32 positions at a time, on CPUs that have it
-// (checked once at run time; the build targets every x86-64 CPU): about half
-// the instructions of the SSE2 loop for a needle that is absent, the common
-// case of the rules' text tests (callgrind on bench/corpus/torch).
 [[gnu::target("avx2")]] bool contains_common_text_avx2(std::string_view hay, std::string_view needle) {
   const std::size_t n = needle.size();
   const char* h = hay.data();
@@ -72,16 +88,10 @@ namespace {
   for (; i + 32 <= stop; i += 32) {
     __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(h + i));
     __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(h + i + n - 1));
-    auto mask = static_cast<std::uint32_t>(_mm256_movemask_epi8(_mm256_and_si256(_mm256_cmpeq_epi8(a, first), _mm256_cmpeq_epi8(b, last))));
-    while (mask != 0) {
-      std::size_t at = i + static_cast<std::size_t>(__builtin_ctz(mask));
-      if (std::memcmp(h + at + 1, needle.data() + 1, n - 2) == 0) return true;
-      mask &= mask - 1;
-    }
+    __m256i both = _mm256_and_si256(_mm256_cmpeq_epi8(a, first), _mm256_cmpeq_epi8(b, last));
+    if (match_at_candidates(h, i, static_cast<std::uint32_t>(_mm256_movemask_epi8(both)), needle)) return true;
   }
-  for (; i < stop; ++i)  // the last starts, fewer than 32
-    if (h[i] == needle[0] && std::memcmp(h + i + 1, needle.data() + 1, n - 1) == 0) return true;
-  return false;
+  return match_from(h, i, stop, needle);
 }
 
 bool have_avx2() {
@@ -105,16 +115,10 @@ bool contains_common_text(std::string_view hay, std::string_view needle) {
     for (; i + 16 <= stop; i += 16) {
       __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(h + i));
       __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(h + i + n - 1));
-      unsigned mask = static_cast<unsigned>(_mm_movemask_epi8(_mm_and_si128(_mm_cmpeq_epi8(a, first), _mm_cmpeq_epi8(b, last))));
-      while (mask != 0) {
-        std::size_t at = i + static_cast<std::size_t>(__builtin_ctz(mask));
-        if (std::memcmp(h + at + 1, needle.data() + 1, n - 2) == 0) return true;
-        mask &= mask - 1;
-      }
+      __m128i both = _mm_and_si128(_mm_cmpeq_epi8(a, first), _mm_cmpeq_epi8(b, last));
+      if (match_at_candidates(h, i, static_cast<std::uint32_t>(_mm_movemask_epi8(both)), needle)) return true;
     }
-    for (; i < stop; ++i)  // the last starts, fewer than 16
-      if (h[i] == needle[0] && std::memcmp(h + i + 1, needle.data() + 1, n - 1) == 0) return true;
-    return false;
+    return match_from(h, i, stop, needle);
   }
 #endif
   return memmem(hay.data(), hay.size(), needle.data(), needle.size()) != nullptr;
