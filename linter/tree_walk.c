@@ -18,18 +18,14 @@ DW_ALWAYS_INLINE void stack_free(Stack *s) {
 }
 
 static bool stack_grow(Stack *s) {
-  size_t capacity = s->capacity * 2;
-  DwFrame *frames = (DwFrame *)malloc(capacity * sizeof(DwFrame));
-  if (!frames) return false;
-  memcpy(frames, s->frames, s->size * sizeof(DwFrame));
-  stack_free(s);
-  s->frames = frames;
-  s->capacity = capacity;
+  DwFrame *grown = dw_frames_grow(s->frames, s->size, &s->capacity, s->inline_frames);
+  if (!grown) return false;
+  s->frames = grown;
   return true;
 }
 
 DW_ALWAYS_INLINE bool stack_push(Stack *s, const TSLanguage *language, const Subtree *subtree, Length position,
-                              uint32_t child_depth, bool visible, bool inner_only) {
+                                 uint32_t child_depth, bool visible, bool inner_only) {
   if (s->size == s->capacity && !stack_grow(s)) return false;
   s->frames[s->size++] = dw_frame_of(language, subtree, position, child_depth, visible, inner_only);
   return true;

@@ -43,8 +43,8 @@ typedef struct {
 } DwFrame;
 
 /* A frame for the children of `subtree` (which has children: it is not inline) at `position`. */
-DW_ALWAYS_INLINE DwFrame dw_frame_of(const TSLanguage *language, const Subtree *subtree, Length position, uint32_t child_depth,
-                             bool visible, bool inner_only) {
+DW_ALWAYS_INLINE DwFrame dw_frame_of(const TSLanguage *language, const Subtree *subtree, Length position,
+                                     uint32_t child_depth, bool visible, bool inner_only) {
   DwFrame f;
   f.children = ts_subtree_children(*subtree);
   f.count = subtree->ptr->child_count;
@@ -82,8 +82,8 @@ DW_ALWAYS_INLINE TSSymbol dw_public_symbol(const TSLanguage *language, TSSymbol 
 
 
 
-DW_ALWAYS_INLINE void dw_describe(const TSTree *tree, const Subtree *subtree, Length position, TSSymbol alias, bool named,
-                            uint32_t depth, DdplintVisit *visit) {
+DW_ALWAYS_INLINE void dw_describe(const TSTree *tree, const Subtree *subtree, Length position, TSSymbol alias,
+                                  bool named, uint32_t depth, DdplintVisit *visit) {
   visit->node = dw_make_node(tree, subtree, position, alias);
   visit->symbol = dw_public_symbol(tree->language, alias ? alias : ts_subtree_symbol(*subtree));
   visit->named = named;
