@@ -78,6 +78,9 @@ inline bool match_from(const char* h, std::size_t i, std::size_t stop, std::stri
 }
 
 #if defined(__x86_64__) && defined(__GNUC__)
+// The SSE2 loop below with AVX2 intrinsics. Kept apart rather than one template
+// over the vector width: only this function may be compiled for AVX2 (the
+// intrinsics cannot be inlined into code built for the baseline CPU).
 [[gnu::target("avx2")]] bool contains_common_text_avx2(std::string_view hay, std::string_view needle) {
   const std::size_t n = needle.size();
   const char* h = hay.data();
