@@ -124,10 +124,38 @@ NodeList children(TSNode node, bool named_only) {
   return list;
 }
 
+namespace {
+// True when `text` holds a carriage return that is not the first half of a
+// CRLF: a line break to Python, which reads source with universal newlines.
+bool has_lone_carriage_return(std::string_view text) {
+  const char* end = text.data() + text.size();
+  for (const char* p = text.data(); (p = static_cast<const char*>(std::memchr(p, '\r', static_cast<std::size_t>(end - p))));
+       ++p) {
+    if (p + 1 == end || p[1] != '\n') return true;
+  }
+  return false;
+}
+}  // namespace
+
 SyntaxTree parse_python(const SourceFile& source, const SyntaxTree* previous) {
   std::unique_ptr<TSParser, void (*)(TSParser*)> parser(ts_parser_new(), &ts_parser_delete);
   if (!parser || !ts_parser_set_language(parser.get(), tree_sitter_python())) return {};
   std::string_view text = source.text();
+  // tree-sitter-python takes a lone \r (old Mac line endings) for a space, so
+  // the statements of such a file run together into a syntax error. The
+  // parser gets a copy in which each lone \r is \n: the same length, so every
+  // byte offset, and the rows (LineIndex breaks lines at a lone \r too), match
+  // the file's own text.
+  std::string universal_newlines;
+  const bool lone_cr = has_lone_carriage_return(text);
+  if (lone_cr) {
+    universal_newlines.assign(text);
+    for (std::size_t i = 0; i < universal_newlines.size(); ++i) {
+      if (universal_newlines[i] == '\r' && (i + 1 == universal_newlines.size() || universal_newlines[i + 1] != '\n'))
+        universal_newlines[i] = '\n';
+    }
+    text = universal_newlines;
+  }
   if (source.bom_length() > 0) {
     TSRange range{};
     range.start_byte = source.bom_length();
@@ -136,10 +164,12 @@ SyntaxTree parse_python(const SourceFile& source, const SyntaxTree* previous) {
     range.end_point = {UINT32_MAX, UINT32_MAX};
     ts_parser_set_included_ranges(parser.get(), &range, 1);
   }
-  TSTree* old = previous != nullptr ? previous->get() : nullptr;
+  // (deleting the \n of a CRLF turns the \r before the edit into a line
+  // break: a byte outside the edited range reads differently; parsed afresh)
+  TSTree* old = previous != nullptr && !lone_cr && !previous->universal_newlines() ? previous->get() : nullptr;
   TSTree* tree = ts_parser_parse_string_encoding(parser.get(), old, text.data(),
                                                  static_cast<uint32_t>(text.size()), TSInputEncodingUTF8);
-  return SyntaxTree(tree);
+  return SyntaxTree(tree, lone_cr);
 }
 
 }  // namespace ddplint

@@ -19,7 +19,9 @@ namespace ddplint {
 class SyntaxTree {
  public:
   SyntaxTree() = default;
-  explicit SyntaxTree(TSTree* tree) : tree_(tree, &ts_tree_delete) {}
+  /// `universal_newlines`: the tree was parsed from a copy of the text with each lone \r read as \n.
+  explicit SyntaxTree(TSTree* tree, bool universal_newlines = false)
+      : tree_(tree, &ts_tree_delete), universal_newlines_(universal_newlines) {}
   TSNode root() const { return ts_tree_root_node(tree_.get()); }
   explicit operator bool() const { return tree_ != nullptr; }
   /// The tree-sitter tree (owned by this object), or nullptr.
@@ -30,9 +32,13 @@ class SyntaxTree {
   void edit(const TSInputEdit& e) {
     if (tree_) ts_tree_edit(tree_.get(), &e);
   }
+  /// True when the tree was parsed from a copy of the text in which each lone
+  /// \r (not followed by \n) was a \n (see parse_python).
+  bool universal_newlines() const { return universal_newlines_; }
 
  private:
   std::unique_ptr<TSTree, void (*)(TSTree*)> tree_{nullptr, &ts_tree_delete};
+  bool universal_newlines_ = false;
 };
 
 /// Parses `source` with tree-sitter-python. A leading BOM is excluded from
@@ -40,11 +46,16 @@ class SyntaxTree {
 /// syntax: errors appear as ERROR/MISSING nodes. Returns an empty tree only if
 /// tree-sitter itself fails (out of memory).
 ///
+/// Python reads source with universal newlines; tree-sitter-python takes a
+/// lone \r (old Mac line endings) for a space. A text with a lone \r is parsed
+/// as a copy in which each lone \r is \n (the same length: byte offsets hold).
+///
 /// `previous`, if given, is the tree of the text before a series of edits, each
 /// recorded with SyntaxTree::edit: parsing is then incremental and costs about
 /// the size of the change (the language server's path). The result is the
 /// same tree a parse from scratch gives. `previous` must have been parsed with
-/// the same BOM length as `source`.
+/// the same BOM length as `source`. It is not reused when either text has a
+/// lone \r (an edit next to a \r changes what the byte before it reads as).
 SyntaxTree parse_python(const SourceFile& source, const SyntaxTree* previous = nullptr);
 
 /// Node kinds (grammar symbols) and field ids of tree-sitter-python, looked up

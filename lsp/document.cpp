@@ -24,12 +24,13 @@ std::uint32_t units_of(unsigned char lead, PositionEncoding enc) {
   return 1;
 }
 
-// tree-sitter's point of a byte offset: rows split at '\n' only, columns in bytes.
+// tree-sitter's point of a byte offset: rows split at '\n' (and at a lone '\r',
+// which parse_python gives the parser as '\n'), columns in bytes.
 TSPoint ts_point(std::string_view text, std::uint32_t offset) {
   TSPoint p{0, 0};
   std::uint32_t line_start = 0;
   for (std::uint32_t i = 0; i < offset; ++i) {
-    if (text[i] == '\n') {
+    if (text[i] == '\n' || (text[i] == '\r' && (i + 1 == text.size() || text[i + 1] != '\n'))) {
       ++p.row;
       line_start = i + 1;
     }

@@ -163,7 +163,7 @@ TEST_CASE("documents: incremental reparsing gives the tree and findings of a par
   Document doc(kUri, "train.py", 1, *bytes);
   std::mt19937 rng(12345);
   const char* snippets[] = {"", "x", "\n", "    ", "(", ")", "'", "\"\"\"", "#", "loss.item()", "\n    for i in r:\n",
-                            "\xC3\xA9", "\xF0\x9F\x98\x80", "DataLoader(ds)", ":", "\\\n"};
+                            "\xC3\xA9", "\xF0\x9F\x98\x80", "DataLoader(ds)", ":", "\\\n", "\r", "\r\n"};
   for (int step = 0; step < 300; ++step) {
     std::string_view text = doc.text();
     std::uint32_t lines = doc.source().lines().line_count();

@@ -94,3 +94,43 @@ TEST_CASE("the README's rule table lists every rule with its name and severity")
     CHECK(readme->find(row) != std::string::npos);
   }
 }
+
+TEST_CASE("line endings: LF, CRLF and lone CR (old Mac) give the same findings at the same rows and columns") {
+  // Python reads source with universal newlines; tree-sitter-python took a
+  // lone \r for a space, which ran a CR-only file's statements together into
+  // a false DDP001.
+  auto findings = [](const std::string& text) {
+    SourceFile f("t.py", text);
+    auto r = lint(f, rules::all(), RuleSelection{});
+    REQUIRE(r.error.empty());
+    std::vector<std::string> out;
+    for (const Diagnostic& d : r.diagnostics) {
+      Position p = f.lines().position(d.start);
+      out.push_back(std::string(d.rule->code) + "@" + std::to_string(p.row) + ":" + std::to_string(p.column));
+    }
+    return out;
+  };
+  auto replace_newlines = [](std::string text, std::string_view with) {
+    std::string out;
+    for (char c : text) {
+      if (c == '\n') out.append(with);
+      else out.push_back(c);
+    }
+    return out;
+  };
+  int examples = 0;
+  for (const auto& entry : fs::directory_iterator(fs::path(DDPLINT_SOURCE_DIR) / "examples")) {
+    if (entry.path().extension() != ".py") continue;
+    std::string error;
+    auto text = read_file(entry.path().string(), error);
+    REQUIRE(text);
+    CAPTURE(entry.path().string());
+    auto lf = findings(*text);
+    CHECK(!lf.empty());
+    for (const std::string& f : lf) CHECK(f.rfind("DDP001@", 0) != 0);
+    CHECK(findings(replace_newlines(*text, "\r\n")) == lf);
+    CHECK(findings(replace_newlines(*text, "\r")) == lf);
+    ++examples;
+  }
+  CHECK(examples >= 5);
+}
