@@ -2,6 +2,9 @@
 
 #include <fnmatch.h>
 
+#include <algorithm>
+#include <cstdio>
+
 #include <toml++/toml.h>
 
 #include "linter/source.hpp"
@@ -11,6 +14,28 @@ namespace ddplint {
 namespace fs = std::filesystem;
 
 namespace {
+
+// A key or rule code from the file, as an error message shows it: control
+// characters escaped (the message stays on one line) and at most 60 bytes,
+// cut between characters, then "…" (a key of a megabyte is not echoed whole).
+std::string shown(std::string_view text) {
+  constexpr std::size_t kMaxBytes = 60;
+  std::size_t n = std::min(text.size(), kMaxBytes);
+  while (n > 0 && n < text.size() && (static_cast<unsigned char>(text[n]) & 0xC0) == 0x80) --n;  // a continuation byte
+  std::string out;
+  for (char c : text.substr(0, n)) {
+    auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u == 0x7F) {
+      char escaped[8];
+      std::snprintf(escaped, sizeof escaped, "\\x%02x", u);
+      out += escaped;
+    } else {
+      out.push_back(c);
+    }
+  }
+  if (n < text.size()) out += "…";
+  return out;
+}
 
 ConfigError error_at(const fs::path& file, const toml::source_region& where, std::string message) {
   return ConfigError{file.string(), static_cast<std::uint32_t>(where.begin.line),
@@ -27,7 +52,7 @@ std::optional<ConfigError> read_codes(const fs::path& file, std::string_view key
     if (s == nullptr) return error_at(file, item.source(), "`" + std::string(key) + "` must hold strings (rule codes)");
     std::string code = s->get();
     if (unknown_code({code}, rules))
-      return error_at(file, item.source(), "unknown rule code or prefix '" + code + "' in `" + std::string(key) + "`");
+      return error_at(file, item.source(), "unknown rule code or prefix '" + shown(code) + "' in `" + std::string(key) + "`");
     out.push_back(std::move(code));
   }
   return std::nullopt;
@@ -75,7 +100,7 @@ std::optional<ConfigError> read_table(const fs::path& file, const toml::table& t
       config.options.tiny_batch_threshold = i->get();
     } else {
       return error_at(file, key.source(),
-                      "unknown key `" + std::string(k) +
+                      "unknown key `" + shown(k) +
                           "` (known: select, extend-select, ignore, per-file-ignores, exclude, extend-exclude, "
                           "respect-gitignore, tiny-batch-threshold)");
     }

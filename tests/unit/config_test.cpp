@@ -172,3 +172,22 @@ TEST_CASE("hostile configuration: deep dotted keys are refused, not a stack over
   auto r = resolver.for_file(deep_path + "/x.py");
   CHECK(std::holds_alternative<std::shared_ptr<const Config>>(r));
 }
+
+TEST_CASE("config errors show a long or multi-line key or code shortened, on one line") {
+  Scratch s;
+  std::string long_key(10000, 'k');
+  ConfigError key = error_of(s.write("a/ddplint.toml", long_key + " = 1\n"));
+  CHECK(key.message.size() < 300);
+  CHECK(key.message.find("unknown key `" + std::string(60, 'k') + "…`") != std::string::npos);
+  ConfigError code = error_of(s.write("b/ddplint.toml", "ignore = [\"" + std::string(5000, 'X') + "\"]\n"));
+  CHECK(code.message.size() < 300);
+  CHECK(code.message.find("'" + std::string(60, 'X') + "…'") != std::string::npos);
+  ConfigError quoted = error_of(s.write("c/ddplint.toml", "\"line\\nbreak\" = 1\n"));
+  CHECK(quoted.message.find('\n') == std::string::npos);
+  CHECK(quoted.message.find("unknown key `line\\x0abreak`") != std::string::npos);
+  // cut between characters: 59 ASCII bytes, then a 2-byte character that would straddle byte 60
+  ConfigError wide = error_of(s.write("d/ddplint.toml", "\"" + std::string(59, 'a') + "\xC3\xA9" + "tail\" = 1\n"));
+  CHECK(wide.message.find("`" + std::string(59, 'a') + "…`") != std::string::npos);
+  ConfigError plain = error_of(s.write("e/ddplint.toml", "line-length = 88\n"));
+  CHECK(plain.message.find("unknown key `line-length` (known:") != std::string::npos);
+}
