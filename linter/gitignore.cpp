@@ -5,14 +5,34 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <set>
+#include <string_view>
 
 namespace ddplint {
 
 namespace fs = std::filesystem;
 
-GitIgnore::GitIgnore() { git_libgit2_init(); }
+GitIgnore::GitIgnore() {
+  git_libgit2_init();
+  // As git: a colon-separated list of absolute paths that repository
+  // discovery does not walk up into (the folder discovery starts from may be one).
+  if (const char* env = std::getenv("GIT_CEILING_DIRECTORIES")) {
+    ceiling_dirs_ = env;
+    std::string_view rest = ceiling_dirs_;
+    while (!rest.empty()) {
+      std::size_t colon = std::min(rest.find(':'), rest.size());
+      fs::path entry(rest.substr(0, colon));
+      rest.remove_prefix(std::min(colon + 1, rest.size()));
+      if (!entry.is_absolute()) continue;  // git ignores the others (and an empty entry's meaning: links are resolved here)
+      std::error_code ec;
+      fs::path real = fs::canonical(entry, ec);
+      ceilings_.push_back((ec ? entry : real).lexically_normal());
+    }
+  }
+}
 
 GitIgnore::~GitIgnore() {
   std::set<git_repository*> repos;
@@ -35,6 +55,7 @@ git_repository* GitIgnore::repository_for(const fs::path& dir) {
   for (;;) {
     fs::path parent = at.parent_path();
     if (parent.empty() || parent == at) break;
+    if (std::find(ceilings_.begin(), ceilings_.end(), parent) != ceilings_.end()) break;  // libgit2 decides, below the ceiling
     struct stat here {}, up {}, git {};
     if (::stat(at.c_str(), &here) != 0 || ::stat(parent.c_str(), &up) != 0 || here.st_dev != up.st_dev ||
         ::lstat((at / ".git").c_str(), &git) == 0 || errno != ENOENT)
@@ -49,7 +70,8 @@ git_repository* GitIgnore::repository_for(const fs::path& dir) {
     return inherited;
   }
   git_repository* repo = nullptr;
-  if (git_repository_open_ext(&repo, dir.c_str(), 0, nullptr) != 0) repo = nullptr;
+  if (git_repository_open_ext(&repo, dir.c_str(), 0, ceiling_dirs_.empty() ? nullptr : ceiling_dirs_.c_str()) != 0)
+    repo = nullptr;
   if (repo != nullptr && git_repository_is_bare(repo)) {
     git_repository_free(repo);
     repo = nullptr;
@@ -86,7 +108,8 @@ fs::path GitIgnore::real_directory(const fs::path& dir) {
     }
     chain.push_back(at);
     fs::path parent = at.parent_path();
-    if (parent.empty() || parent == at) break;  // the root: resolved below
+    if (parent.empty() || parent == at) break;
+    if (std::find(ceilings_.begin(), ceilings_.end(), parent) != ceilings_.end()) break;  // libgit2 decides, below the ceiling  // the root: resolved below
     at = std::move(parent);
   }
   for (auto it = chain.rbegin(); it != chain.rend(); ++it) {

@@ -4,6 +4,8 @@
 
 #include <filesystem>
 #include <map>
+#include <string>
+#include <vector>
 #include <mutex>
 
 struct git_repository;
@@ -29,6 +31,10 @@ class GitIgnore {
   git_repository* repository_for(const std::filesystem::path& dir);
 
   std::mutex mutex_;
+  /// GIT_CEILING_DIRECTORIES as given (for libgit2), or empty; and its absolute
+  /// entries with symbolic links resolved: discovery never walks up into one
+  std::string ceiling_dirs_;
+  std::vector<std::filesystem::path> ceilings_;
   std::map<std::filesystem::path, git_repository*> by_directory_;  ///< nullptr: not in a repository
   /// folder as reached -> the same folder with symbolic links resolved (libgit2's
   /// working directories are real paths; a path through a link must match them)

@@ -17,6 +17,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <set>
 #include <thread>
 #include <string>
 #include <vector>
@@ -776,6 +777,39 @@ TEST_CASE("ddplint rule: one rule, --all as JSON, and docs/rules.md is current")
                 "docs/rules.md is stale: run `build/release/ddplint rule --all --format markdown > docs/rules.md`");
   CHECK(ddplint({"rule"}).rc == 2);
   CHECK(ddplint({"rule", "DDP999"}).rc == 2);
+}
+
+TEST_CASE("discovery: GIT_CEILING_DIRECTORIES stops the search for the repository, as in git") {
+  TempDir d;
+  REQUIRE(std::system(("git init -q " + (d.path / "outer").string()).c_str()) == 0);
+  d.write("outer/.gitignore", "ignored.py\n");
+  const std::string script = "import torch\nfrom torch.utils.data import DataLoader\nl = DataLoader(ds, batch_size=4)\n";
+  d.write("outer/inner/sub/train.py", script);
+  d.write("outer/inner/sub/ignored.py", script);
+  auto files = [&](const std::vector<std::string>& env) {
+    Run r = ddplint({"-q", "--select", "DDP101", "."}, "", d.path / "outer/inner/sub", env);
+    std::set<std::string> out;
+    std::istringstream in(r.out);
+    for (std::string line; std::getline(in, line);) out.insert(line.substr(0, line.find(':')));
+    return out;
+  };
+  // git itself: inside the repository, unless a ceiling lies between
+  auto git_sees_repo = [&](const std::string& ceiling) {
+    std::string cmd = "cd " + (d.path / "outer/inner/sub").string() + " && GIT_CEILING_DIRECTORIES=" + ceiling +
+                      " git rev-parse --show-toplevel >/dev/null 2>&1";
+    return std::system(cmd.c_str()) == 0;
+  };
+  const std::string inner = (d.path / "outer/inner").string(), outer = (d.path / "outer").string();
+  CHECK(files({}) == std::set<std::string>{"train.py"});
+  CHECK(!git_sees_repo(inner));
+  CHECK(files({"GIT_CEILING_DIRECTORIES=" + inner}) == std::set<std::string>{"ignored.py", "train.py"});
+  CHECK(files({"GIT_CEILING_DIRECTORIES=/nonexistent:" + inner}) == std::set<std::string>{"ignored.py", "train.py"});
+  // a ceiling at the repository's own folder: git does not walk up into it either
+  CHECK(!git_sees_repo(outer));
+  CHECK(files({"GIT_CEILING_DIRECTORIES=" + outer}) == std::set<std::string>{"ignored.py", "train.py"});
+  // ceilings elsewhere, relative or empty entries: no effect
+  CHECK(git_sees_repo("relative/dir::/nonexistent"));
+  CHECK(files({"GIT_CEILING_DIRECTORIES=relative/dir::/nonexistent"}) == std::set<std::string>{"train.py"});
 }
 
 TEST_CASE("discovery: .gitignore and .git/info/exclude, exclude patterns, --force-exclude, rule options") {
