@@ -30,10 +30,11 @@ void check(const SemanticModel& model, RuleContext& ctx) {
       if (v.s == "--local_rank" || v.s == "--local-rank") {
         // the mechanical part: the default reads LOCAL_RANK, so torchrun (which passes no
         // --local_rank) works and the legacy launcher's argument still wins. Unsafe: the value
-        // changes whenever LOCAL_RANK is set.
+        // changes whenever LOCAL_RANK is set. Only for a default on one line (a lone \r
+        // ends a line too).
         std::optional<Fix> fix;
         TSNode def = model.argument(*call, "default");
-        if (!node_is_null(def) && imports_os(model) && model.text(def).find('\n') == std::string_view::npos)
+        if (!node_is_null(def) && imports_os(model) && model.text(def).find_first_of("\r\n") == std::string_view::npos)
           fix = Fix{Fix::Applicability::Unsafe, "Default to the LOCAL_RANK that torchrun sets",
                     {Edit{node_start_byte(def), node_end_byte(def),
                           "int(os.environ.get(\"LOCAL_RANK\", " + std::string(model.text(def)) + "))"}}};

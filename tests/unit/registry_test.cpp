@@ -106,7 +106,8 @@ TEST_CASE("line endings: LF, CRLF and lone CR (old Mac) give the same findings a
     std::vector<std::string> out;
     for (const Diagnostic& d : r.diagnostics) {
       Position p = f.lines().position(d.start);
-      out.push_back(std::string(d.rule->code) + "@" + std::to_string(p.row) + ":" + std::to_string(p.column));
+      out.push_back(std::string(d.rule->code) + "@" + std::to_string(p.row) + ":" + std::to_string(p.column) +
+                    (d.fix ? " with a fix" : ""));
     }
     return out;
   };
@@ -133,4 +134,11 @@ TEST_CASE("line endings: LF, CRLF and lone CR (old Mac) give the same findings a
     ++examples;
   }
   CHECK(examples >= 5);
+  // a fix offered only for a one-line default: a lone \r ends the line too
+  std::string multi_line_default = "import os, argparse\np = argparse.ArgumentParser()\n"
+                                   "p.add_argument(\"--local_rank\", default=(0\n))\nprint(p.parse_args().local_rank)\n";
+  auto lf = findings(multi_line_default);
+  CHECK(lf == std::vector<std::string>{"DDP206@3:16"});
+  CHECK(findings(replace_newlines(multi_line_default, "\r\n")) == lf);
+  CHECK(findings(replace_newlines(multi_line_default, "\r")) == lf);
 }
