@@ -874,6 +874,12 @@ class ModelBuilder {
     for (std::size_t i = 0; i < m_.bindings_.size(); ++i)
       m_.bindings_by_path_.emplace_back(name_hash(m_.bindings_[i].path), static_cast<int>(i));
     sort_index(m_.bindings_by_path_, [&](int i) { return m_.bindings_[i].path; });
+    for (std::size_t i = 0; i < m_.bindings_.size(); ++i) {
+      const Binding& b = m_.bindings_[i];
+      if (b.path.find('.') == std::string_view::npos)
+        m_.bindings_by_scope_.push_back({name_hash(b.path), b.scope, static_cast<int>(i)});
+    }
+    std::sort(m_.bindings_by_scope_.begin(), m_.bindings_by_scope_.end());
     // canonical names of calls, indexes
     std::string& name = scratch_.name;
     for (std::size_t i = 0; i < m_.calls_.size(); ++i) {
@@ -1208,12 +1214,14 @@ int SemanticModel::region_of(TSNode node) const {
 
 BindingList SemanticModel::bindings_of(std::string_view path, int region) const {
   BindingList out;
-  auto [from, to] = index_run(bindings_by_path_, path, [&](int i) { return bindings_[i].path; });
-  if (from == to) return out;
   if (path.find('.') != std::string_view::npos) {
+    auto [from, to] = index_run(bindings_by_path_, path, [&](int i) { return bindings_[i].path; });
     for (const Entry* e = from; e != to; ++e) out.push_back(&bindings_[e->second]);
     return out;
   }
+  const std::uint64_t h = name_hash(path);
+  auto named = std::lower_bound(bindings_by_scope_.begin(), bindings_by_scope_.end(), ScopedBinding{h, INT_MIN, INT_MIN});
+  if (named == bindings_by_scope_.end() || named->hash != h) return out;  // (most names: never bound)
   // innermost enclosing function scope that binds the name; class bodies are
   // not visible from methods (Python's rule), but are from the class body itself.
   int scope = regions_[region].scope;
@@ -1221,8 +1229,10 @@ BindingList SemanticModel::bindings_of(std::string_view path, int region) const 
   while (scope >= 0) {
     const Region& r = regions_[scope];
     if (first || r.kind != Region::Kind::Class) {
-      for (const Entry* e = from; e != to; ++e)
-        if (bindings_[e->second].scope == scope) out.push_back(&bindings_[e->second]);
+      // this scope's bindings of the hash, in file order; a colliding name is skipped
+      for (auto e = std::lower_bound(named, bindings_by_scope_.end(), ScopedBinding{h, scope, INT_MIN});
+           e != bindings_by_scope_.end() && e->hash == h && e->scope == scope; ++e)
+        if (bindings_[e->index].path == path) out.push_back(&bindings_[e->index]);
       if (!out.empty()) return out;
     }
     first = false;

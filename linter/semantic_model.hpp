@@ -332,6 +332,10 @@ class SemanticModel {
 
   // --- loops and guards ---------------------------------------------------------
   std::span<const Region> regions() const { return regions_; }
+  /// The byte range [start, end) of region `r`'s body (for the module, the
+  /// whole text). Regions are numbered in the order their bodies start, so the
+  /// regions inside `r` are those after it that start before its end.
+  std::pair<std::uint32_t, std::uint32_t> region_range(int r) const { return region_ranges_[static_cast<std::size_t>(r)]; }
   std::span<const FunctionInfo> functions() const { return functions_; }
   /// True when the node runs on every step of a training loop: its innermost
   /// enclosing training loop is a step loop (it calls backward()/optimizer.step()
@@ -458,6 +462,17 @@ class SemanticModel {
   std::pmr::vector<CallRange::Entry> calls_by_canonical_{arena_.get()}, calls_by_name_{arena_.get()};
   std::pmr::vector<Binding> bindings_{arena_.get()};
   std::pmr::vector<CallRange::Entry> bindings_by_path_{arena_.get()};  // (name_hash of the path, binding index), sorted like the call indexes
+  // Plain names only (no dot): (name_hash, scope, binding index), sorted; the
+  // bindings of a name in one scope are a run found in O(log n), however many
+  // other scopes bind the same name (a file of 6,000 functions that each bind
+  // `model` made every lookup a pass over 6,000 bindings)
+  struct ScopedBinding {
+    std::uint64_t hash;
+    int scope;
+    int index;
+    auto operator<=>(const ScopedBinding&) const = default;
+  };
+  std::pmr::vector<ScopedBinding> bindings_by_scope_{arena_.get()};
   // local name -> dotted module path (views into the text or the arena)
   AliasTable aliases_{arena_.get()};
   std::pmr::vector<FunctionInfo> functions_{arena_.get()};

@@ -24,7 +24,7 @@ void check(const SemanticModel& model, RuleContext& ctx) {
     }
     Value v = model.value_of(workers);
     if ((v.kind == Value::Kind::Int || v.kind == Value::Kind::Bool) && v.i == 0) {
-      TSNode at = argument_node(workers);
+      TSNode at = argument_node(model, *call, workers);
       std::string_view written = model.text(workers);
       std::string what = written == "0" ? "num_workers=0" : "num_workers=" + std::string(written.substr(0, 40)) + " (0)";
       std::optional<Fix> fix;

@@ -24,7 +24,7 @@ void check(const SemanticModel& model, RuleContext& ctx) {
     }
     Value v = model.value_of(pin);
     if (v.known() && !v.truthy()) {
-      TSNode at = argument_node(pin);
+      TSNode at = argument_node(model, *call, pin);
       std::optional<Fix> fix;
       // only a literal False is rewritten; a named constant may be used elsewhere
       if (model.text(pin) == "False")

@@ -16,7 +16,7 @@ void check(const SemanticModel& model, RuleContext& ctx) {
     for (auto [name, pos] : {std::pair<std::string_view, int>{"sampler", 3}, {"batch_sampler", 4}}) {
       TSNode sampler = model.argument(*call, name, pos);
       if (node_is_null(sampler) || model.value_of(sampler).kind == Value::Kind::None) continue;
-      TSNode at = argument_node(shuffle);
+      TSNode at = argument_node(model, *call, shuffle);
       // the fix: drop `shuffle=True` (a positional True becomes False: later positions must not move)
       std::optional<Fix> fix;
       if (!same_node(at, shuffle)) {

@@ -12,7 +12,7 @@ void check(const SemanticModel& model, RuleContext& ctx) {
     if (node_is_null(flag)) continue;
     Value v = model.value_of(flag);
     if (!v.known() || !v.truthy()) continue;
-    TSNode at = argument_node(flag);
+    TSNode at = argument_node(model, *call, flag);
     // unsafe: with parameters that really get no gradient, DDP then fails in backward
     std::optional<Fix> fix;
     if (std::optional<Edit> e = remove_argument(model, *call, at))

@@ -1,4 +1,6 @@
 // DDP210 checkpoint-on-every-rank: torch.save not guarded by a rank-0 check.
+#include <algorithm>
+
 #include "linter/semantic_model.hpp"
 #include "linter/node_access.hpp"
 #include "rules/common.hpp"
@@ -12,7 +14,12 @@ namespace {
 bool early_return_for_other_ranks(const SemanticModel& model, TSNode node) {
   int scope = model.regions()[model.region_of(node)].scope;
   const Kinds& k = kinds();
-  for (const Region& r : model.regions()) {
+  // only the regions inside the scope whose bodies start before the node (not
+  // every region of the file for every torch.save: quadratic in a long file)
+  const std::uint32_t before = std::min(model.region_range(scope).second, node_start_byte(node));
+  for (std::size_t i = static_cast<std::size_t>(scope) + 1;
+       i < model.regions().size() && model.region_range(static_cast<int>(i)).first < before; ++i) {
+    const Region& r = model.regions()[i];
     if (r.kind != Region::Kind::Branch || r.negated || r.scope != scope) continue;
     if (node_end_byte(r.node) > node_start_byte(node)) continue;
     if (!(model.classify_condition(r.condition, true) & kGuardMainProcess)) continue;

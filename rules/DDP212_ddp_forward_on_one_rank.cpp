@@ -13,20 +13,25 @@ void check(const SemanticModel& model, RuleContext& ctx) {
   // the last name of each wrapped path: a call is a forward of it only if its
   // callee's last name (`model` in `self.model(x)`, CallSite::method) is one
   // of these, which settles most calls without building the callee's path
-  std::vector<std::string_view> last_names;
+  // (each kept once, sorted: a file that wraps `model` in each of thousands of
+  // functions has one name to compare, not one per wrap)
+  std::vector<std::string_view> last_names, results;
   for (const DdpWrap& w : wraps) {
-    if (!w.result.empty()) last_names.push_back(std::string_view(w.result).substr(w.result.rfind('.') + 1));
+    if (w.result.empty()) continue;
+    results.push_back(w.result);
+    last_names.push_back(std::string_view(w.result).substr(w.result.rfind('.') + 1));
   }
   if (last_names.empty()) return;
+  for (auto* names : {&last_names, &results}) {
+    std::sort(names->begin(), names->end());
+    names->erase(std::unique(names->begin(), names->end()), names->end());
+  }
   std::string storage;
   for (const CallSite& c : model.calls()) {
-    if (!c.method.empty() && std::find(last_names.begin(), last_names.end(), c.method) == last_names.end()) continue;
+    if (!c.method.empty() && !std::binary_search(last_names.begin(), last_names.end(), c.method)) continue;
     // a forward: the wrapped object itself called, `model(x)` / `self.model(x)`
     std::string_view callee = model.path_view(c.callee, storage);
-    if (callee.empty()) continue;
-    bool wrapped = false;
-    for (const DdpWrap& w : wraps) wrapped = wrapped || (!w.result.empty() && callee == w.result);
-    if (!wrapped) continue;
+    if (callee.empty() || !std::binary_search(results.begin(), results.end(), callee)) continue;
     if (!(model.enclosing_guards(c.node) & kGuardMainProcess)) continue;
     auto [start, end] = first_line_range(model, c.node);
     ctx.report(start, end,

@@ -9,12 +9,6 @@ namespace {
 // Innermost loop region around `node` within its function, or -1.
 int loop_of(const SemanticModel& model, TSNode node) { return model.innermost_loop(model.region_of(node)); }
 
-bool inside(const SemanticModel& model, int inner, int outer) {
-  for (int r = inner; r > 0; r = model.regions()[r].parent)
-    if (r == outer) return true;
-  return false;
-}
-
 // The script already skips the all-reduce on micro-steps some way.
 bool syncs_selectively(const SemanticModel& model) {
   std::string_view text = model.source().text();
@@ -31,17 +25,23 @@ void check(const SemanticModel& model, RuleContext& ctx) {
     (c.method == "backward" ? backwards : steps).push_back(&c);
   }
   if (steps.empty() || backwards.empty() || syncs_selectively(model)) return;
+  // the regions that hold a backward in a loop nested inside them: each
+  // backward's loop marks its enclosing regions once (not a pass over every
+  // backward for every step, which was quadratic in a file of many loops)
+  std::vector<std::uint8_t> holds_inner_backward(model.regions().size(), 0);
+  for (const CallSite* b : backwards) {
+    int bl = loop_of(model, b->node);
+    if (bl < 0) continue;
+    for (int r = model.regions()[bl].parent; r > 0 && !holds_inner_backward[r]; r = model.regions()[r].parent)
+      holds_inner_backward[r] = 1;  // (an ancestor already marked has its own ancestors marked)
+  }
   for (const CallSite* step : steps) {
     int step_loop = loop_of(model, step->node);
     if (step_loop < 0) continue;
     // (a) the optimizer steps only every K iterations: `if (i + 1) % accum == 0: optimizer.step()`
     bool periodic_step = model.enclosing_guards(step->node) & kGuardPeriodic;
     // (b) backward in an inner loop over micro-batches, the step after it in the outer loop
-    bool inner_backward = false;
-    for (const CallSite* b : backwards) {
-      int bl = loop_of(model, b->node);
-      if (bl >= 0 && bl != step_loop && inside(model, bl, step_loop)) inner_backward = true;
-    }
+    bool inner_backward = holds_inner_backward[step_loop] != 0;
     if (!periodic_step && !inner_backward) continue;
     auto [start, end] = first_line_range(model, step->node);
     ctx.report(start, end,

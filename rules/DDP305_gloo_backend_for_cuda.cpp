@@ -20,7 +20,7 @@ void check(const SemanticModel& model, RuleContext& ctx) {
     bool gloo = (v.kind == Value::Kind::Str && v.s == "gloo") ||
                 model.canonical_name(backend) == "torch.distributed.Backend.GLOO";
     if (!gloo) continue;
-    TSNode at = argument_node(backend);
+    TSNode at = argument_node(model, *call, backend);
     ctx.report(node_start_byte(at), node_end_byte(at),
                "the gloo backend in a script that trains on CUDA: gradient all-reduces of CUDA tensors run "
                "far slower than with NCCL; use backend=\"nccl\" (or \"cpu:gloo,cuda:nccl\" for both)");

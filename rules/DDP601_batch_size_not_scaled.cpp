@@ -50,7 +50,7 @@ void check(const SemanticModel& model, RuleContext& ctx) {
     // DataLoader(dataset, batch_size=1, ...)
     TSNode bs = model.argument(*call, "batch_size", 1);
     if (node_is_null(bs) || evaluation_loader(model, *call)) continue;
-    TSNode at = argument_node(bs);
+    TSNode at = argument_node(model, *call, bs);
     TSNode division{};
     if (model.is_distributed() && model.divides_by_world_size(bs, &division)) {
       std::string where = node_eq(division, bs) || node_is_null(division)

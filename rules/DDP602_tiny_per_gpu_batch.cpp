@@ -16,7 +16,7 @@ void check(const SemanticModel& model, RuleContext& ctx) {
     if (!node_is_null(model.argument(*call, "batch_sampler", 4))) continue;  // batch_size unused
     Value v = model.value_of(bs);
     if (v.kind != Value::Kind::Int || v.i < 1 || v.i >= kTinyBatchThreshold) continue;
-    TSNode at = argument_node(bs);
+    TSNode at = argument_node(model, *call, bs);
     ctx.report(node_start_byte(at), node_end_byte(at),
                "per-GPU batch of " + std::to_string(v.i) + " (below " + std::to_string(kTinyBatchThreshold) +
                    "): each step's kernels are too small to keep the GPU busy while the gradient all-reduce "

@@ -48,22 +48,22 @@ void check(const SemanticModel& model, RuleContext& ctx) {
   if (!any_loader) return;
   // optimizers built with a constant learning rate: what the rule reports
   // (found first: most scripts have none, and the checks below cost more)
-  std::vector<TSNode> constant_lrs;
+  std::vector<std::pair<const CallSite*, TSNode>> constant_lrs;  // (optimizer call, its lr)
   for (const CallSite& c : model.calls()) {
     if (c.canonical.rfind("torch.optim.", 0) != 0 || c.canonical.find("lr_scheduler") != std::string::npos) continue;
     TSNode lr = model.argument(c, "lr", 1);
     if (node_is_null(lr)) continue;
     Value v = model.value_of(lr);
     if (!v.is_number()) continue;  // unknown: a schedule or a computed value
-    constant_lrs.push_back(lr);
+    constant_lrs.emplace_back(&c, lr);
   }
   if (constant_lrs.empty() || lr_scaled_somewhere(model)) return;
   // something else is divided by the world size (accumulation steps, tokens per
   // rank): the script keeps a global quantity fixed, so the batch may not grow
   for (const Binding& b : model.bindings())
     if (!node_is_null(b.value) && model.divides_by_world_size(b.value)) return;
-  for (TSNode lr : constant_lrs) {
-    TSNode at = argument_node(lr);
+  for (auto [call, lr] : constant_lrs) {
+    TSNode at = argument_node(model, *call, lr);
     ctx.report(node_start_byte(at), node_end_byte(at),
                "constant learning rate while the global batch (per-GPU batch x world_size) grows with the number "
                "of GPUs: tuned for one GPU count, the step size is off for another; scale it with world_size "

@@ -61,9 +61,11 @@ std::pair<std::uint32_t, std::uint32_t> first_line_range(const SemanticModel& mo
   return {start, std::max(start, std::min(end, line_end))};
 }
 
-TSNode argument_node(TSNode value) {
-  TSNode parent = ts_node_parent(value);
-  if (!node_is_null(parent) && node_symbol(parent) == kinds().keyword_argument) return parent;
+TSNode argument_node(const SemanticModel& model, const CallSite& call, TSNode value) {
+  // from the call's recorded arguments: ts_node_parent walks down from the
+  // root, past every earlier statement (quadratic over a file of many calls)
+  for (const Argument& a : model.arguments(call))
+    if (node_eq(a.value, value)) return a.node;
   return value;
 }
 

@@ -44,8 +44,9 @@ bool spells_out_nccl(const SemanticModel& model);
 /// `.item()` on it is not a host-device sync.
 bool host_tensor(const SemanticModel& model, TSNode expr);
 
-/// For a keyword argument's value, the whole `name=value` node; otherwise the node itself.
-TSNode argument_node(TSNode value);
+/// For the value of one of `call`'s keyword arguments, the whole `name=value`
+/// node; otherwise the node itself.
+TSNode argument_node(const SemanticModel& model, const CallSite& call, TSNode value);
 
 /// An edit adding the argument `text` (e.g. `pin_memory=True`) at the end of
 /// `call`'s argument list, after its last argument (keeping a trailing comma,
