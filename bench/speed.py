@@ -11,6 +11,7 @@ compared so that machine noise hits both alike:
      byte for byte the same;
   4. peak RSS on a 37 MB corpus and on 10 times it (hard-linked copies);
   5. growth: a 10 MB file, a 50,000-line function, 5,000 nested brackets,
+     1 and 5 MB of small training functions that bind the same names,
      and time against size for 1, 2, 5 and 10 MB.
 
 Usage: bench/speed.py [--runs N] [--only 1,2,3,4,5]
@@ -178,9 +179,38 @@ def figure_5(runs):
             i += 1
         return "".join(parts)
 
+    # thousands of small training functions that bind the same names (`model`,
+    # `loader`, `opt`) and each wrap DDP, loop, step and save: lookups that scan
+    # every binding of a name, or every loop, for each use grow with the square
+    # of the functions (a 5 MB file took 9-12 s before those were indexed)
+    def small_functions(size_mb):
+        parts, n, i = ["import torch\nimport torch.distributed as dist\n"
+                       "from torch.nn.parallel import DistributedDataParallel as DDP\n"
+                       "from torch.utils.data import DataLoader\n"], 0, 0
+        while n < size_mb * 1048576:
+            s = (f"\ndef train_{i}(ds, rank):\n"
+                 "    dist.init_process_group('nccl')\n"
+                 f"    model = DDP(torch.nn.Linear({i % 97 + 1}, 10).cuda())\n"
+                 f"    loader = DataLoader(ds, batch_size={i % 61 + 4})\n"
+                 "    opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+                 "    for epoch in range(10):\n"
+                 "        for step, (x,) in enumerate(loader):\n"
+                 "            loss = model(x.cuda()).sum()\n"
+                 "            loss.backward()\n"
+                 "            if (step + 1) % 4 == 0:\n"
+                 "                opt.step()\n"
+                 "            print(loss.item())\n"
+                 f"        torch.save(model.state_dict(), 'm{i}.pt')\n")
+            parts.append(s)
+            n += len(s)
+            i += 1
+        return "".join(parts)
+
     cases = {}
     for size in (1, 2, 5, 10):
         cases[f"scripts_{size}mb.py"] = concatenated(size)
+    for size in (1, 5):
+        cases[f"small_functions_{size}mb.py"] = small_functions(size)
     body = "".join(f"        v{i} = model(batch) * {i}\n" for i in range(50000))
     cases["function_50000_lines.py"] = ("import torch\n\ndef train(model, loader, optimizer):\n    for batch in loader:\n"
                                         + body + "        v0.sum().backward()\n        optimizer.step()\n")
