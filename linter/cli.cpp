@@ -735,6 +735,25 @@ int run_cli(int argc, char** argv, std::span<const Rule> rules) {
     bool respect = respect_gitignore.value_or(config ? config->respect_gitignore : true);
     return respect && gitignore.ignored(absolute, is_dir);
   };
+  if (force_exclude) {
+    // a path named on the command line under an excluded folder (`generated/c.py`
+    // with `exclude = ["generated"]`; a pre-commit hook names files) is left out
+    // as the folder walk would leave it out: its folders between the
+    // configuration's folder (or the working directory) and the file are checked
+    std::erase_if(file_args, [&](const std::string& arg) {
+      std::filesystem::path absolute =
+          (std::filesystem::path(arg).is_absolute() ? std::filesystem::path(arg) : cwd / arg).lexically_normal();
+      std::shared_ptr<const Config> config;
+      if (!config_of(absolute.string(), config)) return false;  // reported; the run stops after discovery
+      const std::filesystem::path base = config ? config->directory : cwd;
+      for (std::filesystem::path dir = absolute.parent_path(); dir != dir.parent_path(); dir = dir.parent_path()) {
+        std::string relative = dir.lexically_relative(base).generic_string();
+        if (relative.empty() || relative == "." || relative.rfind("..", 0) == 0) break;  // the project's folders only
+        if (excluded(dir, true)) return true;
+      }
+      return false;
+    });
+  }
   std::vector<DiscoveredPath> entries = discover(file_args, excluded, force_exclude);
   if (!config_errors.empty()) return kExitError;
   if (fix || diff) {

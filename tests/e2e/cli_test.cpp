@@ -849,6 +849,18 @@ TEST_CASE("discovery: .gitignore and .git/info/exclude, exclude patterns, --forc
         std::vector<std::string>{"generated/out.py"});
   Run forced = ddplint({"-q", "--select", "DDP102", "--force-exclude", "generated/out.py", "src/train.py"}, "", d.path);
   CHECK(files_of(forced.out) == std::vector<std::string>{"src/train.py"});
+  {  // a folder an exclude pattern names (or a default exclude) leaves out the files named under it
+    d.write("ddplint.toml", "extend-exclude = [\"legacy\"]\n");
+    d.write(".venv/lib/x.py", script);
+    Run named = ddplint({"-q", "--select", "DDP102", "--force-exclude", "legacy/old.py", "./.venv/lib/x.py",
+                         (d.path / "legacy/old.py").string(), "src/train.py"},
+                        "", d.path);
+    CHECK(files_of(named.out) == std::vector<std::string>{"src/train.py"});
+    CHECK(files_of(ddplint({"-q", "--select", "DDP102", "legacy/old.py"}, "", d.path).out) ==
+          std::vector<std::string>{"legacy/old.py"});  // without --force-exclude, a named file is linted
+    fs::remove(d.path / "ddplint.toml");
+    fs::remove_all(d.path / ".venv");
+  }
   // configuration: extend-exclude, respect-gitignore = false, tiny-batch-threshold
   d.write("pyproject.toml", "[tool.ddplint]\nextend-exclude = [\"legacy\"]\nrespect-gitignore = false\n");
   Run configured = ddplint({"-q", "--select", "DDP102", "."}, "", d.path);
