@@ -138,7 +138,14 @@ std::pair<const Entry*, const Entry*> index_run(std::span<const Entry> table, st
   const Entry* first = std::lower_bound(begin, end, h, [](const Entry& e, std::uint64_t v) { return e.first < v; });
   while (first != end && first->first == h && name(first->second) != key) ++first;  // (a collision)
   const Entry* last = first;
-  while (last != end && last->first == h && name(last->second) == key) ++last;
+  for (int step = 0; step < 16; ++step, ++last) {  // most runs are short: walked
+    if (last == end || last->first != h || name(last->second) != key) return {first, last};
+  }
+  // a long run (a name bound or called thousands of times): its end by binary
+  // search, not a pass over all of it for each lookup
+  last = std::upper_bound(last, end, key, [&](std::string_view k, const Entry& e) {
+    return e.first != h || k < name(e.second);  // within the hash, entries are sorted by name
+  });
   return {first, last};
 }
 }  // namespace
@@ -297,7 +304,7 @@ class ModelBuilder {
   // (note_argument), a block's statements (indentation), the module's (header);
   // and every leaf in a tree with errors (ERROR, MISSING) or that may use
   // `async`/`await` as names.
-  bool needs_leaf_children(TSSymbol s, std::uint32_t depth) const {
+  [[gnu::always_inline]] bool needs_leaf_children(TSSymbol s, std::uint32_t depth) const {  // (hot: inlined into the walk)
     if (all_leaves_ || s == k_.block || s == k_.module) return true;
     if (pending_part_.size() > depth && pending_part_[depth].kind != Part::None) return true;
     return s == k_.argument_list && depth > 0 && symbols_[depth - 1] == k_.call;
@@ -874,12 +881,6 @@ class ModelBuilder {
     for (std::size_t i = 0; i < m_.bindings_.size(); ++i)
       m_.bindings_by_path_.emplace_back(name_hash(m_.bindings_[i].path), static_cast<int>(i));
     sort_index(m_.bindings_by_path_, [&](int i) { return m_.bindings_[i].path; });
-    for (std::size_t i = 0; i < m_.bindings_.size(); ++i) {
-      const Binding& b = m_.bindings_[i];
-      if (b.path.find('.') == std::string_view::npos)
-        m_.bindings_by_scope_.push_back({name_hash(b.path), b.scope, static_cast<int>(i)});
-    }
-    std::sort(m_.bindings_by_scope_.begin(), m_.bindings_by_scope_.end());
     // canonical names of calls, indexes
     std::string& name = scratch_.name;
     for (std::size_t i = 0; i < m_.calls_.size(); ++i) {
@@ -1219,9 +1220,19 @@ BindingList SemanticModel::bindings_of(std::string_view path, int region) const 
     for (const Entry* e = from; e != to; ++e) out.push_back(&bindings_[e->second]);
     return out;
   }
-  const std::uint64_t h = name_hash(path);
-  auto named = std::lower_bound(bindings_by_scope_.begin(), bindings_by_scope_.end(), ScopedBinding{h, INT_MIN, INT_MIN});
-  if (named == bindings_by_scope_.end() || named->hash != h) return out;  // (most names: never bound)
+  auto [from, to] = index_run(bindings_by_path_, path, [&](int i) { return bindings_[i].path; });
+  if (from == to) return out;
+  // A name bound many times (a file of thousands of functions that each bind
+  // `model`): its bindings in one scope through a (hash, scope, index) index,
+  // built on the first such lookup, instead of a pass over all of them for each
+  // lookup, which was quadratic in such a file. Most runs are short: scanned.
+  constexpr std::ptrdiff_t kScanAtMost = 32;
+  const std::uint64_t h = from->first;
+  if (to - from > kScanAtMost && bindings_by_scope_.empty()) {
+    for (std::size_t i = 0; i < bindings_.size(); ++i)
+      bindings_by_scope_.push_back({name_hash(bindings_[i].path), bindings_[i].scope, static_cast<int>(i)});
+    std::sort(bindings_by_scope_.begin(), bindings_by_scope_.end());
+  }
   // innermost enclosing function scope that binds the name; class bodies are
   // not visible from methods (Python's rule), but are from the class body itself.
   int scope = regions_[region].scope;
@@ -1229,10 +1240,14 @@ BindingList SemanticModel::bindings_of(std::string_view path, int region) const 
   while (scope >= 0) {
     const Region& r = regions_[scope];
     if (first || r.kind != Region::Kind::Class) {
-      // this scope's bindings of the hash, in file order; a colliding name is skipped
-      for (auto e = std::lower_bound(named, bindings_by_scope_.end(), ScopedBinding{h, scope, INT_MIN});
-           e != bindings_by_scope_.end() && e->hash == h && e->scope == scope; ++e)
-        if (bindings_[e->index].path == path) out.push_back(&bindings_[e->index]);
+      if (to - from <= kScanAtMost) {
+        for (const Entry* e = from; e != to; ++e)
+          if (bindings_[e->second].scope == scope) out.push_back(&bindings_[e->second]);
+      } else {  // this scope's bindings of the hash, in file order; a colliding name is skipped
+        for (auto e = std::lower_bound(bindings_by_scope_.begin(), bindings_by_scope_.end(), ScopedBinding{h, scope, INT_MIN});
+             e != bindings_by_scope_.end() && e->hash == h && e->scope == scope; ++e)
+          if (bindings_[e->index].path == path) out.push_back(&bindings_[e->index]);
+      }
       if (!out.empty()) return out;
     }
     first = false;

@@ -462,17 +462,18 @@ class SemanticModel {
   std::pmr::vector<CallRange::Entry> calls_by_canonical_{arena_.get()}, calls_by_name_{arena_.get()};
   std::pmr::vector<Binding> bindings_{arena_.get()};
   std::pmr::vector<CallRange::Entry> bindings_by_path_{arena_.get()};  // (name_hash of the path, binding index), sorted like the call indexes
-  // Plain names only (no dot): (name_hash, scope, binding index), sorted; the
-  // bindings of a name in one scope are a run found in O(log n), however many
-  // other scopes bind the same name (a file of 6,000 functions that each bind
-  // `model` made every lookup a pass over 6,000 bindings)
+  // (name_hash, scope, binding index) of every binding, sorted; built on the
+  // first lookup of a name bound more than a few times (see bindings_of): the
+  // bindings of a name in one scope are then a run found in O(log n), however
+  // many other scopes bind it (a file of 6,000 functions that each bind `model`
+  // made every lookup a pass over 6,000 bindings)
   struct ScopedBinding {
     std::uint64_t hash;
     int scope;
     int index;
     auto operator<=>(const ScopedBinding&) const = default;
   };
-  std::pmr::vector<ScopedBinding> bindings_by_scope_{arena_.get()};
+  mutable std::pmr::vector<ScopedBinding> bindings_by_scope_{arena_.get()};
   // local name -> dotted module path (views into the text or the arena)
   AliasTable aliases_{arena_.get()};
   std::pmr::vector<FunctionInfo> functions_{arena_.get()};
