@@ -108,8 +108,7 @@ fs::path GitIgnore::real_directory(const fs::path& dir) {
     }
     chain.push_back(at);
     fs::path parent = at.parent_path();
-    if (parent.empty() || parent == at) break;
-    if (std::find(ceilings_.begin(), ceilings_.end(), parent) != ceilings_.end()) break;  // libgit2 decides, below the ceiling  // the root: resolved below
+    if (parent.empty() || parent == at) break;  // the root: resolved below
     at = std::move(parent);
   }
   for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
