@@ -124,19 +124,6 @@ NodeList children(TSNode node, bool named_only) {
   return list;
 }
 
-namespace {
-// True when `text` holds a carriage return that is not the first half of a
-// CRLF: a line break to Python, which reads source with universal newlines.
-bool has_lone_carriage_return(std::string_view text) {
-  const char* end = text.data() + text.size();
-  for (const char* p = text.data(); (p = static_cast<const char*>(std::memchr(p, '\r', static_cast<std::size_t>(end - p))));
-       ++p) {
-    if (p + 1 == end || p[1] != '\n') return true;
-  }
-  return false;
-}
-}  // namespace
-
 SyntaxTree parse_python(const SourceFile& source, const SyntaxTree* previous) {
   std::unique_ptr<TSParser, void (*)(TSParser*)> parser(ts_parser_new(), &ts_parser_delete);
   if (!parser || !ts_parser_set_language(parser.get(), tree_sitter_python())) return {};
@@ -146,16 +133,16 @@ SyntaxTree parse_python(const SourceFile& source, const SyntaxTree* previous) {
   // parser gets a copy in which each lone \r is \n: the same length, so every
   // byte offset, and the rows (LineIndex breaks lines at a lone \r too), match
   // the file's own text.
-  std::string universal_newlines;
-  const bool lone_cr = has_lone_carriage_return(text);
-  if (lone_cr) {
-    universal_newlines.assign(text);
-    for (std::size_t i = 0; i < universal_newlines.size(); ++i) {
-      if (universal_newlines[i] == '\r' && (i + 1 == universal_newlines.size() || universal_newlines[i + 1] != '\n'))
-        universal_newlines[i] = '\n';
-    }
-    text = universal_newlines;
+  std::string universal_newlines;  // the copy, made at the first lone \r (most files have none)
+  const char* end = text.data() + text.size();
+  for (const char* p = text.data(); (p = static_cast<const char*>(std::memchr(p, '\r', static_cast<std::size_t>(end - p))));
+       ++p) {
+    if (p + 1 != end && p[1] == '\n') continue;  // the first half of a CRLF
+    if (universal_newlines.empty()) universal_newlines.assign(text);
+    universal_newlines[static_cast<std::size_t>(p - text.data())] = '\n';
   }
+  const bool lone_cr = !universal_newlines.empty();
+  if (lone_cr) text = universal_newlines;
   if (source.bom_length() > 0) {
     TSRange range{};
     range.start_byte = source.bom_length();
