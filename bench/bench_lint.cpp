@@ -7,11 +7,16 @@
 // Files are read into memory first: I/O is not timed. One thread. The
 // prefilter is on, as in the CLI (on a torch corpus it skips nothing).
 //
-// Usage: ddplint_bench [--rounds N] [--lint-only|--parse-only] [--breakdown] FOLDER...
+// Usage: ddplint_bench [--rounds N] [--lint-only|--parse-only] [--breakdown] [--hot] FOLDER...
 // --lint-only times the lint alone, --parse-only the parse alone (for a
 // profiler or counters: perf record, perf stat, callgrind). --breakdown times
 // the lint's own parse apart from the model and rules (the lint then skips
 // the prefilter, which skips nothing on a torch corpus).
+// --hot times each file on its own instead, with warm caches: the parse 20
+// times, then the lint 20 times, best of 7 such pairs; it prints the ratio for
+// each file and their mean. Against the corpus ratio it shows how much of the
+// lint's cost is cold code and data (the corpus runs a file's lint once, after
+// parsing it; most files are about 1 KB).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -36,17 +41,18 @@ double median(std::vector<double> v) {
 
 int main(int argc, char** argv) {
   int rounds = 5;
-  bool lint_only = false, parse_only = false, breakdown = false;
+  bool lint_only = false, parse_only = false, breakdown = false, hot = false;
   std::vector<std::string> roots;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--rounds") == 0 && i + 1 < argc) rounds = std::max(1, std::atoi(argv[++i]));
     else if (std::strcmp(argv[i], "--lint-only") == 0) lint_only = true;
     else if (std::strcmp(argv[i], "--parse-only") == 0) parse_only = true;
     else if (std::strcmp(argv[i], "--breakdown") == 0) breakdown = true;
+    else if (std::strcmp(argv[i], "--hot") == 0) hot = true;
     else roots.emplace_back(argv[i]);
   }
   if (roots.empty()) {
-    std::fprintf(stderr, "usage: ddplint_bench [--rounds N] [--lint-only|--parse-only] [--breakdown] FOLDER...\n");
+    std::fprintf(stderr, "usage: ddplint_bench [--rounds N] [--lint-only|--parse-only] [--breakdown] [--hot] FOLDER...\n");
     return 2;
   }
   std::vector<SourceFile> files;
@@ -58,9 +64,35 @@ int main(int argc, char** argv) {
   });
   double mb = static_cast<double>(bytes) / (1024.0 * 1024.0);
   std::printf("corpus: %zu files, %.1f MB\n", files.size(), mb);
-  std::vector<double> parse_s, walk_s, lint_s;
   std::size_t findings = 0, nodes = 0;
   RuleSelection all;
+  if (hot) {
+    double sum = 0;
+    for (const SourceFile& f : files) {
+      constexpr int kRepeat = 20;
+      double best_parse = 1e30, best_lint = 1e30;
+      for (int r = 0; r < 7; ++r) {
+        auto t0 = Clock::now();
+        for (int k = 0; k < kRepeat; ++k) {
+          SyntaxTree tree = parse_python(f);
+          nodes += ts_node_child_count(tree.root()) > 0;
+        }
+        auto t1 = Clock::now();
+        for (int k = 0; k < kRepeat; ++k) findings += lint(f, rules::all(), all).diagnostics.size();
+        auto t2 = Clock::now();
+        best_parse = std::min(best_parse, std::chrono::duration<double>(t1 - t0).count());
+        best_lint = std::min(best_lint, std::chrono::duration<double>(t2 - t1).count());
+      }
+      sum += best_lint / best_parse;
+      std::printf("%.3fx %8zu bytes  %s\n", best_lint / best_parse, f.text().size(), f.path().c_str());
+    }
+    std::printf("hot caches: mean ratio lint / parse over %zu files: %.3fx\n", files.size(),
+                files.empty() ? 0.0 : sum / static_cast<double>(files.size()));
+    volatile std::size_t sink = nodes + findings;
+    (void)sink;
+    return 0;
+  }
+  std::vector<double> parse_s, walk_s, lint_s;
   // Each round runs the three measurements over the corpus in chunks of
   // kChunk files, in turn (and in a rotating order), so that a slow spell of
   // the machine (frequency, neighbours) weighs on all three alike instead of
