@@ -219,9 +219,10 @@ class ModelBuilder {
   void run() {
     // The arena never takes back what a vector gives up when it grows, and
     // every copy touches fresh cache lines: room for the usual counts up front
-    // (on fixtures/ and examples/: one call per 49 bytes, a binding per 85, a
-    // region per 240; about 1% of files need one growth). An arena model then
-    // takes 12 KB instead of 17 KB on the torch corpus (bench/README.md).
+    // (on 800 files of the torch corpus: one call per 49 bytes, a binding per
+    // 85, a region per 240; about 1% of fixtures/ and examples/ still grow one
+    // of them once). An arena model there then takes 12 KB instead of 17 KB
+    // (bench/README.md, sixth round).
     if (std::size_t n = m_.source_.text().size(); n <= ModelArena::kPoolAboveBytes) {
       m_.calls_.reserve(n / 40 + 8);
       m_.bindings_.reserve(n / 64 + 8);
