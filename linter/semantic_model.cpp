@@ -1231,12 +1231,11 @@ int SemanticModel::region_of(TSNode node) const {
 
 BindingList SemanticModel::bindings_of(std::string_view path, int region) const {
   BindingList out;
+  auto [from, to] = index_run(bindings_by_path_, path, [&](int i) { return bindings_[i].path; });
   if (path.find('.') != std::string_view::npos) {
-    auto [from, to] = index_run(bindings_by_path_, path, [&](int i) { return bindings_[i].path; });
     for (const Entry* e = from; e != to; ++e) out.push_back(&bindings_[e->second]);
     return out;
   }
-  auto [from, to] = index_run(bindings_by_path_, path, [&](int i) { return bindings_[i].path; });
   if (from == to) return out;
   // A name bound many times (a file of thousands of functions that each bind
   // `model`): its bindings in one scope through a (hash, scope, index) index,
