@@ -49,7 +49,10 @@ struct RuleInfo {
   /// within a group separated by `|`, any one of which is enough; each a
   /// case-sensitive substring of the file's bytes. Example: `item;backward|step`.
   /// Empty: the rule may fire on any file. `*`: wherever some other rule of
-  /// the catalog may fire (DDP001 reports syntax errors in training scripts).
+  /// the catalog may fire, or the file mentions torch, cuda or nccl (DDP001
+  /// reports syntax errors in training scripts; Prefilter::kTrainingScript).
+  /// Each rule's needs are argued from its code in a `// needs:` comment:
+  /// too narrow a declaration would hide findings whenever it is alone enabled.
   std::string_view needs;
 };
 

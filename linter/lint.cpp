@@ -18,9 +18,6 @@ struct RunPlan {
   enum Run : std::uint8_t { kOff, kOn, kIfCatalogMayFire };  // kIfCatalogMayFire: needs = "*" (DDP001)
   Prefilter prefilter;
   std::vector<Run> run;  // per rule, in order
-  // for kIfCatalogMayFire: the prefilter of the whole catalog, whatever is
-  // selected (present when some rule runs so)
-  std::optional<Prefilter> catalog;
 };
 
 const RunPlan& plan_for(std::span<const Rule> rules, const RuleSelection& selection) {
@@ -48,15 +45,17 @@ const RunPlan& plan_for(std::span<const Rule> rules, const RuleSelection& select
     if (!selection.enabled(r.info.code)) run.push_back(RunPlan::kOff);
     else run.push_back(r.info.needs == "*" ? RunPlan::kIfCatalogMayFire : RunPlan::kOn);
   }
-  std::optional<Prefilter> catalog;
-  if (std::find(run.begin(), run.end(), RunPlan::kIfCatalogMayFire) != run.end()) catalog.emplace(rules, RuleSelection());
-  cache.push_back(Entry{std::move(needs), selection, RunPlan{Prefilter(rules, selection), std::move(run), std::move(catalog)}});
+  cache.push_back(Entry{std::move(needs), selection, RunPlan{Prefilter(rules, selection), std::move(run)}});
   return cache.back().plan;
 }
 
-// `plan` is plan_for(rules, selection), which stays valid meanwhile: nothing here adds to the cache.
+// `plan` is plan_for(rules, selection), which stays valid meanwhile: nothing
+// here adds to the cache. `scan` asks plan.prefilter about the source's bytes:
+// DDP001 (`*`) runs only where the catalog could fire. Every other enabled
+// rule runs: skipping those whose own `needs` are absent cost more in searches
+// than it saved (bench/README.md, "Seventh round").
 LintResult lint_decoded(const SourceFile& source, const SyntaxTree& tree, std::span<const Rule> rules,
-                        const RunPlan& plan, const RuleOptions& options) {
+                        const RunPlan& plan, Prefilter::Scan& scan, const RuleOptions& options) {
   LintResult result;
   if (!tree) {
     result.error = "tree-sitter could not parse the file";
@@ -64,14 +63,10 @@ LintResult lint_decoded(const SourceFile& source, const SyntaxTree& tree, std::s
   }
   SemanticModel model(source, tree);
   std::vector<Diagnostic> found;
-  std::optional<bool> training_script;  // some rule of the catalog may fire here (for `needs = "*"`)
   const std::vector<RunPlan::Run>& run = plan.run;
   for (std::size_t i = 0; i < rules.size(); ++i) {
     if (run[i] == RunPlan::kOff) continue;
-    if (run[i] == RunPlan::kIfCatalogMayFire) {  // DDP001: reported in files other rules could fire on, prefiltered or not
-      if (!training_script) training_script = plan.catalog->may_fire(source.text());
-      if (!*training_script) continue;
-    }
+    if (run[i] == RunPlan::kIfCatalogMayFire && !scan.rule_may_fire(i)) continue;
     RuleContext ctx(rules[i].info, found, options);
     rules[i].check(model, ctx);
   }
@@ -95,19 +90,22 @@ LintResult lint(const SourceFile& source, std::span<const Rule> rules, const Rul
   std::string detail;
   if (source.check_decodable(&detail) != DecodeError::None) return LintResult{{}, detail};
   const RunPlan& plan = plan_for(rules, selection);
-  if (prefilter && !plan.prefilter.may_fire(source.text())) {
+  Prefilter::Scan scan(plan.prefilter, source.text());
+  if (prefilter && !scan.may_fire()) {
     LintResult skipped;
     skipped.skipped = true;
     return skipped;
   }
-  return lint_decoded(source, parse_python(source), rules, plan, options);
+  return lint_decoded(source, parse_python(source), rules, plan, scan, options);
 }
 
 LintResult lint(const SourceFile& source, const SyntaxTree& tree, std::span<const Rule> rules,
                 const RuleSelection& selection, const RuleOptions& options) {
   std::string detail;
   if (source.check_decodable(&detail) != DecodeError::None) return LintResult{{}, detail};
-  return lint_decoded(source, tree, rules, plan_for(rules, selection), options);
+  const RunPlan& plan = plan_for(rules, selection);
+  Prefilter::Scan scan(plan.prefilter, source.text());
+  return lint_decoded(source, tree, rules, plan, scan, options);
 }
 
 }  // namespace ddplint

@@ -44,67 +44,76 @@ Prefilter::Prefilter(std::span<const Rule> rules, const RuleSelection& selection
       for (std::string_view a : group) g.push_back(intern(a));
       n.push_back(std::move(g));
     }
-    rules_.push_back(std::move(n));
+    needs_.push_back(std::move(n));
+    return static_cast<int>(needs_.size() - 1);
   };
+  // each rule's own needs, compiled whether or not it is selected (for `*`)
+  std::vector<int> compiled(rules.size(), kAlways);
   bool catalog_wide = false;  // an enabled rule needs "*"
-  for (const Rule& rule : rules) {
-    if (!selection.enabled(rule.info.code)) continue;
-    if (rule.info.needs == "*") {
-      catalog_wide = true;
-    } else if (rule.info.needs.empty()) {
-      everything_ = true;
+  for (std::size_t i = 0; i < rules.size(); ++i) {
+    std::string_view needs = rules[i].info.needs;
+    bool enabled = selection.enabled(rules[i].info.code);
+    if (needs == "*") {
+      compiled[i] = kCatalog;
+      catalog_wide = catalog_wide || enabled;
+    } else if (needs.empty()) {
+      catalog_everything_ = true;
+      everything_ = everything_ || enabled;
     } else {
-      compile(rule.info.needs);
+      compiled[i] = compile(needs);
+      if (enabled) order_.push_back(compiled[i]);
     }
+    rule_needs_.push_back(enabled ? compiled[i] : kNever);
   }
+  for (int c : compiled)
+    if (c >= 0) catalog_.push_back(c);
+  catalog_.push_back(compile(kTrainingScript));
   if (catalog_wide) {
-    for (const Rule& rule : rules) {
-      if (rule.info.needs == "*") continue;
-      if (rule.info.needs.empty()) everything_ = true;
-      else compile(rule.info.needs);
-    }
+    order_ = catalog_;  // every enabled rule's needs are among the catalog's
+    everything_ = everything_ || catalog_everything_;
   }
   // may_fire() stops at the first rule whose needs are all present: rules
-  // needing fewer strings first (one needing only `torch` settles a torch
-  // script with one search that ends at its import, instead of full scans for
-  // absent strings of rules listed before it). The answer does not depend on
-  // the order.
-  std::stable_sort(rules_.begin(), rules_.end(), [](const Needs& a, const Needs& b) {
-    auto strings = [](const Needs& n) {
-      std::size_t k = 0;
-      for (const Group& g : n) k += g.size();
-      return k;
-    };
-    return strings(a) < strings(b);
-  });
+  // needing fewer groups first, then fewer strings (`torch|cuda|nccl` settles
+  // a torch script with one search that ends at its import, instead of full
+  // scans for the absent second group of `torch;DataLoader` and the like). The
+  // answer does not depend on the order.
+  auto cost = [&](int n) {
+    std::size_t k = 0;
+    for (const Group& g : needs_[n]) k += g.size();
+    return std::pair(needs_[n].size(), k);
+  };
+  for (auto* order : {&order_, &catalog_})
+    std::stable_sort(order->begin(), order->end(), [&](int a, int b) { return cost(a) < cost(b); });
 }
 
-bool Prefilter::may_fire(std::string_view text) const {
-  if (everything_) return true;
-  // per distinct string: 0 not looked for yet, 1 absent, 2 present (on the
-  // stack for the catalog's few dozen strings)
-  constexpr std::size_t kOnStack = 256;
-  unsigned char on_stack[kOnStack] = {};
-  std::vector<unsigned char> on_heap(strings_.size() > kOnStack ? strings_.size() : 0, 0);
-  unsigned char* seen = strings_.size() > kOnStack ? on_heap.data() : on_stack;
+Prefilter::Scan::Scan(const Prefilter& prefilter, std::string_view text) : p_(prefilter), text_(text) {
+  if (p_.strings_.size() > kOnStack) on_heap_.assign(p_.strings_.size(), 0);
+  seen_ = on_heap_.empty() ? on_stack_ : on_heap_.data();
+}
+
+bool Prefilter::Scan::holds(const Needs& needs) {
   auto present = [&](int i) {
-    if (seen[i] == 0) {
-      const std::string& s = strings_[i];
-      seen[i] = contains_text(text, s) ? 2 : 1;
-    }
-    return seen[i] == 2;
+    if (seen_[i] == 0) seen_[i] = contains_text(text_, p_.strings_[i]) ? 2 : 1;
+    return seen_[i] == 2;
   };
-  for (const Needs& needs : rules_) {
-    bool all = true;
-    for (const Group& group : needs) {
-      if (!std::any_of(group.begin(), group.end(), present)) {
-        all = false;
-        break;
-      }
-    }
-    if (all) return true;
-  }
+  for (const Group& group : needs)
+    if (!std::any_of(group.begin(), group.end(), present)) return false;
+  return true;
+}
+
+bool Prefilter::Scan::any_holds(const std::vector<int>& order) {
+  for (int n : order)
+    if (holds(p_.needs_[n])) return true;
   return false;
+}
+
+bool Prefilter::Scan::may_fire() { return p_.everything_ || any_holds(p_.order_); }
+
+bool Prefilter::Scan::rule_may_fire(std::size_t index) {
+  int n = p_.rule_needs_[index];
+  if (n >= 0) return holds(p_.needs_[n]);
+  if (n == kCatalog) return p_.catalog_everything_ || any_holds(p_.catalog_);
+  return n == kAlways;
 }
 
 }  // namespace ddplint

@@ -39,10 +39,11 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 }
 }  // namespace
 
+// needs: reports DataLoader calls (a torch import and the name written out)
 extern const Rule kDataloaderWithoutPinMemory{
     {"DDP102", "dataloader-without-pin-memory", Severity::Warning,
      "DataLoader without pin_memory=True in a script that trains on CUDA",
-     "https://pytorch.org/docs/stable/data.html#memory-pinning", {}, true, false, "torch"},
+     "https://pytorch.org/docs/stable/data.html#memory-pinning", {}, true, false, "torch;DataLoader"},
     &check};
 
 }  // namespace ddplint::rules

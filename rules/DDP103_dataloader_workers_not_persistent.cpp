@@ -76,10 +76,11 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 }
 }  // namespace
 
+// needs: reports DataLoader calls (a torch import and the name written out)
 extern const Rule kDataloaderWorkersNotPersistent{
     {"DDP103", "dataloader-workers-not-persistent", Severity::Info,
      "num_workers > 0 without persistent_workers=True for a loader iterated once per epoch",
-     "https://pytorch.org/docs/stable/data.html#torch.utils.data.DataLoader", {}, false, false, "torch"},
+     "https://pytorch.org/docs/stable/data.html#torch.utils.data.DataLoader", {}, false, false, "torch;DataLoader"},
     &check};
 
 }  // namespace ddplint::rules

@@ -37,10 +37,11 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 }
 }  // namespace
 
+// needs: reports DataLoader calls (a torch import and the name written out)
 extern const Rule kSamplerWithShuffle{
     {"DDP106", "sampler-with-shuffle", Severity::Error,
      "DataLoader(shuffle=True, sampler=...): raises ValueError at start-up",
-     "https://pytorch.org/docs/stable/data.html#torch.utils.data.DataLoader", {}, true, false, "torch"},
+     "https://pytorch.org/docs/stable/data.html#torch.utils.data.DataLoader", {}, true, false, "torch;DataLoader"},
     &check};
 
 }  // namespace ddplint::rules

@@ -68,10 +68,11 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 }
 }  // namespace
 
+// needs: reports only where a DataLoader call pins memory
 extern const Rule kPinnedCopyBlocking{
     {"DDP107", "pinned-copy-blocking", Severity::Info,
      "Per-step .to(device)/.cuda() without non_blocking=True in a script whose loader pins memory",
-     "https://pytorch.org/tutorials/intermediate/pinmem_nonblock.html", {}, false, false, "torch"},
+     "https://pytorch.org/tutorials/intermediate/pinmem_nonblock.html", {}, false, false, "torch;DataLoader"},
     &check};
 
 }  // namespace ddplint::rules

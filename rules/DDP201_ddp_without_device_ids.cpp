@@ -41,10 +41,11 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 }
 }  // namespace
 
+// needs: reports DistributedDataParallel calls
 extern const Rule kDdpWithoutDeviceIds{
     {"DDP201", "ddp-without-device-ids", Severity::Warning,
      "DistributedDataParallel without device_ids where nothing pins the rank's GPU",
-     "https://pytorch.org/docs/stable/generated/torch.nn.parallel.DistributedDataParallel.html", {}, true, false, "torch"},
+     "https://pytorch.org/docs/stable/generated/torch.nn.parallel.DistributedDataParallel.html", {}, true, false, "torch;DistributedDataParallel"},
     &check};
 
 }  // namespace ddplint::rules

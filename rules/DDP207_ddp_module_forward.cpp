@@ -59,10 +59,11 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 }
 }  // namespace
 
+// needs: reports `.module` calls of a DDP/FSDP-wrapped name in a training loop
 extern const Rule kDdpModuleForward{
     {"DDP207", "ddp-module-forward", Severity::Error,
      "model.module(...) in the training loop of a DDP-wrapped model: gradients are not synchronised",
-     "https://pytorch.org/docs/stable/notes/ddp.html", {}, false, false, "torch"},
+     "https://pytorch.org/docs/stable/notes/ddp.html", {}, false, false, "torch;DistributedDataParallel|FullyShardedDataParallel;module;backward|step"},
     &check};
 
 }  // namespace ddplint::rules

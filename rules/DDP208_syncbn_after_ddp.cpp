@@ -18,9 +18,10 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 }
 }  // namespace
 
+// needs: reports convert_sync_batchnorm calls after a DDP/FSDP wrap
 extern const Rule kSyncbnAfterDdp{
     {"DDP208", "syncbn-after-ddp", Severity::Error, "SyncBatchNorm.convert_sync_batchnorm applied after the DDP wrap",
-     "https://pytorch.org/docs/stable/generated/torch.nn.SyncBatchNorm.html", {}, false, false, "torch"},
+     "https://pytorch.org/docs/stable/generated/torch.nn.SyncBatchNorm.html", {}, false, false, "torch;DistributedDataParallel|FullyShardedDataParallel;convert_sync_batchnorm"},
     &check};
 
 }  // namespace ddplint::rules

@@ -25,10 +25,11 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 }
 }  // namespace
 
+// needs: reports the find_unused_parameters keyword of DistributedDataParallel calls
 extern const Rule kFindUnusedParameters{
     {"DDP209", "find-unused-parameters", Severity::Info,
      "find_unused_parameters=True: an extra autograd-graph traversal every iteration",
-     "https://pytorch.org/docs/stable/generated/torch.nn.parallel.DistributedDataParallel.html", {}, true, false, "torch"},
+     "https://pytorch.org/docs/stable/generated/torch.nn.parallel.DistributedDataParallel.html", {}, true, false, "torch;DistributedDataParallel;find_unused_parameters"},
     &check};
 
 }  // namespace ddplint::rules

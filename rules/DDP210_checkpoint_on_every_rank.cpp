@@ -87,10 +87,11 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 }
 }  // namespace
 
+// needs: reports torch.save calls
 extern const Rule kCheckpointOnEveryRank{
     {"DDP210", "checkpoint-on-every-rank", Severity::Warning,
      "torch.save in a distributed script not guarded by a rank-0 check",
-     "https://pytorch.org/tutorials/intermediate/ddp_tutorial.html#save-and-load-checkpoints", {}, false, false, "torch"},
+     "https://pytorch.org/tutorials/intermediate/ddp_tutorial.html#save-and-load-checkpoints", {}, false, false, "torch;save"},
     &check};
 
 }  // namespace ddplint::rules

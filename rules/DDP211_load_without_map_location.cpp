@@ -34,10 +34,11 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 }
 }  // namespace
 
+// needs: reports torch.load calls
 extern const Rule kLoadWithoutMapLocation{
     {"DDP211", "load-without-map-location", Severity::Warning,
      "torch.load without map_location in a distributed CUDA script: every rank loads onto GPU 0",
-     "https://pytorch.org/docs/stable/generated/torch.load.html", {}, false, false, "torch"},
+     "https://pytorch.org/docs/stable/generated/torch.load.html", {}, false, false, "torch;load"},
     &check};
 
 }  // namespace ddplint::rules

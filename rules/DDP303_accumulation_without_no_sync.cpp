@@ -52,11 +52,12 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 }
 }  // namespace
 
+// needs: a DDP/FSDP wrap (wraps_ddp()) and a backward() call
 extern const Rule kAccumulationWithoutNoSync{
     {"DDP303", "accumulation-without-no-sync", Severity::Warning,
      "Gradient accumulation in a DDP script without model.no_sync(): DDP all-reduces every micro-step",
      "https://pytorch.org/docs/stable/generated/torch.nn.parallel.DistributedDataParallel.html#torch.nn.parallel.DistributedDataParallel.no_sync",
-     {}, false, false, "torch"},
+     {}, false, false, "torch;DistributedDataParallel|FullyShardedDataParallel|fully_shard;backward"},
     &check};
 
 }  // namespace ddplint::rules

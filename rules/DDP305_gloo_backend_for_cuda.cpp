@@ -28,10 +28,11 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 }
 }  // namespace
 
+// needs: reports init_process_group calls (the gloo backend is only read there)
 extern const Rule kGlooBackendForCuda{
     {"DDP305", "gloo-backend-for-cuda", Severity::Warning,
      "init_process_group(backend=\"gloo\") in a script that trains on CUDA",
-     "https://pytorch.org/docs/stable/distributed.html#which-backend-to-use", {}, false, false, "torch"},
+     "https://pytorch.org/docs/stable/distributed.html#which-backend-to-use", {}, false, false, "torch;init_process_group"},
     &check};
 
 }  // namespace ddplint::rules

@@ -71,10 +71,11 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 }
 }  // namespace
 
+// needs: reports torch.cuda.amp.{autocast,GradScaler,custom_fwd,custom_bwd}
 extern const Rule kDeprecatedCudaAmp{
     {"DDP502", "deprecated-cuda-amp", Severity::Warning,
      "torch.cuda.amp.autocast / GradScaler: deprecated, use torch.amp with \"cuda\"",
-     "https://pytorch.org/docs/stable/amp.html", {}, true, true, "torch"},
+     "https://pytorch.org/docs/stable/amp.html", {}, true, true, "torch;autocast|GradScaler|custom_fwd|custom_bwd"},
     &check};
 
 }  // namespace ddplint::rules

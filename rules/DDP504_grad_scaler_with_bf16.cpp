@@ -36,9 +36,10 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 }
 }  // namespace
 
+// needs: a bf16 autocast call, and reports GradScaler calls
 extern const Rule kGradScalerWithBf16{
     {"DDP504", "grad-scaler-with-bf16", Severity::Info, "GradScaler used together with bfloat16 autocast",
-     "https://pytorch.org/docs/stable/amp.html#gradient-scaling", {}, false, false, "torch"},
+     "https://pytorch.org/docs/stable/amp.html#gradient-scaling", {}, false, false, "torch;autocast;GradScaler"},
     &check};
 
 }  // namespace ddplint::rules

@@ -48,10 +48,11 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 }
 }  // namespace
 
+// needs: reports cudnn.deterministic/benchmark or use_deterministic_algorithms in a file that trains
 extern const Rule kDeterministicKernels{
     {"DDP505", "deterministic-kernels", Severity::Info,
      "cudnn.deterministic=True, use_deterministic_algorithms(True) or cudnn.benchmark=False in a training script",
-     "https://pytorch.org/docs/stable/notes/randomness.html", {}, false, false, "torch"},
+     "https://pytorch.org/docs/stable/notes/randomness.html", {}, false, false, "torch;deterministic|benchmark;backward|step"},
     &check};
 
 }  // namespace ddplint::rules

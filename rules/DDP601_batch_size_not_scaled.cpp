@@ -74,10 +74,11 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 }
 }  // namespace
 
+// needs: reports the batch_size of DataLoader calls
 extern const Rule kBatchSizeNotScaled{
     {"DDP601", "batch-size-not-scaled", Severity::Warning,
      "Per-rank batch size derived by dividing a total by world_size (or DataParallel batch not scaled)",
-     "https://pytorch.org/docs/stable/notes/ddp.html", {}, false, false, "torch"},
+     "https://pytorch.org/docs/stable/notes/ddp.html", {}, false, false, "torch;DataLoader"},
     &check};
 
 }  // namespace ddplint::rules

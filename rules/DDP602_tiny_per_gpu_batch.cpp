@@ -25,10 +25,11 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 }
 }  // namespace
 
+// needs: reports the batch_size of DataLoader calls
 extern const Rule kTinyPerGpuBatch{
     {"DDP602", "tiny-per-gpu-batch", Severity::Info,
      "A distributed script whose per-rank batch size is a constant below the threshold (default 8)",
-     "https://pytorch.org/docs/stable/notes/ddp.html", {}, false, false, "torch"},
+     "https://pytorch.org/docs/stable/notes/ddp.html", {}, false, false, "torch;DataLoader"},
     &check};
 
 }  // namespace ddplint::rules

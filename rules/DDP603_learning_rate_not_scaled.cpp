@@ -72,10 +72,11 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 }
 }  // namespace
 
+// needs: a training DataLoader, and reports torch.optim optimizers' lr
 extern const Rule kLearningRateNotScaled{
     {"DDP603", "learning-rate-not-scaled", Severity::Info,
      "Per-rank batch fixed (global batch grows with world_size) while the learning rate is a constant",
-     "https://pytorch.org/docs/stable/notes/ddp.html", {}, false, false, "torch"},
+     "https://pytorch.org/docs/stable/notes/ddp.html", {}, false, false, "torch;DataLoader;optim"},
     &check};
 
 }  // namespace ddplint::rules

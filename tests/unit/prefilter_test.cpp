@@ -58,6 +58,42 @@ TEST_CASE("a file passes when every group of some enabled rule has an alternativ
   CHECK_FALSE(star.may_fire("import json"));
 }
 
+TEST_CASE("a scan answers per rule, searching each needed string once") {
+  std::vector<Rule> rules = {rule_needing("X0", "*"), rule_needing("X1", "torch;DataLoader"),
+                             rule_needing("X2", "NCCL;environ"), rule_needing("X3", "torch;save")};
+  Prefilter p(rules, RuleSelection({"X0", "X1", "X2"}, {}));
+  std::string text = "import torch\nloader = DataLoader(ds)\n";
+  Prefilter::Scan scan(p, text);
+  CHECK(scan.rule_may_fire(1));
+  CHECK_FALSE(scan.rule_may_fire(2));  // NCCL absent
+  CHECK_FALSE(scan.rule_may_fire(3));  // not selected (its needs would hold no more than X1's)
+  CHECK(scan.rule_may_fire(0));        // '*': the catalog could fire here
+  CHECK(scan.may_fire());
+  // '*' also passes scripts that only mention torch, cuda or nccl, where no
+  // narrowed rule's needs hold: DDP001 keeps reporting syntax errors there
+  std::string model_py = "import torch.nn as nn\nclass Net(nn.Module): pass\n";
+  Prefilter::Scan other(p, model_py);
+  CHECK_FALSE(other.rule_may_fire(1));
+  CHECK(other.rule_may_fire(0));
+  CHECK(other.may_fire());  // X0 is selected
+  CHECK_FALSE(Prefilter(rules, RuleSelection({"X1"}, {})).may_fire(model_py));
+  CHECK_FALSE(Prefilter::Scan(p, "import json\n").rule_may_fire(0));
+}
+
+TEST_CASE("a selection of narrow rules skips torch files they could not fire on, with the same findings") {
+  RuleSelection loaders({"DDP101"}, {});
+  SourceFile model_py("model.py", "import torch\nimport torch.nn as nn\n\nclass Net(nn.Module):\n    pass\n");
+  CHECK(lint(model_py, rules::all(), loaders).skipped);
+  CHECK_FALSE(lint(model_py, rules::all(), RuleSelection{}).skipped);  // DDP001 and DDP202 need only torch
+  SourceFile train("train.py", "import torch\nfrom torch.utils.data import DataLoader\nloader = DataLoader(ds)\n");
+  LintResult with = lint(train, rules::all(), loaders, RuleOptions{}, true);
+  LintResult without = lint(train, rules::all(), loaders, RuleOptions{}, false);
+  CHECK_FALSE(with.skipped);
+  REQUIRE(with.diagnostics.size() == 1);
+  CHECK(with.diagnostics[0].rule->code == "DDP101");
+  CHECK(without.diagnostics.size() == 1);
+}
+
 TEST_CASE("every rule of the catalog declares what it needs, and lint() skips files nothing could fire on") {
   for (const Rule& r : rules::all()) {
     CAPTURE(r.info.code);
