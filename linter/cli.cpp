@@ -447,6 +447,7 @@ int run_cli(int argc, char** argv, std::span<const Rule> rules) {
   };
   std::vector<std::string> config_errors;  // each reported once
   // The configuration of `path`; nullptr for none; false on a configuration error.
+  std::optional<std::pair<std::string, std::variant<std::shared_ptr<const Config>, ConfigError>>> last_folder;
   auto config_of = [&](const std::string& path, std::shared_ptr<const Config>& out) {
     out.reset();
     if (isolated) return true;
@@ -454,7 +455,25 @@ int run_cli(int argc, char** argv, std::span<const Rule> rules) {
       out = fixed_config;
       return true;
     }
-    auto found = resolver.for_file(path);
+    // the files of one folder come together: the last folder's answer is kept.
+    // Keyed by the path up to its last '/', for a last component that is a
+    // plain name: such paths resolve to the same folder (ConfigResolver::for_file
+    // takes the normalised path's parent), and the folder lookup (absolute path,
+    // normalisation, a map of paths compared component by component) was 5% of
+    // a run over many small files.
+    std::size_t slash = path.rfind('/');
+    std::string_view folder = std::string_view(path).substr(0, slash == std::string::npos ? 0 : slash + 1);
+    std::string_view name = std::string_view(path).substr(folder.size());
+    bool plain = !name.empty() && name != "." && name != "..";
+    std::variant<std::shared_ptr<const Config>, ConfigError> other;
+    const std::variant<std::shared_ptr<const Config>, ConfigError>* answer = &other;
+    if (!plain) {
+      other = resolver.for_file(path);
+    } else {
+      if (!last_folder || folder != last_folder->first) last_folder.emplace(std::string(folder), resolver.for_file(path));
+      answer = &last_folder->second;
+    }
+    const auto& found = *answer;
     if (auto* err = std::get_if<ConfigError>(&found)) {
       std::string line = err->to_string();
       if (std::find(config_errors.begin(), config_errors.end(), line) == config_errors.end()) {
@@ -754,50 +773,74 @@ int run_cli(int argc, char** argv, std::span<const Rule> rules) {
       return false;
     });
   }
-  std::vector<DiscoveredPath> entries = discover(file_args, excluded, force_exclude);
-  if (!config_errors.empty()) return kExitError;
-  if (fix || diff) {
-    // one file reached by two spellings (`a.py ./a.py`, overlapping folders,
-    // symbolic links) is fixed once: two workers writing it would race
-    std::set<std::filesystem::path> seen;
-    std::erase_if(entries, [&](const DiscoveredPath& e) {
-      if (!e.error.empty()) return false;
-      std::error_code ec;
-      std::filesystem::path real = std::filesystem::weakly_canonical(e.path, ec);
-      return !ec && !seen.insert(real).second;
-    });
-  }
-  // every file's configuration is resolved before any is linted: a bad configuration stops the run.
-  // Files under one configuration without per-file-ignores share one FileSettings (memory per
-  // file stays a pointer, whatever the size of the run).
-  std::vector<std::shared_ptr<const FileSettings>> selections;
-  selections.reserve(entries.size());
-  std::map<const Config*, std::shared_ptr<const FileSettings>> shared_settings;
-  for (const DiscoveredPath& entry : entries) {
-    std::shared_ptr<const Config> config;
-    if (entry.error.empty()) config_of(entry.path, config);  // errors are collected in config_errors
-    if (config && !config->per_file_ignores.empty()) {
-      selections.push_back(std::make_shared<const FileSettings>(settings_of(config.get(), entry.path)));
-      continue;
+  // Every file's configuration is resolved before any is linted: a bad
+  // configuration stops the run. This first walk keeps no paths: the lint walks
+  // again, so memory holds the folders being walked, not every path of the run.
+  {
+    // the folders the lint will walk, and the configuration of each file found
+    // in them (as the lint's walk resolves it); the files' own exclusion is
+    // left to the lint's walk: it cannot change which configuration governs them
+    auto folders_only = [&](const std::filesystem::path& path, bool is_dir) {
+      if (is_dir) return excluded(path, true);
+      std::shared_ptr<const Config> config;
+      config_of(path.string(), config);  // errors are collected in config_errors
+      return true;
+    };
+    PathWalk check(file_args, folders_only, force_exclude);
+    while (auto entry = check.next()) {
+      std::shared_ptr<const Config> config;
+      if (entry->error.empty()) config_of(entry->path, config);  // files named as arguments
     }
-    auto& shared = shared_settings[config.get()];
-    if (!shared) shared = std::make_shared<const FileSettings>(settings_of(config.get(), entry.path));
-    selections.push_back(shared);
   }
   if (!config_errors.empty()) return kExitError;
-  std::size_t workers = std::max<std::size_t>(1, std::min<std::size_t>(jobs, entries.size()));
+  // Files under one configuration without per-file-ignores share one FileSettings.
+  std::map<const Config*, std::shared_ptr<const FileSettings>> shared_settings;
+  // --fix/--diff: one file reached by two spellings (`a.py ./a.py`, overlapping
+  // folders, symbolic links) is fixed once, two workers writing it would race
+  // (this set of real paths is the one thing that grows with the run, and only then)
+  std::set<std::filesystem::path> fixed_real;
+  PathWalk walk(file_args, excluded, force_exclude);
+  bool walk_error = false;  // set by pull(), under the workers' mutex: read after they finish
+  struct Next {
+    DiscoveredPath entry;
+    std::shared_ptr<const FileSettings> settings;
+  };
+  // the next path to lint and its settings, or std::nullopt at the end (one caller at a time)
+  auto pull = [&]() -> std::optional<Next> {
+    while (auto entry = walk.next()) {
+      if (fixing && entry->error.empty()) {
+        std::error_code ec;
+        std::filesystem::path real = std::filesystem::weakly_canonical(entry->path, ec);
+        if (!ec && !fixed_real.insert(real).second) continue;
+      }
+      std::shared_ptr<const Config> config;
+      if (entry->error.empty() && !config_of(entry->path, config)) walk_error = true;  // changed since the first walk
+      std::shared_ptr<const FileSettings> settings;
+      if (config && !config->per_file_ignores.empty()) {
+        settings = std::make_shared<const FileSettings>(settings_of(config.get(), entry->path));
+      } else {
+        auto& shared = shared_settings[config.get()];
+        if (!shared) shared = std::make_shared<const FileSettings>(settings_of(config.get(), entry->path));
+        settings = shared;
+      }
+      return Next{std::move(*entry), std::move(settings)};
+    }
+    return std::nullopt;
+  };
+  const std::size_t workers = std::max<std::size_t>(1, jobs);
   if (workers <= 1) {
-    for (const DiscoveredPath& entry : entries) {
-      Outcome o = lint_path(entry, *selections[static_cast<std::size_t>(&entry - entries.data())]);
+    while (auto item = pull()) {
+      Outcome o = lint_path(item->entry, *item->settings);
       emit(o);
     }
   } else {
     // a ring of `window` slots: file i waits in slot i % window until emitted
     const std::size_t window = workers * 8;
-    std::vector<std::optional<Outcome>> slots(std::min(window, entries.size()));
+    std::vector<std::optional<Outcome>> slots(window);
     std::mutex mutex;
     std::condition_variable room;
     std::size_t next = 0, emitted = 0;
+    bool walked = false;  // every path has been handed out
     // Output in input order without a thread that waits per file: the worker
     // that completes the next file to emit emits it, and every following file
     // already done, one emitter at a time. Workers block only when the window
@@ -807,30 +850,42 @@ int run_cli(int argc, char** argv, std::span<const Rule> rules) {
     auto work = [&] {
       for (;;) {
         std::size_t i;
+        std::optional<Next> item;
         {
           std::unique_lock lock(mutex);
-          auto has_room = [&] { return next >= entries.size() || next < emitted + window; };
+          auto has_room = [&] { return walked || next < emitted + window; };
           if (!has_room()) {
             ++room_waiters;
             room.wait(lock, has_room);
             --room_waiters;
           }
-          if (next >= entries.size()) return;
+          if (walked) return;
+          try {
+            item = pull();
+          } catch (const std::exception& e) {  // a folder that cannot be walked ends the walk, reported
+            std::fprintf(stderr, "ddplint: internal error while finding files: %s\n", e.what());
+            walk_error = true;
+          }
+          if (!item) {
+            walked = true;
+            if (room_waiters > 0) room.notify_all();
+            return;
+          }
           i = next++;
         }
         Outcome o;
         try {
-          o = lint_path(entries[i], *selections[i]);
+          o = lint_path(item->entry, *item->settings);
         } catch (const std::exception& e) {  // one bad file never stops the others
           o = Outcome{};
-          o.err = "ddplint: " + entries[i].path + ": internal error: " + e.what() + "\n";
+          o.err = "ddplint: " + item->entry.path + ": internal error: " + e.what() + "\n";
           o.error = true;
         }
         std::unique_lock lock(mutex);
         slots[i % slots.size()] = std::move(o);
         if (emitting || i != emitted) continue;  // emitted by whoever completes the file before it
         emitting = true;
-        while (emitted < entries.size() && slots[emitted % slots.size()]) {
+        while (slots[emitted % slots.size()]) {
           std::optional<Outcome>& slot = slots[emitted % slots.size()];
           Outcome out = std::move(*slot);
           slot.reset();
@@ -853,6 +908,7 @@ int run_cli(int argc, char** argv, std::span<const Rule> rules) {
     for (std::size_t t = 0; t < workers; ++t) pool.emplace_back(work);
     for (auto& t : pool) t.join();
   }
+  had_error = had_error || walk_error;
 
   std::FILE* summary = summary_to_stderr ? stderr : report;
   if (diff) {

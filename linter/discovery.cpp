@@ -20,65 +20,84 @@ bool default_excluded(const fs::path& path, bool /*is_dir*/) {
   return std::find(kDefaultExclude.begin(), kDefaultExclude.end(), name) != kDefaultExclude.end();
 }
 
-std::string join(const std::string& base, const fs::path& rel) {
-  if (base.empty() || base == ".") return rel.generic_string();
-  std::string out = base;
-  if (out.back() != '/') out += '/';
-  return out + rel.generic_string();
-}
 }  // namespace
 
-std::vector<DiscoveredPath> discover(const std::vector<std::string>& arguments, const ExcludeFn& excluded_fn,
-                                     bool force_exclude) {
-  const ExcludeFn& excluded = excluded_fn ? excluded_fn : ExcludeFn(default_excluded);
-  std::vector<DiscoveredPath> out;
-  for (const std::string& arg : arguments) {
+PathWalk::PathWalk(std::vector<std::string> arguments, ExcludeFn excluded, bool force_exclude)
+    : arguments_(std::move(arguments)),
+      excluded_(excluded ? std::move(excluded) : ExcludeFn(default_excluded)),
+      force_exclude_(force_exclude) {}
+
+void PathWalk::open(const fs::path& dir, const std::string& shown, std::string prefix) {
+  std::error_code ec;
+  fs::directory_iterator di(dir, ec);
+  if (ec) {
+    ready_.push_back({shown, ec.message()});
+    return;
+  }
+  Folder folder{dir, std::move(prefix), {}, 0};
+  for (fs::directory_iterator end; di != end;) {
+    const fs::directory_entry& entry = *di;
+    std::error_code e2;
+    bool is_link = entry.is_symlink(e2);
+    if (entry.is_directory(e2)) {
+      // symbolic links to folders are not followed: no loops, no escapes
+      if (!is_link && !excluded_(entry.path(), true)) folder.items.push_back({entry.path().filename().string(), true});
+    } else if (entry.path().extension() == ".py" && (entry.is_regular_file(e2) || is_link) &&
+               !excluded_(entry.path(), false)) {
+      folder.items.push_back({entry.path().filename().string(), false});
+    }
+    di.increment(e2);
+    if (e2) {  // the folder's path sorts before its entries: its error comes first
+      ready_.push_back({shown, e2.message()});
+      break;
+    }
+  }
+  std::sort(folder.items.begin(), folder.items.end(), [](const Item& a, const Item& b) { return a.name < b.name; });
+  stack_.push_back(std::move(folder));
+}
+
+std::optional<DiscoveredPath> PathWalk::next() {
+  for (;;) {
+    if (!ready_.empty()) {
+      DiscoveredPath out = std::move(ready_.front());
+      ready_.pop_front();
+      return out;
+    }
+    if (!stack_.empty()) {
+      Folder& folder = stack_.back();
+      if (folder.at == folder.items.size()) {
+        stack_.pop_back();
+        continue;
+      }
+      const Item& item = folder.items[folder.at++];
+      std::string shown = folder.prefix + item.name;
+      if (!item.is_dir) return DiscoveredPath{std::move(shown), ""};
+      fs::path dir = folder.path / item.name;  // (`folder` is invalidated by the push in open)
+      std::string prefix = shown + '/';
+      open(dir, shown, std::move(prefix));
+      continue;
+    }
+    if (next_argument_ == arguments_.size()) return std::nullopt;
+    const std::string& arg = arguments_[next_argument_++];
     std::error_code ec;
     fs::file_status st = fs::status(arg, ec);
     if (ec || !fs::exists(st)) {
-      out.push_back({arg, ec && ec != std::errc::no_such_file_or_directory ? ec.message()
-                                                                             : "No such file or directory"});
-      continue;
+      return DiscoveredPath{arg, ec && ec != std::errc::no_such_file_or_directory ? ec.message()
+                                                                                  : "No such file or directory"};
     }
-    if (force_exclude && excluded(fs::path(arg), fs::is_directory(st))) continue;
-    if (!fs::is_directory(st)) {
-      out.push_back({arg, ""});
-      continue;
-    }
-    std::vector<DiscoveredPath> found;
-    std::vector<fs::path> pending{fs::path(arg)};
-    while (!pending.empty()) {
-      fs::path dir = std::move(pending.back());
-      pending.pop_back();
-      std::string shown = join(arg, dir.lexically_relative(arg));
-      if (dir == fs::path(arg)) shown = arg;
-      fs::directory_iterator di(dir, ec);
-      if (ec) {
-        found.push_back({shown, ec.message()});
-        continue;
-      }
-      for (fs::directory_iterator end; di != end;) {
-        const fs::directory_entry& entry = *di;
-        std::error_code e2;
-        bool is_link = entry.is_symlink(e2);
-        std::string name = entry.path().filename().string();
-        if (entry.is_directory(e2)) {
-          // symbolic links to folders are not followed: no loops, no escapes
-          if (!is_link && !excluded(entry.path(), true)) pending.push_back(entry.path());
-        } else if (entry.path().extension() == ".py" && (entry.is_regular_file(e2) || is_link) &&
-                   !excluded(entry.path(), false)) {
-          found.push_back({join(arg, entry.path().lexically_relative(arg)), ""});
-        }
-        di.increment(e2);
-        if (e2) {
-          found.push_back({shown, e2.message()});
-          break;
-        }
-      }
-    }
-    std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.path < b.path; });
-    out.insert(out.end(), std::make_move_iterator(found.begin()), std::make_move_iterator(found.end()));
+    if (force_exclude_ && excluded_(fs::path(arg), fs::is_directory(st))) continue;
+    if (!fs::is_directory(st)) return DiscoveredPath{arg, ""};
+    // entries of the argument folder: `arg/name` (`name` for `.` or an empty argument)
+    std::string prefix = arg.empty() || arg == "." ? std::string() : arg.back() == '/' ? arg : arg + '/';
+    open(fs::path(arg), arg, std::move(prefix));
   }
+}
+
+std::vector<DiscoveredPath> discover(const std::vector<std::string>& arguments, const ExcludeFn& excluded,
+                                     bool force_exclude) {
+  std::vector<DiscoveredPath> out;
+  PathWalk walk(arguments, excluded, force_exclude);
+  while (auto entry = walk.next()) out.push_back(std::move(*entry));
   return out;
 }
 

@@ -239,6 +239,25 @@ TEST_CASE("folders: recursion into *.py, skipped folders, sorted output, paths a
   CHECK(ddplint({"-q", "proj"}, "", d.path).rc == 1);
 }
 
+TEST_CASE("folders: paths sorted one component at a time, as the walk streams them (-j 1 and -j 4 alike)") {
+  TempDir d;
+  // byte order of names in each folder: "m" < "m-x.py" < "m.py", so the folder
+  // m's files come first (whole-string order would put them last: '/' > '.')
+  d.write("proj/m.py", kBadLoader);
+  d.write("proj/m-x.py", kBadLoader);
+  d.write("proj/m/z.py", kBadLoader);
+  d.write("proj/m/k/a.py", kBadLoader);
+  d.write("proj/B.py", kBadLoader);
+  for (const char* jobs : {"1", "4"}) {
+    CAPTURE(jobs);
+    Run r = ddplint({"-q", "-j", jobs, "--format", "json-lines", "proj"}, "", d.path);
+    std::vector<std::string> order;
+    for (std::size_t at = 0, end; (end = r.out.find('\n', at)) != std::string::npos; at = end + 1)
+      order.push_back(nlohmann::json::parse(r.out.substr(at, end - at))["filename"]);
+    CHECK(order == std::vector<std::string>{"proj/B.py", "proj/m/k/a.py", "proj/m/z.py", "proj/m-x.py", "proj/m.py"});
+  }
+}
+
 TEST_CASE("missing and unreadable paths: exit 2 naming the path; other files still linted") {
   TempDir d;
   d.write("bad.py", kBadLoader);
