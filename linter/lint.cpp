@@ -1,7 +1,6 @@
 #include "linter/lint.hpp"
 
 #include <algorithm>
-#include <optional>
 
 #include "linter/prefilter.hpp"
 #include "linter/semantic_model.hpp"

@@ -16,9 +16,10 @@
 
 namespace ddplint {
 
-/// Which files the enabled rules could fire on, decided from bytes alone; and,
-/// for a file that is parsed, which enabled rules could fire on it (a rule
-/// whose needed text is absent is not run: lint() skips its check).
+/// Which files the enabled rules could fire on, decided from bytes alone; and
+/// which rules' own needs hold in a file (lint() asks this for DDP001's `*`;
+/// skipping every rule whose needs are absent cost more in searches than it
+/// saved: bench/README.md, "Seventh round").
 class Prefilter {
  public:
   /// Compiles the `needs` of every rule of `rules` that `selection` enables.
@@ -72,7 +73,7 @@ class Prefilter {
   using Needs = std::vector<Group>;     // every group
   std::vector<std::string> strings_;    // distinct needed strings
   std::vector<Needs> needs_;            // compiled needs: the enabled rules' and, for `*`, the catalog's
-  std::vector<int> order_;              // indices into needs_ that may_fire() tries, fewest strings first
+  std::vector<int> order_;              // indices into needs_ that may_fire() tries, fewest groups, then strings, first
   std::vector<int> catalog_;            // the same for every rule of the catalog and kTrainingScript (for `*`)
   // per rule of the constructor's span: an index into needs_, or kAlways
   // (needs nothing), kCatalog (`*`), kNever (disabled)
