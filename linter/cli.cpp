@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <sched.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -36,6 +37,15 @@
 namespace ddplint {
 
 namespace {
+// The cores this process may run on: its affinity mask (`taskset`, a
+// container's CPU set), else the machine's; at least 1.
+unsigned usable_cores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (::sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return static_cast<unsigned>(CPU_COUNT(&set));
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
 
 // The rule with `code` among `rules`, or nullptr.
 const Rule* rule_with_code(std::span<const Rule> rules, std::string_view code) {
@@ -339,8 +349,8 @@ int run_cli(int argc, char** argv, std::span<const Rule> rules) {
   app.add_flag("--show-fixes", show_fixes, "With --fix: list the fixes applied, per file and rule");
   app.add_flag("--exit-zero", exit_zero, "Exit with 0 even when findings are reported");
   app.add_flag("-q,--quiet", quiet, "Print findings only: no summary line");
-  unsigned jobs = std::max(1u, std::thread::hardware_concurrency());
-  app.add_option("-j,--jobs", jobs, "Files linted in parallel (default: the number of cores); output order is the same")
+  unsigned jobs = usable_cores();
+  app.add_option("-j,--jobs", jobs, "Files linted in parallel (default: the number of cores it may run on); output order is the same")
       ->check(CLI::Range(1u, 1024u))
       ->capture_default_str();
   CLI::App* server = app.add_subcommand("server", "Run the language server: LSP 3.17 over standard input/output");
@@ -487,6 +497,72 @@ int run_cli(int argc, char** argv, std::span<const Rule> rules) {
   };
 
   if (paths.empty()) paths.push_back(".");
+  std::vector<std::string> file_args;
+  for (const auto& p : paths) {
+    // a path given twice is linted once
+    if (p != "-" && std::find(file_args.begin(), file_args.end(), p) == file_args.end()) file_args.push_back(p);
+  }
+  // folder discovery leaves out the configuration's `exclude` patterns and what git ignores
+  GitIgnore gitignore;
+  std::error_code cwd_error;
+  const std::filesystem::path cwd = std::filesystem::current_path(cwd_error);
+  std::map<const Config*, std::vector<std::string>> patterns_of;  // exclude patterns, per configuration
+  auto excluded = [&](const std::filesystem::path& path, bool is_dir) {
+    std::shared_ptr<const Config> config;
+    if (!config_of(path.string(), config)) return false;  // reported; the run stops after discovery
+    std::filesystem::path absolute = (path.is_absolute() ? path : cwd / path).lexically_normal();
+    const std::filesystem::path& base = config ? config->directory : cwd;
+    auto patterns = patterns_of.find(config.get());
+    if (patterns == patterns_of.end()) patterns = patterns_of.emplace(config.get(), exclude_patterns(config.get())).first;
+    if (matches_exclude(patterns->second, absolute, base)) return true;
+    bool respect = respect_gitignore.value_or(config ? config->respect_gitignore : true);
+    return respect && gitignore.ignored(absolute, is_dir);
+  };
+  if (force_exclude) {
+    // a path named on the command line under an excluded folder (`generated/c.py`
+    // with `exclude = ["generated"]`; a pre-commit hook names files) is left out
+    // as the folder walk would leave it out: its folders between the
+    // configuration's folder (or the working directory) and the file are checked
+    std::erase_if(file_args, [&](const std::string& arg) {
+      std::filesystem::path absolute =
+          (std::filesystem::path(arg).is_absolute() ? std::filesystem::path(arg) : cwd / arg).lexically_normal();
+      std::shared_ptr<const Config> config;
+      if (!config_of(absolute.string(), config)) return false;  // reported; the run stops after discovery
+      const std::filesystem::path base = config ? config->directory : cwd;
+      for (std::filesystem::path dir = absolute.parent_path(); dir != dir.parent_path(); dir = dir.parent_path()) {
+        std::string relative = dir.lexically_relative(base).generic_string();
+        if (relative.empty() || relative == "." || relative.rfind("..", 0) == 0) break;  // the project's folders only
+        if (excluded(dir, true)) return true;
+      }
+      return false;
+    });
+  }
+  // Every file's configuration is resolved before any is linted: a bad
+  // configuration stops the run. This first walk keeps no paths: the lint walks
+  // again, so memory holds the folders being walked, not every path of the run.
+  {
+    // the folders the lint will walk, and the configuration of each file found
+    // in them (as the lint's walk resolves it); the files' own exclusion is
+    // left to the lint's walk: it cannot change which configuration governs them
+    auto folders_only = [&](const std::filesystem::path& path, bool is_dir) {
+      if (is_dir) return excluded(path, true);
+      std::shared_ptr<const Config> config;
+      config_of(path.string(), config);  // errors are collected in config_errors
+      return true;
+    };
+    PathWalk check(file_args, folders_only, force_exclude);
+    while (auto entry = check.next()) {
+      std::shared_ptr<const Config> config;
+      if (entry->error.empty()) config_of(entry->path, config);  // files named as arguments
+    }
+  }
+  if (!config_errors.empty()) return kExitError;
+  if (std::find(paths.begin(), paths.end(), "-") != paths.end()) {
+    std::shared_ptr<const Config> config;  // standard input's, from --stdin-filename's folder
+    if (!config_of(stdin_filename.empty() ? "stdin.py" : stdin_filename, config)) return kExitError;
+  }
+  // (configurations are all read before anything is written, the report file
+  // included: a bad one leaves an earlier report as it was)
   bool had_error = false;
   bool color = (format == "text" || format == "full" || format == "grouped") && output_file.empty() && use_color();
   std::size_t findings = 0, files = 0;
@@ -709,15 +785,9 @@ int run_cli(int argc, char** argv, std::span<const Rule> rules) {
     return lint_source(SourceFile(entry.path, std::move(*bytes)), selection, true);
   };
 
-  std::vector<std::string> file_args;
   bool stdin_done = false;
   for (const auto& p : paths) {
-    if (p != "-") {
-      // a path given twice is linted once
-      if (std::find(file_args.begin(), file_args.end(), p) == file_args.end()) file_args.push_back(p);
-      continue;
-    }
-    if (stdin_done) continue;
+    if (p != "-" || stdin_done) continue;
     stdin_done = true;
     std::string name = stdin_filename.empty() ? "-" : stdin_filename;
     std::string err;
@@ -736,63 +806,9 @@ int run_cli(int argc, char** argv, std::span<const Rule> rules) {
     emit(o);
   }
 
-  // Files are linted by `jobs` threads; outcomes are emitted strictly in input
-  // order as soon as each is ready, and at most a bounded window of them is held.
-  // folder discovery leaves out the configuration's `exclude` patterns and what git ignores
-  GitIgnore gitignore;
-  std::error_code cwd_error;
-  const std::filesystem::path cwd = std::filesystem::current_path(cwd_error);
-  std::map<const Config*, std::vector<std::string>> patterns_of;  // exclude patterns, per configuration
-  auto excluded = [&](const std::filesystem::path& path, bool is_dir) {
-    std::shared_ptr<const Config> config;
-    if (!config_of(path.string(), config)) return false;  // reported; the run stops after discovery
-    std::filesystem::path absolute = (path.is_absolute() ? path : cwd / path).lexically_normal();
-    const std::filesystem::path& base = config ? config->directory : cwd;
-    auto patterns = patterns_of.find(config.get());
-    if (patterns == patterns_of.end()) patterns = patterns_of.emplace(config.get(), exclude_patterns(config.get())).first;
-    if (matches_exclude(patterns->second, absolute, base)) return true;
-    bool respect = respect_gitignore.value_or(config ? config->respect_gitignore : true);
-    return respect && gitignore.ignored(absolute, is_dir);
-  };
-  if (force_exclude) {
-    // a path named on the command line under an excluded folder (`generated/c.py`
-    // with `exclude = ["generated"]`; a pre-commit hook names files) is left out
-    // as the folder walk would leave it out: its folders between the
-    // configuration's folder (or the working directory) and the file are checked
-    std::erase_if(file_args, [&](const std::string& arg) {
-      std::filesystem::path absolute =
-          (std::filesystem::path(arg).is_absolute() ? std::filesystem::path(arg) : cwd / arg).lexically_normal();
-      std::shared_ptr<const Config> config;
-      if (!config_of(absolute.string(), config)) return false;  // reported; the run stops after discovery
-      const std::filesystem::path base = config ? config->directory : cwd;
-      for (std::filesystem::path dir = absolute.parent_path(); dir != dir.parent_path(); dir = dir.parent_path()) {
-        std::string relative = dir.lexically_relative(base).generic_string();
-        if (relative.empty() || relative == "." || relative.rfind("..", 0) == 0) break;  // the project's folders only
-        if (excluded(dir, true)) return true;
-      }
-      return false;
-    });
-  }
-  // Every file's configuration is resolved before any is linted: a bad
-  // configuration stops the run. This first walk keeps no paths: the lint walks
-  // again, so memory holds the folders being walked, not every path of the run.
-  {
-    // the folders the lint will walk, and the configuration of each file found
-    // in them (as the lint's walk resolves it); the files' own exclusion is
-    // left to the lint's walk: it cannot change which configuration governs them
-    auto folders_only = [&](const std::filesystem::path& path, bool is_dir) {
-      if (is_dir) return excluded(path, true);
-      std::shared_ptr<const Config> config;
-      config_of(path.string(), config);  // errors are collected in config_errors
-      return true;
-    };
-    PathWalk check(file_args, folders_only, force_exclude);
-    while (auto entry = check.next()) {
-      std::shared_ptr<const Config> config;
-      if (entry->error.empty()) config_of(entry->path, config);  // files named as arguments
-    }
-  }
-  if (!config_errors.empty()) return kExitError;
+  // Files are linted by `jobs` threads as the walk hands them out; outcomes are
+  // emitted strictly in input order as soon as each is ready, and at most a
+  // bounded window of them is held.
   // Files under one configuration without per-file-ignores share one FileSettings.
   std::map<const Config*, std::shared_ptr<const FileSettings>> shared_settings;
   // --fix/--diff: one file reached by two spellings (`a.py ./a.py`, overlapping
@@ -814,7 +830,10 @@ int run_cli(int argc, char** argv, std::span<const Rule> rules) {
         if (!ec && !fixed_real.insert(real).second) continue;
       }
       std::shared_ptr<const Config> config;
-      if (entry->error.empty() && !config_of(entry->path, config)) walk_error = true;  // changed since the first walk
+      if (entry->error.empty() && !config_of(entry->path, config)) {  // it changed since the first walk
+        walk_error = true;
+        entry->error = "not linted: its configuration has an error (above)";
+      }
       std::shared_ptr<const FileSettings> settings;
       if (config && !config->per_file_ignores.empty()) {
         settings = std::make_shared<const FileSettings>(settings_of(config.get(), entry->path));
@@ -890,9 +909,11 @@ int run_cli(int argc, char** argv, std::span<const Rule> rules) {
           Outcome out = std::move(*slot);
           slot.reset();
           ++emitted;
+          // one emitted file makes room for one more: one waiter is woken (waking
+          // all of them per file made -j 16 on 2 cores four times slower than -j 1)
           bool wake = room_waiters > 0;
           lock.unlock();
-          if (wake) room.notify_all();
+          if (wake) room.notify_one();
           try {
             emit(out);
           } catch (const std::exception& e) {  // on a worker thread: report, never terminate

@@ -15,6 +15,7 @@
 #include <fstream>
 #include <sstream>
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
 #include <unistd.h>
@@ -362,9 +363,25 @@ std::optional<std::string> read_file(const std::string& path, std::string& error
     error = "file is larger than " + std::to_string(kMaxSourceBytes >> 20) + " MiB";
     return std::nullopt;
   }
-  std::FILE* f = std::fopen(path.c_str(), "rb");
+  // the path may have been replaced since the stat (a FIFO swapped in would
+  // block an ordinary open and read): open without blocking, check what was
+  // opened, and only then read it as usual
+  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    error = std::strerror(errno);
+    return std::nullopt;
+  }
+  struct stat opened {};
+  if (::fstat(fd, &opened) != 0 || !S_ISREG(opened.st_mode)) {
+    error = S_ISDIR(opened.st_mode) ? "is a directory" : "not a regular file";
+    ::close(fd);
+    return std::nullopt;
+  }
+  int flags = ::fcntl(fd, F_GETFL);
+  std::FILE* f = flags < 0 || ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0 ? nullptr : ::fdopen(fd, "rb");
   if (!f) {
     error = std::strerror(errno);
+    ::close(fd);
     return std::nullopt;
   }
   errno = 0;

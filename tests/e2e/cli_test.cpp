@@ -471,6 +471,14 @@ TEST_CASE("configuration files: closest wins, --config, --isolated, per-file-ign
   CHECK(bad.out.empty());
   CHECK(bad.err == "ddplint: " + (d.path / "proj/legacy/ddplint.toml").string() +
                        ":2:11: unknown rule code or prefix 'DDP9' in `ignore`\n");
+  // ... also with standard input among the paths (read, not linted), and a
+  // report file from an earlier run is left as it was
+  Run bad_stdin = ddplint({"--format", "json", "-", "proj"}, script, d.path);
+  CHECK(bad_stdin.rc == 2);
+  CHECK(bad_stdin.out.empty());
+  d.write("report.json", "earlier\n");
+  CHECK(ddplint({"--format", "json", "-o", "report.json", "proj"}, "", d.path).rc == 2);
+  CHECK(slurp(d.path / "report.json") == "earlier\n");
   Run missing = ddplint({"--config", "nope.toml", "proj/train.py"}, "", d.path);
   CHECK(missing.rc == 2);
   CHECK(missing.err == "ddplint: nope.toml: no such file\n");
