@@ -46,7 +46,6 @@ unsigned usable_cores() {
   return std::max(1u, std::thread::hardware_concurrency());
 }
 
-
 // The rule with `code` among `rules`, or nullptr.
 const Rule* rule_with_code(std::span<const Rule> rules, std::string_view code) {
   for (const Rule& r : rules)
@@ -509,7 +508,7 @@ int run_cli(int argc, char** argv, std::span<const Rule> rules) {
   std::map<const Config*, std::vector<std::string>> patterns_of;  // exclude patterns, per configuration
   auto excluded = [&](const std::filesystem::path& path, bool is_dir) {
     std::shared_ptr<const Config> config;
-    if (!config_of(path.string(), config)) return false;  // reported; the run stops after discovery
+    if (!config_of(path.string(), config)) return false;  // reported; the run stops before linting
     std::filesystem::path absolute = (path.is_absolute() ? path : cwd / path).lexically_normal();
     const std::filesystem::path& base = config ? config->directory : cwd;
     auto patterns = patterns_of.find(config.get());
@@ -527,7 +526,7 @@ int run_cli(int argc, char** argv, std::span<const Rule> rules) {
       std::filesystem::path absolute =
           (std::filesystem::path(arg).is_absolute() ? std::filesystem::path(arg) : cwd / arg).lexically_normal();
       std::shared_ptr<const Config> config;
-      if (!config_of(absolute.string(), config)) return false;  // reported; the run stops after discovery
+      if (!config_of(absolute.string(), config)) return false;  // reported; the run stops before linting
       const std::filesystem::path base = config ? config->directory : cwd;
       for (std::filesystem::path dir = absolute.parent_path(); dir != dir.parent_path(); dir = dir.parent_path()) {
         std::string relative = dir.lexically_relative(base).generic_string();
