@@ -95,7 +95,9 @@ LintResult lint(const SourceFile& source, std::span<const Rule> rules, const Rul
     skipped.skipped = true;
     return skipped;
   }
-  return lint_decoded(source, parse_python(source), rules, plan, scan, options);
+  ParseArenaScope arena;  // (outlives the tree: declared before it)
+  SyntaxTree tree = parse_python(source);
+  return lint_decoded(source, tree, rules, plan, scan, options);
 }
 
 LintResult lint(const SourceFile& source, const SyntaxTree& tree, std::span<const Rule> rules,

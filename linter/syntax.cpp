@@ -2,11 +2,190 @@
 
 #include "linter/tree_walk.h"
 
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <utility>
+
+#if defined(__SANITIZE_ADDRESS__)
+#define DDPLINT_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define DDPLINT_ASAN 1
+#endif
+#endif
+#ifdef DDPLINT_ASAN
+#include <sanitizer/asan_interface.h>
+#define DDPLINT_POISON(p, n) ASAN_POISON_MEMORY_REGION((p), (n))
+#define DDPLINT_UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION((p), (n))
+#else
+#define DDPLINT_POISON(p, n) ((void)(p), (void)(n))
+#define DDPLINT_UNPOISON(p, n) ((void)(p), (void)(n))
+#endif
 
 namespace ddplint {
+
+// ---------------------------------------------------------------------------
+// The parse arena (ParseArenaScope): tree-sitter's allocator hooks
+// (ts_set_allocator, installed once before main) serve a thread's requests
+// from its region while a scope is open there, and pass everything else to
+// malloc. A block carries its size in a 16-byte header (for realloc), so
+// blocks stay 16-byte aligned like malloc's. Freeing a block is a no-op,
+// except the region's last block, which is given back (tree-sitter often
+// frees what it just allocated); realloc of the last block grows in place.
+namespace {
+struct ParseArena {
+  unsigned char* base = nullptr;  // ParseArenaScope::kBytes, or null before first use
+  std::size_t used = 0;
+  std::size_t last = SIZE_MAX;  // offset of the last block's header, SIZE_MAX if none
+  bool active = false;          // a scope is open on this thread
+  bool overflowed = false;      // a request of this scope went to malloc
+  int live_trees = 0;           // trees parsed in this scope not yet destroyed
+  ParseArena() = default;
+  ParseArena(const ParseArena&) = delete;
+  ParseArena& operator=(const ParseArena&) = delete;
+  ~ParseArena() {  // at the thread's exit
+    DDPLINT_UNPOISON(base, base ? ParseArenaScope::kBytes : 0);
+    std::free(base);
+    base = nullptr;
+  }
+};
+thread_local ParseArena t_arena;
+constexpr std::size_t kHeader = 16;
+
+bool in_arena(const void* p) {
+  const ParseArena& a = t_arena;
+  auto at = reinterpret_cast<std::uintptr_t>(p), base = reinterpret_cast<std::uintptr_t>(a.base);
+  return a.base != nullptr && at >= base && at - base < ParseArenaScope::kBytes;
+}
+
+// True for the region's last block (`p` in the arena).
+bool last_block(const void* p) {
+  const ParseArena& a = t_arena;
+  return a.active && a.last != SIZE_MAX && static_cast<const unsigned char*>(p) - kHeader == a.base + a.last;
+}
+
+std::size_t block_size(const void* p) {
+  std::size_t n;
+  std::memcpy(&n, static_cast<const unsigned char*>(p) - kHeader, sizeof n);
+  return n;
+}
+
+// A block of `n` bytes from the region, or null when it does not fit.
+void* arena_take(std::size_t n) {
+  ParseArena& a = t_arena;
+  std::size_t need = (n + kHeader + 15) & ~std::size_t{15};
+  if (need < n || need > ParseArenaScope::kBytes - a.used) {
+    a.overflowed = true;
+    return nullptr;
+  }
+  unsigned char* header = a.base + a.used;
+  DDPLINT_UNPOISON(header, need);
+  std::memcpy(header, &n, sizeof n);
+  a.last = a.used;
+  a.used += need;
+  return header + kHeader;
+}
+
+void* hook_malloc(std::size_t n) {
+  if (t_arena.active) {
+    if (void* p = arena_take(n)) return p;
+  }
+  return std::malloc(n);
+}
+
+void* hook_calloc(std::size_t count, std::size_t size) {
+  if (t_arena.active && (size == 0 || count <= SIZE_MAX / size)) {
+    if (void* p = arena_take(count * size)) return std::memset(p, 0, count * size);  // the region is reused
+  }
+  return std::calloc(count, size);
+}
+
+void hook_free(void* p) {
+  if (p == nullptr) return;
+  if (!in_arena(p)) {
+    std::free(p);
+    return;
+  }
+  ParseArena& a = t_arena;
+  if (last_block(p)) {  // give it back
+    unsigned char* header = static_cast<unsigned char*>(p) - kHeader;
+    a.used = a.last;
+    a.last = SIZE_MAX;
+    DDPLINT_POISON(header, ParseArenaScope::kBytes - a.used);
+  }
+}
+
+void* hook_realloc(void* p, std::size_t n) {
+  if (p == nullptr) return hook_malloc(n);
+  if (!in_arena(p)) return std::realloc(p, n);
+  ParseArena& a = t_arena;
+  std::size_t old = block_size(p);
+  if (last_block(p)) {  // grow or shrink in place
+    unsigned char* header = static_cast<unsigned char*>(p) - kHeader;
+    std::size_t need = (n + kHeader + 15) & ~std::size_t{15};
+    if (need >= n && need <= ParseArenaScope::kBytes - a.last) {
+      DDPLINT_UNPOISON(header, need);
+      std::memcpy(header, &n, sizeof n);
+      a.used = a.last + need;
+      return p;
+    }
+  }
+  void* q = hook_malloc(n);
+  if (q != nullptr) std::memcpy(q, p, old < n ? old : n);
+  return q;  // (the old block stays in the region until the scope ends)
+}
+
+// Installed before main, while the process has one thread.
+const bool hooks_installed = [] {
+  ts_set_allocator(&hook_malloc, &hook_calloc, &hook_realloc, &hook_free);
+  return true;
+}();
+
+// Deleters of trees parsed in a scope.
+void release_arena_tree(TSTree*) { --t_arena.live_trees; }
+void delete_arena_tree(TSTree* tree) {  // outgrew the region: parts of it are malloc's
+  --t_arena.live_trees;
+  ts_tree_delete(tree);
+}
+}  // namespace
+
+ParseArenaScope::ParseArenaScope() : owner_(hooks_installed && !t_arena.active) {
+  if (!owner_) return;
+  ParseArena& a = t_arena;
+  if (a.base == nullptr) {
+    a.base = static_cast<unsigned char*>(std::malloc(kBytes));
+    if (a.base == nullptr) {  // no arena: tree-sitter uses malloc as usual
+      owner_ = false;
+      return;
+    }
+    DDPLINT_POISON(a.base, kBytes);
+  }
+  a.used = 0;
+  a.last = SIZE_MAX;
+  a.overflowed = false;
+  a.live_trees = 0;
+  a.active = true;
+}
+
+ParseArenaScope::~ParseArenaScope() {
+  if (!owner_) return;
+  ParseArena& a = t_arena;
+  if (a.live_trees != 0) {
+    std::fputs("ddplint: internal error: a syntax tree outlived its parse arena\n", stderr);
+    std::abort();
+  }
+  a.active = false;
+  DDPLINT_POISON(a.base, kBytes);
+}
+
+SyntaxTree::SyntaxTree(TSTree* tree, bool universal_newlines, bool in_arena)
+    : tree_(tree, in_arena ? &release_arena_tree : &delete_arena_tree), universal_newlines_(universal_newlines) {
+  if (tree != nullptr) ++t_arena.live_trees;
+}
 
 namespace {
 TSSymbol named_symbol(const TSLanguage* lang, const char* name) {
@@ -154,8 +333,13 @@ SyntaxTree parse_python(const SourceFile& source, const SyntaxTree* previous) {
   // (deleting the \n of a CRLF turns the \r before the edit into a line
   // break: a byte outside the edited range reads differently; parsed afresh)
   TSTree* old = previous != nullptr && !lone_cr && !previous->universal_newlines() ? previous->get() : nullptr;
+  t_arena.overflowed = false;  // (read below, for this parse)
   TSTree* tree = ts_parser_parse_string_encoding(parser.get(), old, text.data(),
                                                  static_cast<uint32_t>(text.size()), TSInputEncodingUTF8);
+  // In a parse arena scope the tree must not outlive the scope. Its memory is
+  // all in the region unless the parse outgrew it, or it shares subtrees with
+  // `old` (kept alive by reference counts that only ts_tree_delete gives back).
+  if (t_arena.active) return SyntaxTree(tree, lone_cr, !std::exchange(t_arena.overflowed, false) && old == nullptr);
   return SyntaxTree(tree, lone_cr);
 }
 
