@@ -11,10 +11,11 @@
 // --lint-only times the lint alone, --parse-only the parse alone (for a
 // profiler or counters: perf record, perf stat, callgrind). --breakdown times
 // the lint's own parse apart from the model and rules (the lint then skips
-// the prefilter, which skips nothing on a torch corpus). The parse alone is
-// tree-sitter's ordinary one (parse_python, its memory from malloc, the tree
-// freed with ts_tree_delete); the lint's parse is in the parse arena
-// (ParseArenaScope, linter/syntax.hpp), as lint() parses.
+// the prefilter, which skips nothing on a torch corpus). The parse alone (and
+// the parse and walk) is tree-sitter's own: parse_python with tree-sitter's
+// default allocator (malloc; ddplint's allocation hooks switched off around
+// it) and the tree freed with ts_tree_delete. The lint's parse is in the parse
+// arena (ParseArenaScope, linter/syntax.hpp), as lint() parses.
 // --hot times each file on its own instead, with warm caches: the parse 20
 // times, then the lint 20 times, best of 7 such pairs; it prints the ratio for
 // each file and their mean. Against the corpus ratio it shows how much of the
@@ -75,11 +76,13 @@ int main(int argc, char** argv) {
       constexpr int kRepeat = 20;
       double best_parse = 1e30, best_lint = 1e30;
       for (int r = 0; r < 7; ++r) {
+        set_parse_arena_hooks(false);
         auto t0 = Clock::now();
         for (int k = 0; k < kRepeat; ++k) {
           SyntaxTree tree = parse_python(f);
           nodes += ts_node_child_count(tree.root()) > 0;
         }
+        set_parse_arena_hooks(true);
         auto t1 = Clock::now();
         for (int k = 0; k < kRepeat; ++k) findings += lint(f, rules::all(), all).diagnostics.size();
         auto t2 = Clock::now();
@@ -146,6 +149,7 @@ int main(int argc, char** argv) {
       for (std::size_t k = 0; k < 3; ++k) {
         std::size_t which = (chunk + k) % 3;
         if ((lint_only && which != 2) || (parse_only && which != 0)) continue;
+        set_parse_arena_hooks(which == 2);  // the parse and the walk as tree-sitter does them alone
         auto t0 = Clock::now();
         if (which == 0) parse_files(from, to);
         else if (which == 1) walk_files(from, to);

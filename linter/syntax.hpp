@@ -45,8 +45,9 @@ class SyntaxTree {
 };
 
 /// While an object of this class lives, tree-sitter's allocations on this
-/// thread come from one region of the thread's (the parse arena, 2 MiB,
-/// reserved on first use and reused from scope to scope), and a tree
+/// thread come from one region of the thread's (the parse arena, 2 MiB of
+/// address space mapped on first use and reused from scope to scope; its
+/// pages are touched only as used), and a tree
 /// parse_python builds from scratch is not freed node by node: the region is
 /// simply reused by the next scope. Freeing a tree walks every node
 /// (ts_tree_delete), and a parse allocates and frees thousands of small
@@ -70,10 +71,21 @@ class ParseArenaScope {
   /// 40 KB (a parse allocates about 43 bytes per source byte in all, frees
   /// included: 476 KB for the 11 KB largest file of bench/corpus/torch).
   static constexpr std::size_t kBytes = 2u * 1024u * 1024u;
+  /// Bytes of the region that stay resident between scopes; the pages beyond
+  /// are handed back to the system (madvise) after a parse that used them.
+  static constexpr std::size_t kKeptBytes = 512u * 1024u;
 
  private:
   bool owner_;  // false for an inner (inert) scope
 };
+
+/// Routes tree-sitter's allocations through the parse arena's hooks (`on`, the
+/// default from before main) or back to tree-sitter's own allocator (malloc,
+/// free); with the hooks off a ParseArenaScope is inert. For the benchmarks'
+/// reference parse, which must be tree-sitter's own. Call it only while no
+/// other thread uses tree-sitter and no ParseArenaScope is open (memory
+/// allocated outside a scope may then be freed with the hooks on or off).
+void set_parse_arena_hooks(bool on);
 
 /// Parses `source` with tree-sitter-python. A leading BOM is excluded from
 /// parsing (offsets stay relative to the whole buffer). Never fails on bad
