@@ -44,22 +44,23 @@ class SyntaxTree {
   bool universal_newlines_ = false;
 };
 
-/// While an object of this class lives, tree-sitter's allocations on this
-/// thread come from one region of the thread's (the parse arena, 2 MiB of
-/// address space mapped on first use and reused from scope to scope; its
-/// pages are touched only as used), and a tree
-/// parse_python builds from scratch is not freed node by node: the region is
-/// simply reused by the next scope. Freeing a tree walks every node
-/// (ts_tree_delete), and a parse allocates and frees thousands of small
-/// blocks; with the arena the parse of a 1 KB file costs about 5% less
-/// (bench/README.md, "Eighth round": ddplint_bench). A parse that outgrows the
-/// region goes on with the ordinary allocator, and its tree is then freed as
-/// usual.
+/// The parse arena. While an object of this class lives, tree-sitter's
+/// allocations on this thread come from one region of the thread's (2 MiB of
+/// address space, mapped on first use, reused from scope to scope; pages are
+/// touched only as used), and a tree parse_python builds from scratch there is
+/// not freed node by node: the next scope simply reuses the region.
+/// tree-sitter otherwise allocates and frees thousands of small blocks per
+/// parse, and ts_tree_delete walks every node; lint() with the arena costs
+/// about 5% less of the parse's time (bench/README.md, "Eighth round",
+/// measured with bench/ddplint_bench). A text over kMaxSourceBytes is parsed
+/// with malloc as usual, and so is the rest of a parse that outgrows the
+/// region; such a tree, or an incremental parse's, is freed as usual.
 ///
-/// Rules: scopes do not nest (an inner one is inert), and every SyntaxTree
-/// parsed in a scope is destroyed on the same thread before the scope ends
-/// (lint() holds both as locals); a tree still alive at the end of its scope
-/// stops the program (std::abort) rather than be overwritten.
+/// Rules: scopes do not nest (an inner one is inert); every SyntaxTree parsed
+/// in a scope is destroyed on the same thread before the scope ends (lint()
+/// holds both as locals), and a tree still alive then stops the program
+/// (std::abort) rather than be overwritten; inside a scope, do not take memory
+/// from tree-sitter that the caller frees with free() (ts_node_string).
 class ParseArenaScope {
  public:
   ParseArenaScope();
@@ -71,9 +72,20 @@ class ParseArenaScope {
   /// 40 KB (a parse allocates about 43 bytes per source byte in all, frees
   /// included: 476 KB for the 11 KB largest file of bench/corpus/torch).
   static constexpr std::size_t kBytes = 2u * 1024u * 1024u;
-  /// Bytes of the region that stay resident between scopes; the pages beyond
-  /// are handed back to the system (madvise) after a parse that used them.
+  /// Bytes of the region that stay resident; the pages beyond are handed
+  /// back to the system (madvise) once kTrimAfterScopes scopes in a row have
+  /// not used them.
   static constexpr std::size_t kKeptBytes = 512u * 1024u;
+  static constexpr int kTrimAfterScopes = 64;
+  /// Largest text parsed in the region: a larger one is parsed with malloc
+  /// throughout, even in a scope (about 48 bytes of allocations per byte of
+  /// text, so that the parse fits: 30 KB of examples/ took 1.32 MB, 48 KB
+  /// 2.09 MB, per a gdb reading of the region's high-water mark).
+  static constexpr std::size_t kMaxSourceBytes = kBytes / 48;
+
+  /// The most bytes of the region the open scope on this thread has used so
+  /// far (0 without one): for tests and measurements.
+  static std::size_t high_water();
 
  private:
   bool owner_;  // false for an inner (inert) scope

@@ -80,22 +80,40 @@ TEST_CASE("a tree parsed in a parse arena scope is the tree parsed without one")
 }
 
 TEST_CASE("a parse that outgrows the parse arena goes on with malloc, and the next scope starts afresh") {
-  SourceFile big("big.py", big_source(20000));  // about 2 MB of text: far more than the arena holds
+  // 5,000 nested brackets in 10 KB: the parse stack alone outgrows the region
+  std::string nested = "x = " + std::string(5000, '[') + std::string(5000, ']') + "\n";
+  SourceFile deep("deep.py", nested + "y = (1 +\n");  // and a syntax error at the end
   SourceFile small("small.py", "import torch\nx = torch.ones(3).cuda()\n");
-  std::string big_expected = dump(parse_python(big));
+  REQUIRE(deep.text().size() <= ParseArenaScope::kMaxSourceBytes);
+  std::string deep_expected = dump(parse_python(deep));
   std::string small_expected = dump(parse_python(small));
   for (int round = 0; round < 2; ++round) {
     {
       ParseArenaScope scope;
-      SyntaxTree tree = parse_python(big);
-      CHECK(dump(tree) == big_expected);
+      SyntaxTree tree = parse_python(deep);
+      CHECK(ParseArenaScope::high_water() > ParseArenaScope::kBytes - 4096);  // the region filled up
+      CHECK(dump(tree) == deep_expected);
     }
     {
       ParseArenaScope scope;
       SyntaxTree tree = parse_python(small);
+      CHECK(ParseArenaScope::high_water() > 0);
+      CHECK(ParseArenaScope::high_water() < 64 * 1024);
       CHECK(dump(tree) == small_expected);
     }
   }
+}
+
+TEST_CASE("a text over kMaxSourceBytes is parsed with malloc, even in a scope") {
+  SourceFile big("big.py", big_source(20000));  // about 2 MB
+  REQUIRE(big.text().size() > ParseArenaScope::kMaxSourceBytes);
+  std::string expected = dump(parse_python(big));
+  ParseArenaScope scope;
+  SyntaxTree tree = parse_python(big);
+  CHECK(ParseArenaScope::high_water() == 0);
+  CHECK(dump(tree) == expected);
+  SyntaxTree small = parse_python(SourceFile("small.py", "import torch\n"));  // the arena is back on
+  CHECK(ParseArenaScope::high_water() > 0);
 }
 
 TEST_CASE("two trees in one scope, an inner scope is inert") {
