@@ -29,10 +29,8 @@ struct LintResult {
 /// its bytes, else parses it once, builds the semantic model once, runs each
 /// enabled rule, drops findings silenced by `# noqa`, and sorts. Never throws
 /// for any input bytes. `prefilter = false` parses every file (the soundness
-/// checks compare both). The parse is in the thread's parse arena
-/// (ParseArenaScope, linter/syntax.hpp), so lint() must not be called inside
-/// another such scope with trees the caller still needs freed as usual (an
-/// inner scope is inert: the tree is then simply the outer scope's).
+/// checks compare both). The file is parsed in the thread's parse arena
+/// (ParseArenaScope, linter/syntax.hpp); its tree does not outlive the call.
 LintResult lint(const SourceFile& source, std::span<const Rule> rules, const RuleSelection& selection,
                 const RuleOptions& options = RuleOptions{}, bool prefilter = true);
 

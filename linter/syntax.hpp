@@ -50,9 +50,9 @@ class SyntaxTree {
 /// touched only as used), and a tree parse_python builds from scratch there is
 /// not freed node by node: the next scope simply reuses the region.
 /// tree-sitter otherwise allocates and frees thousands of small blocks per
-/// parse, and ts_tree_delete walks every node; lint() with the arena costs
-/// about 5% less of the parse's time (bench/README.md, "Eighth round",
-/// measured with bench/ddplint_bench). A text over kMaxSourceBytes is parsed
+/// parse, and ts_tree_delete walks every node; with the arena, lint() on the
+/// torch corpus went from 1.26x to 1.20x the time of tree-sitter's parse
+/// alone (bench/README.md, "Eighth round", bench/ddplint_bench). A text over kMaxSourceBytes is parsed
 /// with malloc as usual, and so is the rest of a parse that outgrows the
 /// region; such a tree, or an incremental parse's, is freed as usual.
 ///
@@ -68,19 +68,19 @@ class ParseArenaScope {
   ParseArenaScope(const ParseArenaScope&) = delete;
   ParseArenaScope& operator=(const ParseArenaScope&) = delete;
 
-  /// Bytes of the per-thread region: room for the parse of a file of about
-  /// 40 KB (a parse allocates about 43 bytes per source byte in all, frees
-  /// included: 476 KB for the 11 KB largest file of bench/corpus/torch).
+  /// Bytes of the per-thread region: room for the parse of a text of up to
+  /// kMaxSourceBytes (476 KB went to the 11 KB largest file of bench/corpus/torch).
   static constexpr std::size_t kBytes = 2u * 1024u * 1024u;
   /// Bytes of the region that stay resident; the pages beyond are handed
   /// back to the system (madvise) once kTrimAfterScopes scopes in a row have
   /// not used them.
   static constexpr std::size_t kKeptBytes = 512u * 1024u;
   static constexpr int kTrimAfterScopes = 64;
-  /// Largest text parsed in the region: a larger one is parsed with malloc
-  /// throughout, even in a scope (about 48 bytes of allocations per byte of
-  /// text, so that the parse fits: 30 KB of examples/ took 1.32 MB, 48 KB
-  /// 2.09 MB, per a gdb reading of the region's high-water mark).
+  /// Largest text parsed in the region (43,690 bytes): a larger one is parsed
+  /// with malloc throughout, even in a scope. A parse allocates about 44
+  /// bytes per byte of ordinary text, frees included (30 KB of examples/ took
+  /// 1.32 MB, 48 KB 2.09 MB: the region's high-water mark read with gdb);
+  /// deep nesting takes more and outgrows the region.
   static constexpr std::size_t kMaxSourceBytes = kBytes / 48;
 
   /// The most bytes of the region the open scope on this thread has used so
