@@ -48,7 +48,7 @@ struct ParseArena {
   int small_scopes = 0;      // scopes in a row that stayed within kKeptBytes since then
   std::size_t last = SIZE_MAX;  // offset of the last block's header, SIZE_MAX if none
   bool active = false;          // a scope is open on this thread
-  bool overflowed = false;      // a request of this scope went to malloc
+  bool overflowed = false;      // a request of the current parse went to malloc (reset by parse_python)
   int live_trees = 0;           // trees parsed in this scope not yet destroyed
 };
 // Trivially destructible, so constant-initialized: the hooks read it without
@@ -162,11 +162,10 @@ void* hook_realloc(void* p, std::size_t n) {
   return q;  // (the old block stays in the region until the scope ends)
 }
 
+void install_hooks() { ts_set_allocator(&hook_malloc, &hook_calloc, &hook_realloc, &hook_free); }
+
 // Installed before main, while the process has one thread.
-bool hooks_on = [] {
-  ts_set_allocator(&hook_malloc, &hook_calloc, &hook_realloc, &hook_free);
-  return true;
-}();
+bool hooks_on = (install_hooks(), true);
 
 // Deleters of trees parsed in a scope.
 void release_arena_tree(TSTree*) { --t_arena.live_trees; }
@@ -177,7 +176,7 @@ void delete_arena_tree(TSTree* tree) {  // outgrew the region: parts of it are m
 }  // namespace
 
 void set_parse_arena_hooks(bool on) {
-  if (on) ts_set_allocator(&hook_malloc, &hook_calloc, &hook_realloc, &hook_free);
+  if (on) install_hooks();
   else ts_set_allocator(nullptr, nullptr, nullptr, nullptr);  // tree-sitter's defaults
   hooks_on = on;
 }
@@ -199,7 +198,6 @@ ParseArenaScope::ParseArenaScope() : owner_(hooks_on && !t_arena.active) {
   a.used = 0;
   a.high = 0;
   a.last = SIZE_MAX;
-  a.overflowed = false;
   a.live_trees = 0;
   a.active = true;
 }
