@@ -13,9 +13,10 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 }
 }  // namespace
 
-extern const Rule kSyntaxError{
-    {"DDP001", "syntax-error", Severity::Error, "The file does not parse; other rules run on what parsed",
-     "https://docs.python.org/3/reference/grammar.html", {}, false, false, "*"},
-    &check};
+extern const Rule kRuleDDP001{
+    .info = {.code = "DDP001", .name = "syntax-error", .severity = Severity::Error,
+             .summary = "The file does not parse; other rules run on what parsed",
+             .url = "https://docs.python.org/3/reference/grammar.html", .needs = "*"},
+    .check = &check};
 
 }  // namespace ddplint::rules

@@ -41,10 +41,11 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 }  // namespace
 
 // needs: reports DataLoader calls (canonical torch.utils.data.DataLoader: a torch import and the name written out)
-extern const Rule kDataloaderWithoutWorkers{
-    {"DDP101", "dataloader-without-workers", Severity::Warning,
-     "DataLoader with no num_workers or num_workers=0: the GPU waits for data",
-     "https://pytorch.org/docs/stable/data.html#single-and-multi-process-data-loading", {}, true, false, "torch;DataLoader"},
-    &check};
+extern const Rule kRuleDDP101{
+    .info = {.code = "DDP101", .name = "dataloader-without-workers", .severity = Severity::Warning,
+             .summary = "DataLoader with no num_workers or num_workers=0: the GPU waits for data",
+             .url = "https://pytorch.org/docs/stable/data.html#single-and-multi-process-data-loading", .fixable = true,
+             .needs = "torch;DataLoader"},
+    .check = &check};
 
 }  // namespace ddplint::rules

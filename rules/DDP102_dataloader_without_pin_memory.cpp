@@ -40,10 +40,11 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 }  // namespace
 
 // needs: reports DataLoader calls (a torch import and the name written out)
-extern const Rule kDataloaderWithoutPinMemory{
-    {"DDP102", "dataloader-without-pin-memory", Severity::Warning,
-     "DataLoader without pin_memory=True in a script that trains on CUDA",
-     "https://pytorch.org/docs/stable/data.html#memory-pinning", {}, true, false, "torch;DataLoader"},
-    &check};
+extern const Rule kRuleDDP102{
+    .info = {.code = "DDP102", .name = "dataloader-without-pin-memory", .severity = Severity::Warning,
+             .summary = "DataLoader without pin_memory=True in a script that trains on CUDA",
+             .url = "https://pytorch.org/docs/stable/data.html#memory-pinning", .fixable = true,
+             .needs = "torch;DataLoader"},
+    .check = &check};
 
 }  // namespace ddplint::rules

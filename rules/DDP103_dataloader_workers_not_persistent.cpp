@@ -77,10 +77,11 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 }  // namespace
 
 // needs: reports DataLoader calls (a torch import and the name written out)
-extern const Rule kDataloaderWorkersNotPersistent{
-    {"DDP103", "dataloader-workers-not-persistent", Severity::Info,
-     "num_workers > 0 without persistent_workers=True for a loader iterated once per epoch",
-     "https://pytorch.org/docs/stable/data.html#torch.utils.data.DataLoader", {}, false, false, "torch;DataLoader"},
-    &check};
+extern const Rule kRuleDDP103{
+    .info = {.code = "DDP103", .name = "dataloader-workers-not-persistent", .severity = Severity::Info,
+             .summary = "num_workers > 0 without persistent_workers=True for a loader iterated once per epoch",
+             .url = "https://pytorch.org/docs/stable/data.html#torch.utils.data.DataLoader",
+             .needs = "torch;DataLoader"},
+    .check = &check};
 
 }  // namespace ddplint::rules

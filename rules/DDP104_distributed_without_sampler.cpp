@@ -64,10 +64,11 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 }  // namespace
 
 // needs: reports DataLoader calls in a file that trains (trains(): a backward() or .step() call)
-extern const Rule kDistributedWithoutSampler{
-    {"DDP104", "distributed-without-sampler", Severity::Error,
-     "A distributed script whose training DataLoader has no DistributedSampler: every rank sees all data",
-     "https://pytorch.org/docs/stable/data.html#torch.utils.data.distributed.DistributedSampler", {}, false, false, "torch;DataLoader;backward|step"},
-    &check};
+extern const Rule kRuleDDP104{
+    .info = {.code = "DDP104", .name = "distributed-without-sampler", .severity = Severity::Error,
+             .summary = "A distributed script whose training DataLoader has no DistributedSampler: every rank sees all data",
+             .url = "https://pytorch.org/docs/stable/data.html#torch.utils.data.distributed.DistributedSampler",
+             .needs = "torch;DataLoader;backward|step"},
+    .check = &check};
 
 }  // namespace ddplint::rules

@@ -40,10 +40,11 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 }  // namespace
 
 // needs: reports DistributedSampler calls in a file with an epoch loop (a training loop: backward()/.step())
-extern const Rule kSamplerSetEpochMissing{
-    {"DDP105", "sampler-set-epoch-missing", Severity::Warning,
-     "A shuffling DistributedSampler in an epoch loop with no sampler.set_epoch(epoch): same order every epoch",
-     "https://pytorch.org/docs/stable/data.html#torch.utils.data.distributed.DistributedSampler", {}, false, false, "torch;DistributedSampler;backward|step"},
-    &check};
+extern const Rule kRuleDDP105{
+    .info = {.code = "DDP105", .name = "sampler-set-epoch-missing", .severity = Severity::Warning,
+             .summary = "A shuffling DistributedSampler in an epoch loop with no sampler.set_epoch(epoch): same order every epoch",
+             .url = "https://pytorch.org/docs/stable/data.html#torch.utils.data.distributed.DistributedSampler",
+             .needs = "torch;DistributedSampler;backward|step"},
+    .check = &check};
 
 }  // namespace ddplint::rules

@@ -38,10 +38,11 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 }  // namespace
 
 // needs: reports DataLoader calls (a torch import and the name written out)
-extern const Rule kSamplerWithShuffle{
-    {"DDP106", "sampler-with-shuffle", Severity::Error,
-     "DataLoader(shuffle=True, sampler=...): raises ValueError at start-up",
-     "https://pytorch.org/docs/stable/data.html#torch.utils.data.DataLoader", {}, true, false, "torch;DataLoader"},
-    &check};
+extern const Rule kRuleDDP106{
+    .info = {.code = "DDP106", .name = "sampler-with-shuffle", .severity = Severity::Error,
+             .summary = "DataLoader(shuffle=True, sampler=...): raises ValueError at start-up",
+             .url = "https://pytorch.org/docs/stable/data.html#torch.utils.data.DataLoader", .fixable = true,
+             .needs = "torch;DataLoader"},
+    .check = &check};
 
 }  // namespace ddplint::rules

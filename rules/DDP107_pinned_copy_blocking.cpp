@@ -69,10 +69,10 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 }  // namespace
 
 // needs: reports only where a DataLoader call pins memory
-extern const Rule kPinnedCopyBlocking{
-    {"DDP107", "pinned-copy-blocking", Severity::Info,
-     "Per-step .to(device)/.cuda() without non_blocking=True in a script whose loader pins memory",
-     "https://pytorch.org/tutorials/intermediate/pinmem_nonblock.html", {}, false, false, "torch;DataLoader"},
-    &check};
+extern const Rule kRuleDDP107{
+    .info = {.code = "DDP107", .name = "pinned-copy-blocking", .severity = Severity::Info,
+             .summary = "Per-step .to(device)/.cuda() without non_blocking=True in a script whose loader pins memory",
+             .url = "https://pytorch.org/tutorials/intermediate/pinmem_nonblock.html", .needs = "torch;DataLoader"},
+    .check = &check};
 
 }  // namespace ddplint::rules

@@ -34,10 +34,11 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 }  // namespace
 
 // needs: reports DistributedSampler calls
-extern const Rule kEvalSamplerPads{
-    {"DDP108", "eval-sampler-pads", Severity::Info,
-     "A DistributedSampler on an evaluation loader with drop_last=False: duplicated samples skew metrics",
-     "https://pytorch.org/docs/stable/data.html#torch.utils.data.distributed.DistributedSampler", {}, false, false, "torch;DistributedSampler"},
-    &check};
+extern const Rule kRuleDDP108{
+    .info = {.code = "DDP108", .name = "eval-sampler-pads", .severity = Severity::Info,
+             .summary = "A DistributedSampler on an evaluation loader with drop_last=False: duplicated samples skew metrics",
+             .url = "https://pytorch.org/docs/stable/data.html#torch.utils.data.distributed.DistributedSampler",
+             .needs = "torch;DistributedSampler"},
+    .check = &check};
 
 }  // namespace ddplint::rules

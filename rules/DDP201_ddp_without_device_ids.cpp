@@ -42,10 +42,11 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 }  // namespace
 
 // needs: reports DistributedDataParallel calls
-extern const Rule kDdpWithoutDeviceIds{
-    {"DDP201", "ddp-without-device-ids", Severity::Warning,
-     "DistributedDataParallel without device_ids where nothing pins the rank's GPU",
-     "https://pytorch.org/docs/stable/generated/torch.nn.parallel.DistributedDataParallel.html", {}, true, false, "torch;DistributedDataParallel"},
-    &check};
+extern const Rule kRuleDDP201{
+    .info = {.code = "DDP201", .name = "ddp-without-device-ids", .severity = Severity::Warning,
+             .summary = "DistributedDataParallel without device_ids where nothing pins the rank's GPU",
+             .url = "https://pytorch.org/docs/stable/generated/torch.nn.parallel.DistributedDataParallel.html",
+             .fixable = true, .needs = "torch;DistributedDataParallel"},
+    .check = &check};
 
 }  // namespace ddplint::rules

@@ -110,10 +110,11 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 }  // namespace
 
 // needs: fires without torch: uses_cuda() (a "cuda"/"nccl" string, .cuda()) and .to(rank)/.cuda(rank)
-extern const Rule kGlobalRankAsDevice{
-    {"DDP202", "global-rank-as-device", Severity::Error,
-     "A global rank (dist.get_rank(), RANK, args.rank) used as a CUDA device index",
-     "https://pytorch.org/docs/stable/elastic/run.html#environment-variables", {}, false, false, "torch|cuda|nccl"},
-    &check};
+extern const Rule kRuleDDP202{
+    .info = {.code = "DDP202", .name = "global-rank-as-device", .severity = Severity::Error,
+             .summary = "A global rank (dist.get_rank(), RANK, args.rank) used as a CUDA device index",
+             .url = "https://pytorch.org/docs/stable/elastic/run.html#environment-variables",
+             .needs = "torch|cuda|nccl"},
+    .check = &check};
 
 }  // namespace ddplint::rules

@@ -19,10 +19,11 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 }  // namespace
 
 // needs: fires without torch: "cuda"/"nccl"/.cuda(), and a RANK/WORLD_SIZE env read or an argparse --local_rank
-extern const Rule kAllRanksOnDefaultGpu{
-    {"DDP203", "all-ranks-on-default-gpu", Severity::Error,
-     "A distributed CUDA script that never selects a per-process GPU: every rank uses GPU 0",
-     "https://pytorch.org/docs/stable/generated/torch.cuda.set_device.html", {}, false, false, "torch|cuda|nccl;torch|environ|getenv|add_argument"},
-    &check};
+extern const Rule kRuleDDP203{
+    .info = {.code = "DDP203", .name = "all-ranks-on-default-gpu", .severity = Severity::Error,
+             .summary = "A distributed CUDA script that never selects a per-process GPU: every rank uses GPU 0",
+             .url = "https://pytorch.org/docs/stable/generated/torch.cuda.set_device.html",
+             .needs = "torch|cuda|nccl;torch|environ|getenv|add_argument"},
+    .check = &check};
 
 }  // namespace ddplint::rules

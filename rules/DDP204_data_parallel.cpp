@@ -17,10 +17,11 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 }  // namespace
 
 // needs: reports DataParallel calls (torch.nn.DataParallel, torch.nn.parallel.DataParallel)
-extern const Rule kDataParallelRule{
-    {"DDP204", "data-parallel", Severity::Warning,
-     "torch.nn.DataParallel: single-process, replicates the model every step; use DDP",
-     "https://pytorch.org/docs/stable/generated/torch.nn.DataParallel.html", {}, false, false, "torch;DataParallel"},
-    &check};
+extern const Rule kRuleDDP204{
+    .info = {.code = "DDP204", .name = "data-parallel", .severity = Severity::Warning,
+             .summary = "torch.nn.DataParallel: single-process, replicates the model every step; use DDP",
+             .url = "https://pytorch.org/docs/stable/generated/torch.nn.DataParallel.html",
+             .needs = "torch;DataParallel"},
+    .check = &check};
 
 }  // namespace ddplint::rules

@@ -29,10 +29,11 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 }  // namespace
 
 // needs: reports only after a DDP/FSDP wrap (ddp_wraps)
-extern const Rule kDdpBeforeDeviceMove{
-    {"DDP205", "ddp-before-device-move", Severity::Error,
-     "The model is wrapped in DDP before being moved to its GPU",
-     "https://pytorch.org/docs/stable/generated/torch.nn.parallel.DistributedDataParallel.html", {}, false, false, "torch;DistributedDataParallel|FullyShardedDataParallel"},
-    &check};
+extern const Rule kRuleDDP205{
+    .info = {.code = "DDP205", .name = "ddp-before-device-move", .severity = Severity::Error,
+             .summary = "The model is wrapped in DDP before being moved to its GPU",
+             .url = "https://pytorch.org/docs/stable/generated/torch.nn.parallel.DistributedDataParallel.html",
+             .needs = "torch;DistributedDataParallel|FullyShardedDataParallel"},
+    .check = &check};
 
 }  // namespace ddplint::rules

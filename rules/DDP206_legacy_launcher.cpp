@@ -69,10 +69,11 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 }  // namespace
 
 // needs: --local_rank needs no torch: `.local_rank` in the text and an add_argument call; the launch checks need torch
-extern const Rule kLegacyLauncher{
-    {"DDP206", "legacy-launcher", Severity::Warning,
-     "`--local_rank` argument or torch.distributed.launch: deprecated, use torchrun and LOCAL_RANK",
-     "https://pytorch.org/docs/stable/elastic/run.html", {}, true, true, "torch|.local_rank;torch|add_argument"},
-    &check};
+extern const Rule kRuleDDP206{
+    .info = {.code = "DDP206", .name = "legacy-launcher", .severity = Severity::Warning,
+             .summary = "`--local_rank` argument or torch.distributed.launch: deprecated, use torchrun and LOCAL_RANK",
+             .url = "https://pytorch.org/docs/stable/elastic/run.html", .fixable = true, .deprecated_api = true,
+             .needs = "torch|.local_rank;torch|add_argument"},
+    .check = &check};
 
 }  // namespace ddplint::rules

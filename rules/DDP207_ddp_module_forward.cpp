@@ -60,10 +60,11 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 }  // namespace
 
 // needs: reports `.module` calls of a DDP/FSDP-wrapped name in a training loop
-extern const Rule kDdpModuleForward{
-    {"DDP207", "ddp-module-forward", Severity::Error,
-     "model.module(...) in the training loop of a DDP-wrapped model: gradients are not synchronised",
-     "https://pytorch.org/docs/stable/notes/ddp.html", {}, false, false, "torch;DistributedDataParallel|FullyShardedDataParallel;module;backward|step"},
-    &check};
+extern const Rule kRuleDDP207{
+    .info = {.code = "DDP207", .name = "ddp-module-forward", .severity = Severity::Error,
+             .summary = "model.module(...) in the training loop of a DDP-wrapped model: gradients are not synchronised",
+             .url = "https://pytorch.org/docs/stable/notes/ddp.html",
+             .needs = "torch;DistributedDataParallel|FullyShardedDataParallel;module;backward|step"},
+    .check = &check};
 
 }  // namespace ddplint::rules

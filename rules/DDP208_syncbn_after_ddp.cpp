@@ -19,9 +19,11 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 }  // namespace
 
 // needs: reports convert_sync_batchnorm calls after a DDP/FSDP wrap
-extern const Rule kSyncbnAfterDdp{
-    {"DDP208", "syncbn-after-ddp", Severity::Error, "SyncBatchNorm.convert_sync_batchnorm applied after the DDP wrap",
-     "https://pytorch.org/docs/stable/generated/torch.nn.SyncBatchNorm.html", {}, false, false, "torch;DistributedDataParallel|FullyShardedDataParallel;convert_sync_batchnorm"},
-    &check};
+extern const Rule kRuleDDP208{
+    .info = {.code = "DDP208", .name = "syncbn-after-ddp", .severity = Severity::Error,
+             .summary = "SyncBatchNorm.convert_sync_batchnorm applied after the DDP wrap",
+             .url = "https://pytorch.org/docs/stable/generated/torch.nn.SyncBatchNorm.html",
+             .needs = "torch;DistributedDataParallel|FullyShardedDataParallel;convert_sync_batchnorm"},
+    .check = &check};
 
 }  // namespace ddplint::rules

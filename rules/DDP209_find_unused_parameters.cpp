@@ -26,10 +26,11 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 }  // namespace
 
 // needs: reports the find_unused_parameters keyword of DistributedDataParallel calls
-extern const Rule kFindUnusedParameters{
-    {"DDP209", "find-unused-parameters", Severity::Info,
-     "find_unused_parameters=True: an extra autograd-graph traversal every iteration",
-     "https://pytorch.org/docs/stable/generated/torch.nn.parallel.DistributedDataParallel.html", {}, true, false, "torch;DistributedDataParallel;find_unused_parameters"},
-    &check};
+extern const Rule kRuleDDP209{
+    .info = {.code = "DDP209", .name = "find-unused-parameters", .severity = Severity::Info,
+             .summary = "find_unused_parameters=True: an extra autograd-graph traversal every iteration",
+             .url = "https://pytorch.org/docs/stable/generated/torch.nn.parallel.DistributedDataParallel.html",
+             .fixable = true, .needs = "torch;DistributedDataParallel;find_unused_parameters"},
+    .check = &check};
 
 }  // namespace ddplint::rules

@@ -88,10 +88,11 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 }  // namespace
 
 // needs: reports torch.save calls
-extern const Rule kCheckpointOnEveryRank{
-    {"DDP210", "checkpoint-on-every-rank", Severity::Warning,
-     "torch.save in a distributed script not guarded by a rank-0 check",
-     "https://pytorch.org/tutorials/intermediate/ddp_tutorial.html#save-and-load-checkpoints", {}, false, false, "torch;save"},
-    &check};
+extern const Rule kRuleDDP210{
+    .info = {.code = "DDP210", .name = "checkpoint-on-every-rank", .severity = Severity::Warning,
+             .summary = "torch.save in a distributed script not guarded by a rank-0 check",
+             .url = "https://pytorch.org/tutorials/intermediate/ddp_tutorial.html#save-and-load-checkpoints",
+             .needs = "torch;save"},
+    .check = &check};
 
 }  // namespace ddplint::rules

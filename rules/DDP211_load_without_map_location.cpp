@@ -35,10 +35,10 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 }  // namespace
 
 // needs: reports torch.load calls
-extern const Rule kLoadWithoutMapLocation{
-    {"DDP211", "load-without-map-location", Severity::Warning,
-     "torch.load without map_location in a distributed CUDA script: every rank loads onto GPU 0",
-     "https://pytorch.org/docs/stable/generated/torch.load.html", {}, false, false, "torch;load"},
-    &check};
+extern const Rule kRuleDDP211{
+    .info = {.code = "DDP211", .name = "load-without-map-location", .severity = Severity::Warning,
+             .summary = "torch.load without map_location in a distributed CUDA script: every rank loads onto GPU 0",
+             .url = "https://pytorch.org/docs/stable/generated/torch.load.html", .needs = "torch;load"},
+    .check = &check};
 
 }  // namespace ddplint::rules

@@ -43,10 +43,11 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 }  // namespace
 
 // needs: reports forwards of a DDP/FSDP-wrapped name (ddp_wraps)
-extern const Rule kDdpForwardOnOneRank{
-    {"DDP212", "ddp-forward-on-one-rank", Severity::Warning,
-     "The DDP-wrapped model called (forward) inside a rank-0 guard: the job can hang",
-     "https://pytorch.org/docs/stable/notes/ddp.html", {}, false, false, "torch;DistributedDataParallel|FullyShardedDataParallel"},
-    &check};
+extern const Rule kRuleDDP212{
+    .info = {.code = "DDP212", .name = "ddp-forward-on-one-rank", .severity = Severity::Warning,
+             .summary = "The DDP-wrapped model called (forward) inside a rank-0 guard: the job can hang",
+             .url = "https://pytorch.org/docs/stable/notes/ddp.html",
+             .needs = "torch;DistributedDataParallel|FullyShardedDataParallel"},
+    .check = &check};
 
 }  // namespace ddplint::rules

@@ -32,10 +32,11 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 }  // namespace
 
 // needs: a DDP/FSDP wrap (wraps_ddp()) and an all_reduce/reduce/broadcast/all_reduce_coalesced call
-extern const Rule kManualGradientAllreduce{
-    {"DDP301", "manual-gradient-allreduce", Severity::Error,
-     "all_reduce/reduce/broadcast on .grad of a model that DDP already synchronises",
-     "https://pytorch.org/docs/stable/notes/ddp.html", {}, false, false, "torch;DistributedDataParallel|FullyShardedDataParallel|fully_shard;reduce|broadcast"},
-    &check};
+extern const Rule kRuleDDP301{
+    .info = {.code = "DDP301", .name = "manual-gradient-allreduce", .severity = Severity::Error,
+             .summary = "all_reduce/reduce/broadcast on .grad of a model that DDP already synchronises",
+             .url = "https://pytorch.org/docs/stable/notes/ddp.html",
+             .needs = "torch;DistributedDataParallel|FullyShardedDataParallel|fully_shard;reduce|broadcast"},
+    .check = &check};
 
 }  // namespace ddplint::rules

@@ -24,10 +24,11 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 }  // namespace
 
 // needs: a torch.distributed collective (is_collective: every name contains one of these) run every step (a training loop)
-extern const Rule kCollectiveInTrainingLoop{
-    {"DDP302", "collective-in-training-loop", Severity::Warning,
-     "A collective (all_reduce, barrier, all_gather, ...) executed on every training step",
-     "https://pytorch.org/docs/stable/distributed.html#collective-functions", {}, false, false, "torch;reduce|gather|broadcast|scatter|barrier|all_to_all;backward|step"},
-    &check};
+extern const Rule kRuleDDP302{
+    .info = {.code = "DDP302", .name = "collective-in-training-loop", .severity = Severity::Warning,
+             .summary = "A collective (all_reduce, barrier, all_gather, ...) executed on every training step",
+             .url = "https://pytorch.org/docs/stable/distributed.html#collective-functions",
+             .needs = "torch;reduce|gather|broadcast|scatter|barrier|all_to_all;backward|step"},
+    .check = &check};
 
 }  // namespace ddplint::rules

@@ -53,11 +53,11 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 }  // namespace
 
 // needs: a DDP/FSDP wrap (wraps_ddp()) and a backward() call
-extern const Rule kAccumulationWithoutNoSync{
-    {"DDP303", "accumulation-without-no-sync", Severity::Warning,
-     "Gradient accumulation in a DDP script without model.no_sync(): DDP all-reduces every micro-step",
-     "https://pytorch.org/docs/stable/generated/torch.nn.parallel.DistributedDataParallel.html#torch.nn.parallel.DistributedDataParallel.no_sync",
-     {}, false, false, "torch;DistributedDataParallel|FullyShardedDataParallel|fully_shard;backward"},
-    &check};
+extern const Rule kRuleDDP303{
+    .info = {.code = "DDP303", .name = "accumulation-without-no-sync", .severity = Severity::Warning,
+             .summary = "Gradient accumulation in a DDP script without model.no_sync(): DDP all-reduces every micro-step",
+             .url = "https://pytorch.org/docs/stable/generated/torch.nn.parallel.DistributedDataParallel.html#torch.nn.parallel.DistributedDataParallel.no_sync",
+             .needs = "torch;DistributedDataParallel|FullyShardedDataParallel|fully_shard;backward"},
+    .check = &check};
 
 }  // namespace ddplint::rules

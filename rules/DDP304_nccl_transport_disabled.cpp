@@ -31,10 +31,11 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 }  // namespace
 
 // needs: env writes (os.environ, putenv) without torch; `NCCL` written out (checked in check())
-extern const Rule kNcclTransportDisabled{
-    {"DDP304", "nccl-transport-disabled", Severity::Warning,
-     "NCCL_IB_DISABLE / NCCL_P2P_DISABLE / NCCL_SHM_DISABLE / NCCL_NET=Socket set in code",
-     "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html", {}, false, false, "NCCL;environ|putenv"},
-    &check};
+extern const Rule kRuleDDP304{
+    .info = {.code = "DDP304", .name = "nccl-transport-disabled", .severity = Severity::Warning,
+             .summary = "NCCL_IB_DISABLE / NCCL_P2P_DISABLE / NCCL_SHM_DISABLE / NCCL_NET=Socket set in code",
+             .url = "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html",
+             .needs = "NCCL;environ|putenv"},
+    .check = &check};
 
 }  // namespace ddplint::rules

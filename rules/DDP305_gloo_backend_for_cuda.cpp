@@ -29,10 +29,11 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 }  // namespace
 
 // needs: reports init_process_group calls (the gloo backend is only read there)
-extern const Rule kGlooBackendForCuda{
-    {"DDP305", "gloo-backend-for-cuda", Severity::Warning,
-     "init_process_group(backend=\"gloo\") in a script that trains on CUDA",
-     "https://pytorch.org/docs/stable/distributed.html#which-backend-to-use", {}, false, false, "torch;init_process_group"},
-    &check};
+extern const Rule kRuleDDP305{
+    .info = {.code = "DDP305", .name = "gloo-backend-for-cuda", .severity = Severity::Warning,
+             .summary = "init_process_group(backend=\"gloo\") in a script that trains on CUDA",
+             .url = "https://pytorch.org/docs/stable/distributed.html#which-backend-to-use",
+             .needs = "torch;init_process_group"},
+    .check = &check};
 
 }  // namespace ddplint::rules

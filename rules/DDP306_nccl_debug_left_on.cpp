@@ -23,9 +23,11 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 }  // namespace
 
 // needs: env writes (os.environ, putenv) without torch; `NCCL` written out (checked in check())
-extern const Rule kNcclDebugLeftOn{
-    {"DDP306", "nccl-debug-left-on", Severity::Info, "NCCL_DEBUG set to INFO or TRACE in code",
-     "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html#nccl-debug", {}, false, false, "NCCL;environ|putenv"},
-    &check};
+extern const Rule kRuleDDP306{
+    .info = {.code = "DDP306", .name = "nccl-debug-left-on", .severity = Severity::Info,
+             .summary = "NCCL_DEBUG set to INFO or TRACE in code",
+             .url = "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html#nccl-debug",
+             .needs = "NCCL;environ|putenv"},
+    .check = &check};
 
 }  // namespace ddplint::rules

@@ -48,11 +48,11 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 }  // namespace
 
 // needs: matches no_sync() and backward() by method name, without torch
-extern const Rule kNoSyncWithoutForward{
-    {"DDP307", "no-sync-without-forward", Severity::Warning,
-     "`with model.no_sync():` that runs backward() but not the model's forward: gradients are still all-reduced",
-     "https://pytorch.org/docs/stable/generated/torch.nn.parallel.DistributedDataParallel.html#torch.nn.parallel.DistributedDataParallel.no_sync",
-     {}, false, false, "no_sync;backward"},
-    &check};
+extern const Rule kRuleDDP307{
+    .info = {.code = "DDP307", .name = "no-sync-without-forward", .severity = Severity::Warning,
+             .summary = "`with model.no_sync():` that runs backward() but not the model's forward: gradients are still all-reduced",
+             .url = "https://pytorch.org/docs/stable/generated/torch.nn.parallel.DistributedDataParallel.html#torch.nn.parallel.DistributedDataParallel.no_sync",
+             .needs = "no_sync;backward"},
+    .check = &check};
 
 }  // namespace ddplint::rules

@@ -45,10 +45,11 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 }  // namespace
 
 // needs: a torch.distributed collective (is_collective: every name contains one of these)
-extern const Rule kCollectiveUnderRankGuard{
-    {"DDP308", "collective-under-rank-guard", Severity::Error,
-     "A collective (all_reduce, barrier, broadcast, ...) called only inside a rank-dependent branch",
-     "https://pytorch.org/docs/stable/distributed.html#collective-functions", {}, false, false, "torch;reduce|gather|broadcast|scatter|barrier|all_to_all"},
-    &check};
+extern const Rule kRuleDDP308{
+    .info = {.code = "DDP308", .name = "collective-under-rank-guard", .severity = Severity::Error,
+             .summary = "A collective (all_reduce, barrier, broadcast, ...) called only inside a rank-dependent branch",
+             .url = "https://pytorch.org/docs/stable/distributed.html#collective-functions",
+             .needs = "torch;reduce|gather|broadcast|scatter|barrier|all_to_all"},
+    .check = &check};
 
 }  // namespace ddplint::rules

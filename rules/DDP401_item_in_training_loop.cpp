@@ -21,10 +21,11 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 }  // namespace
 
 // needs: fires without torch: uses_cuda() ("cuda"/"nccl"), .item(), a training loop (backward()/.step())
-extern const Rule kItemInTrainingLoop{
-    {"DDP401", "item-in-training-loop", Severity::Warning,
-     "`.item()` on every step of a CUDA training loop: a host-device sync",
-     "https://pytorch.org/docs/stable/notes/cuda.html#asynchronous-execution", {}, false, false, "torch|cuda|nccl;item;backward|step"},
-    &check};
+extern const Rule kRuleDDP401{
+    .info = {.code = "DDP401", .name = "item-in-training-loop", .severity = Severity::Warning,
+             .summary = "`.item()` on every step of a CUDA training loop: a host-device sync",
+             .url = "https://pytorch.org/docs/stable/notes/cuda.html#asynchronous-execution",
+             .needs = "torch|cuda|nccl;item;backward|step"},
+    .check = &check};
 
 }  // namespace ddplint::rules

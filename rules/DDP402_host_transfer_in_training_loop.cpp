@@ -89,10 +89,11 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 }  // namespace
 
 // needs: fires without torch: uses_cuda() ("cuda"/"nccl") and a training loop (backward()/.step())
-extern const Rule kHostTransferInTrainingLoop{
-    {"DDP402", "host-transfer-in-training-loop", Severity::Warning,
-     "`.cpu()`, `.numpy()`, `.tolist()` or `.to(\"cpu\")` on every step of a CUDA training loop",
-     "https://pytorch.org/docs/stable/notes/cuda.html#asynchronous-execution", {}, false, false, "torch|cuda|nccl;backward|step"},
-    &check};
+extern const Rule kRuleDDP402{
+    .info = {.code = "DDP402", .name = "host-transfer-in-training-loop", .severity = Severity::Warning,
+             .summary = "`.cpu()`, `.numpy()`, `.tolist()` or `.to(\"cpu\")` on every step of a CUDA training loop",
+             .url = "https://pytorch.org/docs/stable/notes/cuda.html#asynchronous-execution",
+             .needs = "torch|cuda|nccl;backward|step"},
+    .check = &check};
 
 }  // namespace ddplint::rules

@@ -50,10 +50,11 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 }  // namespace
 
 // needs: reports calls run every step (runs_every_step: a training loop, backward()/.step())
-extern const Rule kTensorPrintInTrainingLoop{
-    {"DDP403", "tensor-print-in-training-loop", Severity::Warning,
-     "print/logging/f-string of a tensor every training step: an implicit copy to the host",
-     "https://pytorch.org/docs/stable/notes/cuda.html#asynchronous-execution", {}, false, false, "torch;backward|step"},
-    &check};
+extern const Rule kRuleDDP403{
+    .info = {.code = "DDP403", .name = "tensor-print-in-training-loop", .severity = Severity::Warning,
+             .summary = "print/logging/f-string of a tensor every training step: an implicit copy to the host",
+             .url = "https://pytorch.org/docs/stable/notes/cuda.html#asynchronous-execution",
+             .needs = "torch;backward|step"},
+    .check = &check};
 
 }  // namespace ddplint::rules

@@ -39,10 +39,11 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 }  // namespace
 
 // needs: reports torch.cuda.synchronize/empty_cache calls run every step
-extern const Rule kExplicitSyncInTrainingLoop{
-    {"DDP404", "explicit-sync-in-training-loop", Severity::Warning,
-     "torch.cuda.synchronize() or torch.cuda.empty_cache() on every training step",
-     "https://pytorch.org/docs/stable/notes/cuda.html#asynchronous-execution", {}, false, false, "torch;synchronize|empty_cache;backward|step"},
-    &check};
+extern const Rule kRuleDDP404{
+    .info = {.code = "DDP404", .name = "explicit-sync-in-training-loop", .severity = Severity::Warning,
+             .summary = "torch.cuda.synchronize() or torch.cuda.empty_cache() on every training step",
+             .url = "https://pytorch.org/docs/stable/notes/cuda.html#asynchronous-execution",
+             .needs = "torch;synchronize|empty_cache;backward|step"},
+    .check = &check};
 
 }  // namespace ddplint::rules

@@ -55,10 +55,11 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 }  // namespace
 
 // needs: reports calls and conditions run every step (a training loop)
-extern const Rule kTensorTruthinessInTrainingLoop{
-    {"DDP405", "tensor-truthiness-in-training-loop", Severity::Info,
-     "float(t), int(t), bool(t) or `if t > x:` on a tensor every training step: a host-device sync",
-     "https://pytorch.org/docs/stable/notes/cuda.html#asynchronous-execution", {}, false, false, "torch;backward|step"},
-    &check};
+extern const Rule kRuleDDP405{
+    .info = {.code = "DDP405", .name = "tensor-truthiness-in-training-loop", .severity = Severity::Info,
+             .summary = "float(t), int(t), bool(t) or `if t > x:` on a tensor every training step: a host-device sync",
+             .url = "https://pytorch.org/docs/stable/notes/cuda.html#asynchronous-execution",
+             .needs = "torch;backward|step"},
+    .check = &check};
 
 }  // namespace ddplint::rules

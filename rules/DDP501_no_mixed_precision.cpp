@@ -100,10 +100,11 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 }  // namespace
 
 // needs: fires without torch: uses_cuda(), trains() (backward()/.step()), a model from from_pretrained() or timm
-extern const Rule kNoMixedPrecision{
-    {"DDP501", "no-mixed-precision", Severity::Info,
-     "A CUDA training loop with no autocast and no half/bfloat16 model",
-     "https://pytorch.org/docs/stable/amp.html", {}, false, false, "torch|cuda|nccl;torch|from_pretrained|timm;backward|step"},
-    &check};
+extern const Rule kRuleDDP501{
+    .info = {.code = "DDP501", .name = "no-mixed-precision", .severity = Severity::Info,
+             .summary = "A CUDA training loop with no autocast and no half/bfloat16 model",
+             .url = "https://pytorch.org/docs/stable/amp.html",
+             .needs = "torch|cuda|nccl;torch|from_pretrained|timm;backward|step"},
+    .check = &check};
 
 }  // namespace ddplint::rules

@@ -72,10 +72,11 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 }  // namespace
 
 // needs: reports torch.cuda.amp.{autocast,GradScaler,custom_fwd,custom_bwd}
-extern const Rule kDeprecatedCudaAmp{
-    {"DDP502", "deprecated-cuda-amp", Severity::Warning,
-     "torch.cuda.amp.autocast / GradScaler: deprecated, use torch.amp with \"cuda\"",
-     "https://pytorch.org/docs/stable/amp.html", {}, true, true, "torch;autocast|GradScaler|custom_fwd|custom_bwd"},
-    &check};
+extern const Rule kRuleDDP502{
+    .info = {.code = "DDP502", .name = "deprecated-cuda-amp", .severity = Severity::Warning,
+             .summary = "torch.cuda.amp.autocast / GradScaler: deprecated, use torch.amp with \"cuda\"",
+             .url = "https://pytorch.org/docs/stable/amp.html", .fixable = true, .deprecated_api = true,
+             .needs = "torch;autocast|GradScaler|custom_fwd|custom_bwd"},
+    .check = &check};
 
 }  // namespace ddplint::rules

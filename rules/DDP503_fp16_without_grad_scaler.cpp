@@ -28,10 +28,11 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 }  // namespace
 
 // needs: reports fp16 autocast calls (autocast_precision) in a file that trains
-extern const Rule kFp16WithoutGradScaler{
-    {"DDP503", "fp16-without-grad-scaler", Severity::Error,
-     "float16 autocast in a training loop with no GradScaler: gradients underflow",
-     "https://pytorch.org/docs/stable/amp.html#gradient-scaling", {}, false, false, "torch;autocast;backward|step"},
-    &check};
+extern const Rule kRuleDDP503{
+    .info = {.code = "DDP503", .name = "fp16-without-grad-scaler", .severity = Severity::Error,
+             .summary = "float16 autocast in a training loop with no GradScaler: gradients underflow",
+             .url = "https://pytorch.org/docs/stable/amp.html#gradient-scaling",
+             .needs = "torch;autocast;backward|step"},
+    .check = &check};
 
 }  // namespace ddplint::rules

@@ -37,9 +37,10 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 }  // namespace
 
 // needs: a bf16 autocast call, and reports GradScaler calls
-extern const Rule kGradScalerWithBf16{
-    {"DDP504", "grad-scaler-with-bf16", Severity::Info, "GradScaler used together with bfloat16 autocast",
-     "https://pytorch.org/docs/stable/amp.html#gradient-scaling", {}, false, false, "torch;autocast;GradScaler"},
-    &check};
+extern const Rule kRuleDDP504{
+    .info = {.code = "DDP504", .name = "grad-scaler-with-bf16", .severity = Severity::Info,
+             .summary = "GradScaler used together with bfloat16 autocast",
+             .url = "https://pytorch.org/docs/stable/amp.html#gradient-scaling", .needs = "torch;autocast;GradScaler"},
+    .check = &check};
 
 }  // namespace ddplint::rules

@@ -49,10 +49,11 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 }  // namespace
 
 // needs: reports cudnn.deterministic/benchmark or use_deterministic_algorithms in a file that trains
-extern const Rule kDeterministicKernels{
-    {"DDP505", "deterministic-kernels", Severity::Info,
-     "cudnn.deterministic=True, use_deterministic_algorithms(True) or cudnn.benchmark=False in a training script",
-     "https://pytorch.org/docs/stable/notes/randomness.html", {}, false, false, "torch;deterministic|benchmark;backward|step"},
-    &check};
+extern const Rule kRuleDDP505{
+    .info = {.code = "DDP505", .name = "deterministic-kernels", .severity = Severity::Info,
+             .summary = "cudnn.deterministic=True, use_deterministic_algorithms(True) or cudnn.benchmark=False in a training script",
+             .url = "https://pytorch.org/docs/stable/notes/randomness.html",
+             .needs = "torch;deterministic|benchmark;backward|step"},
+    .check = &check};
 
 }  // namespace ddplint::rules

@@ -75,10 +75,10 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 }  // namespace
 
 // needs: reports the batch_size of DataLoader calls
-extern const Rule kBatchSizeNotScaled{
-    {"DDP601", "batch-size-not-scaled", Severity::Warning,
-     "Per-rank batch size derived by dividing a total by world_size (or DataParallel batch not scaled)",
-     "https://pytorch.org/docs/stable/notes/ddp.html", {}, false, false, "torch;DataLoader"},
-    &check};
+extern const Rule kRuleDDP601{
+    .info = {.code = "DDP601", .name = "batch-size-not-scaled", .severity = Severity::Warning,
+             .summary = "Per-rank batch size derived by dividing a total by world_size (or DataParallel batch not scaled)",
+             .url = "https://pytorch.org/docs/stable/notes/ddp.html", .needs = "torch;DataLoader"},
+    .check = &check};
 
 }  // namespace ddplint::rules

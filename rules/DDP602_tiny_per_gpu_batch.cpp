@@ -26,10 +26,10 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 }  // namespace
 
 // needs: reports the batch_size of DataLoader calls
-extern const Rule kTinyPerGpuBatch{
-    {"DDP602", "tiny-per-gpu-batch", Severity::Info,
-     "A distributed script whose per-rank batch size is a constant below the threshold (default 8)",
-     "https://pytorch.org/docs/stable/notes/ddp.html", {}, false, false, "torch;DataLoader"},
-    &check};
+extern const Rule kRuleDDP602{
+    .info = {.code = "DDP602", .name = "tiny-per-gpu-batch", .severity = Severity::Info,
+             .summary = "A distributed script whose per-rank batch size is a constant below the threshold (default 8)",
+             .url = "https://pytorch.org/docs/stable/notes/ddp.html", .needs = "torch;DataLoader"},
+    .check = &check};
 
 }  // namespace ddplint::rules

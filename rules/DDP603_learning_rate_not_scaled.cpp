@@ -73,10 +73,10 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 }  // namespace
 
 // needs: a training DataLoader, and reports torch.optim optimizers' lr
-extern const Rule kLearningRateNotScaled{
-    {"DDP603", "learning-rate-not-scaled", Severity::Info,
-     "Per-rank batch fixed (global batch grows with world_size) while the learning rate is a constant",
-     "https://pytorch.org/docs/stable/notes/ddp.html", {}, false, false, "torch;DataLoader;optim"},
-    &check};
+extern const Rule kRuleDDP603{
+    .info = {.code = "DDP603", .name = "learning-rate-not-scaled", .severity = Severity::Info,
+             .summary = "Per-rank batch fixed (global batch grows with world_size) while the learning rate is a constant",
+             .url = "https://pytorch.org/docs/stable/notes/ddp.html", .needs = "torch;DataLoader;optim"},
+    .check = &check};
 
 }  // namespace ddplint::rules

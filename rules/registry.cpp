@@ -1,3 +1,8 @@
+// The rule registry. A rule is added with two files and nothing else to edit:
+// rules/DDPnnn_<name>.cpp, which defines `extern const Rule kRuleDDPnnn{...}`
+// (code "DDPnnn", name <name> with `_` written `-`), and rules/DDPnnn_<name>.md,
+// its documentation (cmake/embed_rule_docs.cmake embeds it; build() attaches
+// it). The build derives the list of rules from the .cpp file names.
 #include "rules/registry.hpp"
 
 #include <algorithm>
@@ -10,94 +15,20 @@ namespace ddplint::rules {
 extern const std::pair<std::string_view, std::string_view> kRuleDocs[];
 extern const std::size_t kRuleDocCount;
 
-extern const Rule kSyntaxError;
-extern const Rule kDataloaderWithoutWorkers;
-extern const Rule kDataloaderWithoutPinMemory;
-extern const Rule kDdpWithoutDeviceIds;
-extern const Rule kManualGradientAllreduce;
-extern const Rule kCollectiveInTrainingLoop;
-extern const Rule kItemInTrainingLoop;
-extern const Rule kBatchSizeNotScaled;
-extern const Rule kDataParallelRule;
-extern const Rule kLegacyLauncher;
-extern const Rule kFindUnusedParameters;
-extern const Rule kNcclTransportDisabled;
-extern const Rule kGlooBackendForCuda;
-extern const Rule kNcclDebugLeftOn;
-extern const Rule kDeprecatedCudaAmp;
-extern const Rule kDeterministicKernels;
-extern const Rule kHostTransferInTrainingLoop;
-extern const Rule kExplicitSyncInTrainingLoop;
-extern const Rule kSamplerWithShuffle;
-extern const Rule kLoadWithoutMapLocation;
-extern const Rule kTinyPerGpuBatch;
-extern const Rule kFp16WithoutGradScaler;
-extern const Rule kGradScalerWithBf16;
-extern const Rule kNoMixedPrecision;
-extern const Rule kAllRanksOnDefaultGpu;
-extern const Rule kCheckpointOnEveryRank;
-extern const Rule kDdpModuleForward;
-extern const Rule kCollectiveUnderRankGuard;
-extern const Rule kSamplerSetEpochMissing;
-extern const Rule kPinnedCopyBlocking;
-extern const Rule kGlobalRankAsDevice;
-extern const Rule kAccumulationWithoutNoSync;
-extern const Rule kDdpBeforeDeviceMove;
-extern const Rule kSyncbnAfterDdp;
-extern const Rule kDdpForwardOnOneRank;
-extern const Rule kNoSyncWithoutForward;
-extern const Rule kLearningRateNotScaled;
-extern const Rule kEvalSamplerPads;
-extern const Rule kDataloaderWorkersNotPersistent;
-extern const Rule kDistributedWithoutSampler;
-extern const Rule kTensorPrintInTrainingLoop;
-extern const Rule kTensorTruthinessInTrainingLoop;
+// The built-in rules: one line DDPLINT_RULE(DDPnnn) per rules/DDPnnn_*.cpp,
+// sorted by code, written by the build (the `# --- rules ---` section of
+// CMakeLists.txt) into <build>/generated/rule_list.inc. Expanded twice: once
+// to declare each rule's object, once to list them.
+#define DDPLINT_RULE(code) extern const Rule kRule##code;
+#include "rule_list.inc"
+#undef DDPLINT_RULE
 
 namespace {
 std::vector<Rule> build() {
   std::vector<Rule> rules = {
-      kSyntaxError,
-      kDataloaderWithoutWorkers,
-      kDataloaderWithoutPinMemory,
-      kDdpWithoutDeviceIds,
-      kManualGradientAllreduce,
-      kCollectiveInTrainingLoop,
-      kItemInTrainingLoop,
-      kBatchSizeNotScaled,
-      kDataParallelRule,
-      kLegacyLauncher,
-      kFindUnusedParameters,
-      kNcclTransportDisabled,
-      kGlooBackendForCuda,
-      kNcclDebugLeftOn,
-      kDeprecatedCudaAmp,
-      kDeterministicKernels,
-      kHostTransferInTrainingLoop,
-      kExplicitSyncInTrainingLoop,
-      kSamplerWithShuffle,
-      kLoadWithoutMapLocation,
-      kTinyPerGpuBatch,
-      kFp16WithoutGradScaler,
-      kGradScalerWithBf16,
-      kNoMixedPrecision,
-      kAllRanksOnDefaultGpu,
-      kCheckpointOnEveryRank,
-      kDdpModuleForward,
-      kCollectiveUnderRankGuard,
-      kSamplerSetEpochMissing,
-      kPinnedCopyBlocking,
-      kGlobalRankAsDevice,
-      kAccumulationWithoutNoSync,
-      kDdpBeforeDeviceMove,
-      kSyncbnAfterDdp,
-      kDdpForwardOnOneRank,
-      kNoSyncWithoutForward,
-      kLearningRateNotScaled,
-      kEvalSamplerPads,
-      kDataloaderWorkersNotPersistent,
-      kDistributedWithoutSampler,
-      kTensorPrintInTrainingLoop,
-      kTensorTruthinessInTrainingLoop,
+#define DDPLINT_RULE(code) kRule##code,
+#include "rule_list.inc"
+#undef DDPLINT_RULE
   };
   for (Rule& r : rules) {
     for (std::size_t i = 0; i < kRuleDocCount; ++i)

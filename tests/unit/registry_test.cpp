@@ -50,6 +50,32 @@ TEST_CASE("codes and names are unique, sorted, kebab-case") {
   }
 }
 
+TEST_CASE("each rule lives in rules/<CODE>_<name>.cpp with rules/<CODE>_<name>.md, and every such file is a rule") {
+  // The build lists the rules from these file names (CMakeLists.txt, `# --- rules ---`).
+  fs::path dir = fs::path(DDPLINT_SOURCE_DIR) / "rules";
+  std::set<std::string> expected;
+  for (const Rule& r : rules::all()) {
+    CAPTURE(r.info.code);
+    std::string stem = std::string(r.info.code) + "_" + std::string(r.info.name);
+    for (char& c : stem)
+      if (c == '-') c = '_';
+    CHECK(fs::is_regular_file(dir / (stem + ".cpp")));
+    CHECK(fs::is_regular_file(dir / (stem + ".md")));
+    expected.insert(stem + ".cpp");
+    expected.insert(stem + ".md");
+  }
+  CHECK(expected.size() == 2 * rules::all().size());
+  std::size_t found = 0;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    std::string name = e.path().filename().string();
+    if (name.rfind("DDP", 0) != 0) continue;
+    CAPTURE(name);
+    CHECK(expected.count(name) == 1);  // no rule file or doc without its rule
+    ++found;
+  }
+  CHECK(found == expected.size());
+}
+
 TEST_CASE("every rule has documentation with the headings, and its examples behave") {
   for (const Rule& r : rules::all()) {
     CAPTURE(r.info.code);
