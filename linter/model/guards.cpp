@@ -1,0 +1,177 @@
+// Guards: what a branch condition tests (periodic step, final step, main process,
+// rank, off by default) as a GuardMask, and the guards that enclose a node.
+#include "linter/model/internal.hpp"
+#include "linter/node_access.hpp"
+
+#include <algorithm>
+#include <array>
+
+namespace ddplint {
+
+using namespace model_detail;
+
+namespace {
+
+bool is_main_process_name(std::string_view raw) {
+  std::string name = lower(raw);
+  static constexpr std::array<std::string_view, 16> names = {
+      "master_process", "is_master", "is_main_process", "main_process", "is_main", "is_rank0",
+      "rank0", "is_rank_zero", "rank_zero", "is_primary", "is_global_zero", "is_local_main_process",
+      "is_main_rank", "master", "is_master_process", "is_leader"};
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+}  // namespace
+
+namespace {
+constexpr GuardMask kNeutral = 0x80;  // single-process check inside an `or`
+}
+
+GuardMask SemanticModel::classify_condition(TSNode cond, bool negated) const {
+  return static_cast<GuardMask>(classify_rec(cond, negated, 0) & ~kNeutral);
+}
+
+// classify_condition's recursion: `c` under `neg` negations, `depth` levels down.
+GuardMask SemanticModel::classify_rec(TSNode c, bool neg, int depth) const {
+  const Kinds& k = kinds();
+  if (node_is_null(c) || depth > kMaxDepth) return 0;
+  TSSymbol s = node_symbol(c);
+  if (s == k.parenthesized_expression && ts_node_named_child_count(c) == 1)
+    return classify_rec(ts_node_named_child(c, 0), neg, depth + 1);
+  if (s == k.not_operator) {
+    TSNode arg = ts_node_named_child(c, 0);
+    std::string name = lower(last_name(arg));
+    if (!neg && (contains(name, "distributed") || contains(name, "ddp") || name == "is_dist")) return kNeutral;
+    return classify_rec(arg, !neg, depth + 1);
+  }
+  if (s == k.boolean_operator) {
+    std::string_view op = text(field(c, k.f_operator));
+    GuardMask a = classify_rec(field(c, k.f_left), neg, depth + 1);
+    GuardMask b = classify_rec(field(c, k.f_right), neg, depth + 1);
+    bool conj = (op == "and") != neg;  // De Morgan for the negated branch
+    if (conj) return static_cast<GuardMask>((a | b) & ~kNeutral);
+    if (a & kNeutral) return static_cast<GuardMask>(b & ~kNeutral);
+    if (b & kNeutral) return static_cast<GuardMask>(a & ~kNeutral);
+    // `step % log_every == 0 or last_batch`: either side rare makes a rare branch
+    constexpr GuardMask rare = kGuardPeriodic | kGuardFinalStep | kGuardMainProcess;
+    if ((a & rare) && (b & rare)) return static_cast<GuardMask>(((a | b) & rare) | (a & b));
+    return static_cast<GuardMask>(a & b);
+  }
+  if (s == k.comparison_operator) {
+    // operands are the named children; operators are the anonymous ones
+    // (two operands have one operator token between them, or two for `not in`
+    // and `is not`; a chain such as `a < b < c` has more operands: not classified)
+    NodeList operands;
+    std::string_view first_op;
+    std::string joined;  // the operator tokens joined by spaces, when there are several
+    int op_count = 0;
+    for (TSNode ch : children(c, false)) {
+      if (ts_node_is_named(ch)) {
+        operands.push_back(ch);
+      } else if (op_count++ == 0) {
+        first_op = text(ch);
+      } else {
+        if (op_count == 2) joined = std::string(first_op);
+        joined.append(" ").append(text(ch));
+      }
+    }
+    if (operands.size() != 2 || op_count == 0) return 0;
+    const std::string_view op = op_count == 1 ? first_op : std::string_view(joined);
+    bool eq = op == "==" || op == "in" || op == "is";
+    bool ne = op == "!=" || op == "not in" || op == "is not";
+    bool positive = (eq && !neg) || (ne && neg);
+    // periodic: a modulo on either side
+    auto has_mod = [&](TSNode x) {
+      for (int guard = 0; guard < 8 && !node_is_null(x); ++guard) {
+        TSSymbol xs = node_symbol(x);
+        if (xs == k.parenthesized_expression && ts_node_named_child_count(x) == 1) {
+          x = ts_node_named_child(x, 0);
+          continue;
+        }
+        if (xs != k.binary_operator) return false;
+        if (text(field(x, k.f_operator)) == "%") {
+          return node_symbol(field(x, k.f_left)) != k.string;  // not "%d" % x
+        }
+        x = field(x, k.f_left);
+      }
+      return false;
+    };
+    if (has_mod(operands[0]) || has_mod(operands[1])) {
+      // `rank % ngpus_per_node == 0`: the first process of each node, not a step interval
+      TSNode m = has_mod(operands[0]) ? operands[0] : operands[1];
+      while (node_symbol(m) == k.parenthesized_expression && ts_node_named_child_count(m) == 1)
+        m = ts_node_named_child(m, 0);
+      if (node_symbol(m) == k.binary_operator && is_rank_value(field(m, k.f_left)))
+        return positive ? (kGuardMainProcess | kGuardRankDependent) : kGuardRankDependent;
+      return positive ? kGuardPeriodic : 0;
+    }
+    GuardMask g = 0;
+    bool r0 = is_rank_value(operands[0]), r1 = is_rank_value(operands[1]);
+    if (r0 || r1) {
+      g |= kGuardRankDependent;
+      TSNode other = r0 ? operands[1] : operands[0];
+      Value v = value_of(other);
+      if (v.kind == Value::Kind::Int && v.i == 0 && positive) g |= kGuardMainProcess;
+      if (v.kind == Value::Kind::Int && v.i == -1 && positive) return kNeutral;
+      TSSymbol os = node_symbol(other);
+      if ((os == k.tuple || os == k.list || os == k.set_comprehension || ts_node_named_child_count(other) > 0) &&
+          (op == "in") && !neg) {
+        bool all_le_zero = ts_node_named_child_count(other) > 0;
+        for (TSNode element : children(other)) {
+          Value e = value_of(element);
+          if (e.kind != Value::Kind::Int || e.i > 0) all_le_zero = false;
+        }
+        if (all_le_zero) g |= kGuardMainProcess;
+      }
+      return g;
+    }
+    if (is_world_size_value(operands[0]) || is_world_size_value(operands[1])) {
+      TSNode other = is_world_size_value(operands[0]) ? operands[1] : operands[0];
+      Value v = value_of(other);
+      if (v.kind == Value::Kind::Int && v.i == 1 && ((op == "==" && !neg) || (op == "<=" && !neg))) return kNeutral;
+    }
+    // final iteration: `i == len(loader) - 1`, `step == max_steps`, `i + 1 == n`
+    if ((op == "==" || op == ">=" || op == ">") && !neg) {
+      for (TSNode x : operands) {
+        std::string t = lower(text(x));
+        if (contains(t, "len(") || contains(t, "- 1") || contains(t, "-1") || contains(t, "last") ||
+            contains(t, "final") || contains(t, "max_") || contains(t, "total") || contains(t, "num_steps") ||
+            contains(t, "num_iter") || contains(t, "max_iter"))
+          return kGuardFinalStep;
+      }
+    }
+    return 0;
+  }
+  if (s == k.binary_operator && text(field(c, k.f_operator)) == "%") {
+    return neg ? kGuardPeriodic : 0;  // `if step % n:` runs on most steps
+  }
+  if (s == k.call) {
+    std::string_view name = last_name(field(c, k.f_function));
+    if (is_main_process_name(name)) return neg ? kGuardRankDependent : (kGuardMainProcess | kGuardRankDependent);
+    return 0;
+  }
+  if (s == k.identifier || s == k.attribute) {
+    std::string_view name = last_name(c);
+    if (is_main_process_name(name)) return neg ? kGuardRankDependent : (kGuardMainProcess | kGuardRankDependent);
+    // an opt-in flag that is off unless the user turns it on
+    Value flag = value_of(c);
+    if (flag.known() && flag.truthy() == neg) return kGuardOffByDefault;
+    std::string l = lower(name);
+    if (is_rank_value(c)) return neg ? (kGuardMainProcess | kGuardRankDependent) : kGuardRankDependent;
+    if (!neg && (contains(l, "last") || contains(l, "final"))) return kGuardFinalStep;
+    return 0;
+  }
+  return 0;
+}
+
+GuardMask SemanticModel::enclosing_guards(TSNode node) const {
+  GuardMask g = 0;
+  for (int r = region_of(node); r > 0; r = regions_[r].parent) {
+    const Region& reg = regions_[r];
+    if (reg.kind == Region::Kind::Function || reg.kind == Region::Kind::Class) break;
+    if (reg.kind == Region::Kind::Branch) g |= reg.guard;
+  }
+  return g;
+}
+
+}  // namespace ddplint

@@ -1,0 +1,226 @@
+// Training loops: which calls train, which loops step the optimiser, the local
+// call graph, and whether code runs on every step or in a training loop.
+#include "linter/model/internal.hpp"
+#include "linter/node_access.hpp"
+
+#include <algorithm>
+#include <functional>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace ddplint {
+
+using namespace model_detail;
+
+bool SemanticModel::training_call(const CallSite& c) const {
+  if (c.method == "backward") return true;
+  if (c.method != "step" || node_is_null(c.receiver)) return false;
+  std::string name = lower(last_name(c.receiver));
+  if (contains(name, "sched")) return false;
+  if (contains(name, "optim") || name == "opt" || name.rfind("opt_", 0) == 0 || contains(name, "scaler"))
+    return true;
+  TSNode v = single_assignment(c.receiver);
+  if (!node_is_null(v) && node_symbol(v) == kinds().call) {
+    const CallSite* ctor = call_at(v);
+    if (ctor && ((ctor->canonical.rfind("torch.optim.", 0) == 0 && !contains(ctor->canonical, "lr_scheduler")) ||
+                 contains(ctor->canonical, "GradScaler")))
+      return true;
+  }
+  return false;
+}
+
+std::vector<int> SemanticModel::resolve_local_function(const CallSite& c) const {
+  std::vector<int> out;
+  if (node_is_null(c.callee) || c.method.empty()) return out;
+  auto it = functions_by_name_.find(c.method);
+  if (it == functions_by_name_.end()) return out;
+  const Kinds& k = kinds();
+  bool plain = node_symbol(c.callee) == k.identifier;
+  bool on_self = false;
+  if (!plain && node_symbol(c.receiver) == k.identifier) {
+    std::string_view r = text(c.receiver);
+    on_self = r == "self" || r == "cls";
+  }
+  if (!plain && !on_self) return out;
+  // A name defined several times resolves to one definition: the last one
+  // before the call, else the first after it (a call inside a function body
+  // runs after the module has defined everything). One target keeps the call
+  // graph linear when a file repeats its definitions.
+  std::uint32_t at = node_start_byte(c.node);
+  int before = -1, after = -1;
+  for (int f : it->second) {
+    const Region& fr = regions_[functions_[f].region];
+    bool is_method = fr.parent >= 0 && regions_[fr.parent].kind == Region::Kind::Class;
+    if (is_method != on_self) continue;
+    if (node_start_byte(functions_[f].node) < at) before = f;
+    else if (after < 0) after = f;
+  }
+  if (before >= 0) out.push_back(before);
+  else if (after >= 0) out.push_back(after);
+  return out;
+}
+
+int SemanticModel::innermost_loop(int region) const {
+  for (int r = region; r >= 0; r = regions_[r].parent) {
+    Region::Kind kind = regions_[r].kind;
+    if (kind == Region::Kind::Loop) return r;
+    if (kind == Region::Kind::Function || kind == Region::Kind::Class || kind == Region::Kind::Module) return -1;
+  }
+  return -1;
+}
+
+namespace {
+int function_of(std::span<const Region> regions, int region) {
+  int scope = regions[region].scope;
+  return regions[scope].kind == Region::Kind::Function ? regions[scope].function : -1;
+}
+}  // namespace
+
+void SemanticModel::analyse_loops() {
+  step_loop_.assign(regions_.size(), 0);
+  training_loop_.assign(regions_.size(), 0);
+  for (Region& r : regions_) {
+    if (r.kind == Region::Kind::Branch) r.guard = classify_condition(r.condition, r.negated);
+  }
+  std::vector<std::uint8_t> trains_direct(functions_.size(), 0), trains_any(functions_.size(), 0);
+  callers_.assign(functions_.size(), {});
+  std::vector<std::pair<int, std::vector<int>>> local_calls;  // call index -> callee functions
+
+  // Marks what a training call (or a call of a training function) at `region`
+  // implies; returns the enclosing function if its flags changed, else -1.
+  auto mark = [&](int region, bool direct) {
+    int loop = innermost_loop(region);
+    int f = function_of(regions_, region);
+    bool changed = false;
+    if (direct) {
+      if (loop >= 0) {
+        step_loop_[loop] = 1;
+      } else if (f >= 0 && !trains_direct[f]) {
+        trains_direct[f] = 1;
+        changed = true;
+      }
+    }
+    for (int r = loop; r >= 0; r = regions_[r].parent) {
+      Region::Kind kind = regions_[r].kind;
+      if (kind == Region::Kind::Function || kind == Region::Kind::Class) break;
+      if (kind != Region::Kind::Loop) continue;
+      if (training_loop_[r]) break;  // its enclosing loops are marked already
+      training_loop_[r] = 1;
+    }
+    if (f >= 0 && !trains_any[f]) {
+      trains_any[f] = 1;
+      changed = true;
+    }
+    return changed ? f : -1;
+  };
+
+  std::vector<int> work;  // functions whose flags changed: their callers need another look
+  for (std::size_t i = 0; i < calls_.size(); ++i) {
+    const CallSite& c = calls_[i];
+    if (training_call(c)) {
+      trains_ = true;
+      int f = mark(c.region, true);
+      if (f >= 0) work.push_back(f);
+    }
+    auto targets = resolve_local_function(c);
+    if (!targets.empty()) {
+      for (int t : targets) callers_[t].push_back(static_cast<int>(i));
+      local_calls.emplace_back(static_cast<int>(i), std::move(targets));
+    }
+  }
+  std::unordered_map<int, const std::vector<int>*> targets_of;
+  for (const auto& [ci, targets] : local_calls) targets_of[ci] = &targets;
+  // propagate up the call graph; each function's flags change at most twice
+  while (!work.empty()) {
+    int g = work.back();
+    work.pop_back();
+    for (int ci : callers_[g]) {
+      bool direct = false, any = false;
+      for (int t : *targets_of[ci]) direct |= trains_direct[t] != 0, any |= trains_any[t] != 0;
+      if (!any && !direct) continue;
+      int f = mark(calls_[ci].region, direct);
+      if (f >= 0) work.push_back(f);
+    }
+  }
+}
+
+bool SemanticModel::runs_every_step(TSNode node, GuardMask exempt) const {
+  std::vector<int> visiting;
+  bool cycle = false;
+  return runs_every_step_from(region_of(node), exempt, 0, visiting, cycle);
+}
+
+bool SemanticModel::runs_every_step_from(int region, GuardMask exempt, int depth, std::vector<int>& visiting,
+                                         bool& cycle) const {
+  if (depth > 256) return false;  // call chains deeper than this are not followed
+  for (int r = region; r >= 0; r = regions_[r].parent) {
+    const Region& reg = regions_[r];
+    switch (reg.kind) {
+      case Region::Kind::Branch:
+        if (reg.guard & exempt) return false;
+        break;
+      case Region::Kind::Loop:
+        if (step_loop_[r]) return true;
+        if (training_loop_[r]) return false;  // an epoch loop: runs once per epoch
+        break;
+      case Region::Kind::Function: {
+        // memoised per (function, exempt): each function's call sites are
+        // examined once per query kind, however the call graph branches
+        std::uint64_t key = (static_cast<std::uint64_t>(reg.function) << 8) | exempt;
+        if (auto m = step_memo_.find(key); m != step_memo_.end()) return m->second;
+        if (std::find(visiting.begin(), visiting.end(), reg.function) != visiting.end()) {
+          cycle = true;  // answers that met this cycle are provisional
+          return false;
+        }
+        visiting.push_back(reg.function);
+        bool any = false, saw_cycle = false;
+        for (int ci : callers_[reg.function]) {
+          bool inner_cycle = false;
+          if (runs_every_step_from(calls_[ci].region, exempt, depth + 1, visiting, inner_cycle)) {
+            any = true;
+            break;
+          }
+          saw_cycle |= inner_cycle;
+        }
+        visiting.pop_back();
+        if (any || !saw_cycle) step_memo_[key] = any;
+        cycle |= saw_cycle && !any;
+        return any;
+      }
+      case Region::Kind::Class:
+      case Region::Kind::Module:
+        return false;
+      case Region::Kind::With:
+        break;
+    }
+  }
+  return false;
+}
+
+bool SemanticModel::in_training_loop(TSNode node) const {
+  std::vector<int> visiting;
+  std::unordered_map<int, bool> memo;
+  std::function<bool(int, int)> rec = [&](int region, int depth) -> bool {
+    if (depth > kMaxDepth) return false;
+    for (int r = region; r >= 0; r = regions_[r].parent) {
+      const Region& reg = regions_[r];
+      if (reg.kind == Region::Kind::Loop && training_loop_[r]) return true;
+      if (reg.kind == Region::Kind::Class || reg.kind == Region::Kind::Module) return false;
+      if (reg.kind == Region::Kind::Function) {
+        if (auto m = memo.find(reg.function); m != memo.end()) return m->second;
+        if (std::find(visiting.begin(), visiting.end(), reg.function) != visiting.end()) return false;
+        visiting.push_back(reg.function);
+        bool any = false;
+        for (int ci : callers_[reg.function]) any = any || rec(calls_[ci].region, depth + 1);
+        visiting.pop_back();
+        memo[reg.function] = any;  // linear in the call graph (a cycle may answer false early)
+        return any;
+      }
+    }
+    return false;
+  };
+  return rec(region_of(node), 0);
+}
+
+}  // namespace ddplint

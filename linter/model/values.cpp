@@ -1,0 +1,280 @@
+// Constant values of expressions (value_of), argparse defaults (argparse_value),
+// and which environment variable an expression reads (env_var_read).
+#include "linter/model/internal.hpp"
+#include "linter/node_access.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <cerrno>
+#include <climits>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <optional>
+
+namespace ddplint {
+
+using namespace model_detail;
+
+namespace {
+
+constexpr std::size_t kMaxStringValue = 4096;  // longer constant strings are Unknown (bounded memory)
+
+// Names that conventionally hold parsed command-line arguments (`args.lr`).
+bool is_args_like_name(std::string_view name) {
+  static constexpr std::array<std::string_view, 8> names = {"args", "opt", "opts", "flags", "FLAGS",
+                                                            "hparams", "options", "cmd_args"};
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+}  // namespace
+
+Value SemanticModel::value_of(TSNode expr) const { return value_rec(expr, 0); }
+
+Value SemanticModel::argparse_value(std::string_view dest, int depth) const {
+  std::string key(dest);
+  if (auto m = argparse_memo_.find(key); m != argparse_memo_.end()) return m->second;
+  Value v = argparse_uncached(key, depth);
+  argparse_memo_[key] = v;
+  return v;
+}
+
+Value SemanticModel::argparse_uncached(const std::string& key, int depth) const {
+  // parser-level defaults always win (argparse docs); several of them: unknown
+  if (auto sd = argparse_set_defaults_.find(key); sd != argparse_set_defaults_.end()) {
+    return sd->second.size() == 1 ? value_rec(sd->second[0], depth + 1) : Value::unknown();
+  }
+  auto it = argparse_.find(key);
+  if (it == argparse_.end()) return Value::unknown();
+  // several options may write one dest (`--pin-mem` / `--no-pin-mem`): only an
+  // agreed default is known
+  std::optional<Value> agreed;
+  for (int ci : it->second) {
+    const CallSite& add = calls_[ci];
+    Value v;
+    TSNode def = argument(add, "default");
+    TSNode action = argument(add, "action");
+    if (!node_is_null(def)) {
+      v = value_rec(def, depth + 1);
+    } else if (!node_is_null(action)) {
+      Value a = value_rec(action, depth + 1);
+      if (a.kind == Value::Kind::Str && a.s == "store_true") v = Value::boolean(false);
+      else if (a.kind == Value::Kind::Str && a.s == "store_false") v = Value::boolean(true);
+    } else {
+      v = Value::none();
+    }
+    if (!v.known()) return v;
+    if (agreed && (agreed->kind != v.kind || agreed->i != v.i || agreed->f != v.f || agreed->s != v.s))
+      return Value::unknown();
+    agreed = v;
+  }
+  return agreed ? *agreed : Value::unknown();
+}
+
+Value SemanticModel::value_rec(TSNode expr, int depth) const {
+  if (node_is_null(expr) || depth > kMaxDepth) return Value::unknown();
+  // memoised per node: names used many times (`max(a, a, a)`) are resolved
+  // once, and a cycle (`a = b; b = a`) reads the in-progress Unknown
+  MemoKey key{node_start_byte(expr), node_end_byte(expr), node_symbol(expr), 0};
+  auto [it, inserted] = value_memo_.try_emplace(key, Value::unknown());
+  if (!inserted) return it->second;
+  Value v = value_uncached(expr, depth);
+  if (v.kind == Value::Kind::Str && v.s.size() > kMaxStringValue) v = Value::unknown();
+  value_memo_[key] = v;
+  return v;
+}
+
+Value SemanticModel::value_uncached(TSNode expr, int depth) const {
+  const Kinds& k = kinds();
+  TSSymbol s = node_symbol(expr);
+  if (s == k.integer) {
+    std::string t(text(expr));
+    std::erase(t, '_');
+    if (t.empty() || t.back() == 'j' || t.back() == 'J' || t.back() == 'l' || t.back() == 'L') return Value::unknown();
+    int base = 10;
+    std::size_t skip = 0;
+    if (t.size() > 2 && t[0] == '0') {
+      char p = static_cast<char>(std::tolower(static_cast<unsigned char>(t[1])));
+      if (p == 'x') base = 16, skip = 2;
+      else if (p == 'o') base = 8, skip = 2;
+      else if (p == 'b') base = 2, skip = 2;
+    }
+    errno = 0;
+    char* end = nullptr;
+    long long v = std::strtoll(t.c_str() + skip, &end, base);
+    if (errno != 0 || *end != '\0') return Value::unknown();
+    return Value::integer(v);
+  }
+  if (s == k.float_) {
+    std::string t(text(expr));
+    std::erase(t, '_');
+    if (!t.empty() && (t.back() == 'j' || t.back() == 'J')) return Value::unknown();
+    char* end = nullptr;
+    double v = std::strtod(t.c_str(), &end);
+    if (*end != '\0') return Value::unknown();
+    return Value::floating(v);
+  }
+  if (s == k.true_) return Value::boolean(true);
+  if (s == k.false_) return Value::boolean(false);
+  if (s == k.none) return Value::none();
+  if (s == k.string) {
+    std::string out;
+    for (TSNode c : children(expr)) {
+      TSSymbol cs = node_symbol(c);
+      if (cs == k.interpolation) return Value::unknown();
+      if (cs == k.string_content) out += text(c);
+    }
+    return Value::string(std::move(out));
+  }
+  if (s == k.concatenated_string) {
+    std::string out;
+    for (TSNode part : children(expr)) {
+      Value v = value_rec(part, depth + 1);
+      if (v.kind != Value::Kind::Str) return Value::unknown();
+      out += v.s;
+    }
+    return Value::string(std::move(out));
+  }
+  if (s == k.parenthesized_expression) {
+    if (ts_node_named_child_count(expr) != 1) return Value::unknown();
+    return value_rec(ts_node_named_child(expr, 0), depth + 1);
+  }
+  if (s == k.unary_operator) {
+    Value v = value_rec(field(expr, k.f_argument), depth + 1);
+    std::string_view op = text(field(expr, k.f_operator));
+    if (!v.is_number()) return Value::unknown();
+    if (op == "-") {
+      if (v.kind == Value::Kind::Float) return Value::floating(-v.f);
+      return v.i == INT64_MIN ? Value::unknown() : Value::integer(-v.i);
+    }
+    if (op == "+") return v.kind == Value::Kind::Bool ? Value::integer(v.i) : v;
+    return Value::unknown();
+  }
+  if (s == k.not_operator) {
+    Value v = value_rec(ts_node_named_child(expr, 0), depth + 1);
+    if (!v.known()) return v;
+    return Value::boolean(!v.truthy());
+  }
+  if (s == k.binary_operator) {
+    Value l = value_rec(field(expr, k.f_left), depth + 1);
+    Value r = value_rec(field(expr, k.f_right), depth + 1);
+    std::string_view op = text(field(expr, k.f_operator));
+    if (l.kind == Value::Kind::Str && r.kind == Value::Kind::Str && op == "+") return Value::string(l.s + r.s);
+    if (!l.is_number() || !r.is_number()) return Value::unknown();
+    bool ints = l.kind != Value::Kind::Float && r.kind != Value::Kind::Float;
+    if (ints) {
+      // Python integers do not overflow; past 64 bits the value is Unknown here
+      std::int64_t a = l.i, b = r.i, out = 0;
+      if (op == "+") return __builtin_add_overflow(a, b, &out) ? Value::unknown() : Value::integer(out);
+      if (op == "-") return __builtin_sub_overflow(a, b, &out) ? Value::unknown() : Value::integer(out);
+      if (op == "*") return __builtin_mul_overflow(a, b, &out) ? Value::unknown() : Value::integer(out);
+      if ((op == "//" || op == "%") && (b == 0 || (b == -1 && a == INT64_MIN))) return Value::unknown();
+      if (op == "//") return Value::integer(a / b - ((a % b != 0) && ((a < 0) != (b < 0))));
+      if (op == "%") return Value::integer(((a % b) + b) % b);
+      if (op == "/" && b != 0) return Value::floating(static_cast<double>(a) / static_cast<double>(b));
+      return Value::unknown();
+    }
+    double a = l.as_double(), b = r.as_double();
+    if (op == "+") return Value::floating(a + b);
+    if (op == "-") return Value::floating(a - b);
+    if (op == "*") return Value::floating(a * b);
+    if (op == "/" && b != 0) return Value::floating(a / b);
+    if (op == "//" && b != 0) return Value::floating(std::floor(a / b));
+    return Value::unknown();
+  }
+  if (s == k.conditional_expression) {
+    // `a if cond else b`: children are a, cond, b
+    if (ts_node_named_child_count(expr) != 3) return Value::unknown();
+    Value c = value_rec(ts_node_named_child(expr, 1), depth + 1);
+    Value a = value_rec(ts_node_named_child(expr, 0), depth + 1);
+    Value b = value_rec(ts_node_named_child(expr, 2), depth + 1);
+    if (c.known()) return c.truthy() ? a : b;
+    if (a.known() && b.known() && a.kind == b.kind && a.i == b.i && a.f == b.f && a.s == b.s) return a;
+    return Value::unknown();
+  }
+  if (s == k.call) {
+    TSNode callee = field(expr, k.f_function);
+    if (node_is_null(callee) || node_symbol(callee) != k.identifier) return Value::unknown();
+    std::string_view fn = text(callee);
+    if (!bindings_of(fn, region_of(expr)).empty()) return Value::unknown();  // shadowed builtin
+    const CallSite* call = call_at(expr);
+    if (!call || has_unpacked_arguments(*call)) return Value::unknown();
+    int n = positional_count(*call);
+    if ((fn == "int" || fn == "float" || fn == "str" || fn == "bool") && n == 1) {
+      Value v = value_rec(argument(*call, "", 0), depth + 1);
+      if (!v.known()) return v;
+      if (fn == "int" && v.is_number()) {
+        if (v.kind != Value::Kind::Float) return Value::integer(v.i);
+        if (!(v.f > -9.2e18 && v.f < 9.2e18)) return Value::unknown();  // out of range, inf or nan
+        return Value::integer(static_cast<std::int64_t>(v.f));
+      }
+      if (fn == "int" && v.kind == Value::Kind::Str) {
+        char* end = nullptr;
+        errno = 0;
+        long long x = std::strtoll(v.s.c_str(), &end, 10);
+        return (!v.s.empty() && *end == '\0' && errno == 0) ? Value::integer(x) : Value::unknown();
+      }
+      if (fn == "float" && v.is_number()) return Value::floating(v.as_double());
+      if (fn == "bool") return Value::boolean(v.truthy());
+      if (fn == "str" && v.kind == Value::Kind::Str) return v;
+      return Value::unknown();
+    }
+    if ((fn == "min" || fn == "max") && n >= 2) {
+      Value best;
+      for (int i = 0; i < n; ++i) {
+        Value v = value_rec(argument(*call, "", i), depth + 1);
+        if (!v.is_number()) return Value::unknown();
+        if (!best.known() || (fn == "min" ? v.as_double() < best.as_double() : v.as_double() > best.as_double()))
+          best = v;
+      }
+      return best;
+    }
+    return Value::unknown();
+  }
+  if (s == k.identifier || s == k.attribute) {
+    std::string path = path_of(expr);
+    if (path.empty()) return Value::unknown();
+    auto bs = bindings_of(path, region_of(expr));
+    if (!bs.empty()) {
+      if (bs.size() != 1 || bs[0]->kind != Binding::Kind::Assign || node_is_null(bs[0]->value)) return Value::unknown();
+      if (node_eq(bs[0]->target, expr)) return Value::unknown();
+      return value_rec(bs[0]->value, depth + 1);
+    }
+    if (s == k.attribute) {
+      TSNode object = field(expr, k.f_object);
+      if (node_symbol(object) == k.identifier && is_args_like_name(text(object))) {
+        return argparse_value(text(field(expr, k.f_attribute)), depth);
+      }
+    }
+    return Value::unknown();
+  }
+  return Value::unknown();
+}
+
+std::string SemanticModel::env_var_read(TSNode expr) const {
+  const Kinds& k = kinds();
+  for (int guard = 0; guard < 4 && !node_is_null(expr); ++guard) {
+    TSSymbol s = node_symbol(expr);
+    if (s == k.subscript) {
+      if (canonical_name(field(expr, k.f_value)) != "os.environ") return {};
+      Value v = value_of(field(expr, k.f_subscript));
+      return v.kind == Value::Kind::Str ? v.s : std::string();
+    }
+    if (s != k.call) return {};
+    const CallSite* c = call_at(expr);
+    if (!c) return {};
+    if (c->canonical == "os.environ.get" || c->canonical == "os.getenv") {
+      Value v = value_of(argument(*c, "key", 0));
+      return v.kind == Value::Kind::Str ? v.s : std::string();
+    }
+    if (c->method == "int" || c->method == "str") {
+      expr = argument(*c, "", 0);
+      continue;
+    }
+    return {};
+  }
+  return {};
+}
+
+}  // namespace ddplint
