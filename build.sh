@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # ddplint's one entry point for building and testing.
-#   ./build.sh run    install what is missing, build, lint the examples/ scripts
-#   ./build.sh test   install what is missing, build, run the whole test suite
+#   ./build.sh run    install what is missing, build the linter, lint the examples/ scripts
+#   ./build.sh test   install what is missing, build everything, run the whole test suite
 #   ./build.sh setup  only install what is missing (idempotent)
-#   ./build.sh build  setup + build (release preset, build/release)
+#   ./build.sh build  setup + build everything (release preset, build/release)
 #   ./build.sh sanitize  clang ASan+UBSan build (build/sanitize), the test suite
 #                     under it, then each libFuzzer harness for FUZZ_SECONDS (60)
 set -euo pipefail
@@ -98,17 +98,23 @@ setup() {
   fi
 }
 
+# setup + the release build: every target, or only those named (`build ddplint`)
 build() {
   setup
   [ -f build/release/build.ninja ] || cmake --preset release >&2
-  cmake --build --preset release >&2
+  if [ "$#" -gt 0 ]; then
+    cmake --build --preset release --target "$@" >&2
+  else
+    cmake --build --preset release >&2
+  fi
 }
 
 case "${1:-}" in
   setup) setup ;;
   build) build ;;
   run)
-    build
+    # the linter alone (its libraries and the executable), not the tests, benchmarks and fuzzers
+    build ddplint
     # findings are the point here: exit 0 when the only "failure" is that findings were reported
     status=0
     ./build/release/ddplint examples/ || status=$?

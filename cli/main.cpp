@@ -1,9 +1,9 @@
-// Entry point of the `ddplint` executable.
+// Entry point of the `ddplint` executable: the built-in rules, given to the command line.
 #include <csignal>
 #include <cstdio>
 #include <exception>
 
-#include "linter/cli.hpp"
+#include "cli/commands.hpp"
 #include "rules/registry.hpp"
 
 int main(int argc, char** argv) {
@@ -12,11 +12,11 @@ int main(int argc, char** argv) {
   // killing the process with SIGXFSZ (found by hostile testing)
   std::signal(SIGXFSZ, SIG_IGN);
   try {
-    return ddplint::run_cli(argc, argv, ddplint::rules::all());
+    return ddplint::cli::run(argc, argv, ddplint::rules::all());
   } catch (const std::exception& e) {
     std::fprintf(stderr, "ddplint: internal error: %s\n", e.what());
   } catch (...) {
     std::fprintf(stderr, "ddplint: internal error\n");
   }
-  return ddplint::kExitError;
+  return ddplint::cli::kExitError;
 }

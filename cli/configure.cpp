@@ -1,0 +1,100 @@
+// Stage 2 of a run: --select/--ignore, --config, and the configuration closest to each file.
+#include "cli/configure.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+
+namespace ddplint::cli {
+
+Configurations::Configurations(const CheckOptions& options, std::span<const Rule> rules)
+    : options_(options), rules_(rules), resolver_(rules) {}
+
+bool Configurations::resolve_arguments() {
+  for (const auto& s : options_.select_args)
+    for (auto& c : split_codes(s)) select_.push_back(std::move(c));
+  for (const auto& s : options_.ignore_args)
+    for (auto& c : split_codes(s)) ignore_.push_back(std::move(c));
+  if (auto bad = unknown_code(select_, rules_)) {
+    std::fprintf(stderr, "ddplint: --select: unknown rule code or prefix '%s' (see --list-rules)\n", bad->c_str());
+    return false;
+  }
+  if (auto bad = unknown_code(ignore_, rules_)) {
+    std::fprintf(stderr, "ddplint: --ignore: unknown rule code or prefix '%s' (see --list-rules)\n", bad->c_str());
+    return false;
+  }
+  if (options_.isolated && !options_.config_path.empty()) {
+    std::fprintf(stderr, "ddplint: --config and --isolated cannot be used together\n");
+    return false;
+  }
+  // Configuration: --config for every file, else the closest file to each one.
+  if (!options_.config_path.empty()) {
+    const std::string& config_path = options_.config_path;
+    auto loaded = load_config(config_path, rules_);
+    if (auto* err = std::get_if<ConfigError>(&loaded)) {
+      std::fprintf(stderr, "ddplint: %s\n", err->to_string().c_str());
+      return false;
+    }
+    auto& config = std::get<std::optional<Config>>(loaded);
+    if (!config) {
+      std::error_code ec;
+      std::fprintf(stderr, "ddplint: %s: %s\n", config_path.c_str(),
+                   std::filesystem::exists(config_path, ec) ? "no [tool.ddplint] table" : "no such file");
+      return false;
+    }
+    fixed_config_ = std::make_shared<const Config>(std::move(*config));
+  }
+  return true;
+}
+
+bool Configurations::config_of(const std::string& path, std::shared_ptr<const Config>& out) {
+  out.reset();
+  if (options_.isolated) return true;
+  if (fixed_config_) {
+    out = fixed_config_;
+    return true;
+  }
+  // the files of one folder come together: the last folder's answer is kept.
+  // Keyed by the path up to its last '/', for a last component that is a
+  // plain name: such paths resolve to the same folder (ConfigResolver::for_file
+  // takes the normalised path's parent), and the folder lookup (absolute path,
+  // normalisation, a map of paths compared component by component) was 5% of
+  // a run over many small files.
+  std::size_t slash = path.rfind('/');
+  std::string_view folder = std::string_view(path).substr(0, slash == std::string::npos ? 0 : slash + 1);
+  std::string_view name = std::string_view(path).substr(folder.size());
+  bool plain = !name.empty() && name != "." && name != "..";
+  Answer other;
+  const Answer* answer = &other;
+  if (!plain) {
+    other = resolver_.for_file(path);
+  } else {
+    if (!last_folder_ || folder != last_folder_->first) last_folder_.emplace(std::string(folder), resolver_.for_file(path));
+    answer = &last_folder_->second;
+  }
+  const auto& found = *answer;
+  if (auto* err = std::get_if<ConfigError>(&found)) {
+    std::string line = err->to_string();
+    if (std::find(errors_.begin(), errors_.end(), line) == errors_.end()) {
+      errors_.push_back(line);
+      std::fprintf(stderr, "ddplint: %s\n", line.c_str());
+    }
+    return false;
+  }
+  out = std::get<std::shared_ptr<const Config>>(found);
+  return true;
+}
+
+FileSettings Configurations::settings_of(const Config* config, const std::string& path) const {
+  return settings_for(config, path, select_, ignore_);
+}
+
+std::shared_ptr<const FileSettings> Configurations::shared_settings_of(const std::shared_ptr<const Config>& config,
+                                                                       const std::string& path) {
+  if (config && !config->per_file_ignores.empty()) return std::make_shared<const FileSettings>(settings_of(config.get(), path));
+  auto& shared = shared_settings_[config.get()];
+  if (!shared) shared = std::make_shared<const FileSettings>(settings_of(config.get(), path));
+  return shared;
+}
+
+}  // namespace ddplint::cli

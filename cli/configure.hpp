@@ -1,0 +1,57 @@
+// Stage 2 of a run: which configuration, rule selection and rule options govern each file.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "cli/options.hpp"
+#include "linter/config.hpp"
+
+namespace ddplint::cli {
+
+/// The configurations of a run: none with --isolated, the one file of
+/// --config for every path, else the closest configuration file to each path
+/// (linter/config.hpp). Each configuration error is printed to stderr once.
+class Configurations {
+ public:
+  Configurations(const CheckOptions& options, std::span<const Rule> rules);
+
+  /// Checks --select and --ignore against the rules and loads --config.
+  /// False when one is wrong (reported on stderr): the run stops.
+  bool resolve_arguments();
+
+  /// The configuration of `path` into `out` (nullptr: none applies). False
+  /// on a configuration error, printed the first time it is met.
+  bool config_of(const std::string& path, std::shared_ptr<const Config>& out);
+
+  /// True once some configuration error has been reported.
+  bool had_errors() const { return !errors_.empty(); }
+
+  /// The rules and options for `path` under `config` (nullable), with the
+  /// command line's --select/--ignore on top.
+  FileSettings settings_of(const Config* config, const std::string& path) const;
+
+  /// settings_of(), shared by every file of a configuration without
+  /// per-file-ignores (one caller at a time).
+  std::shared_ptr<const FileSettings> shared_settings_of(const std::shared_ptr<const Config>& config,
+                                                         const std::string& path);
+
+ private:
+  using Answer = std::variant<std::shared_ptr<const Config>, ConfigError>;
+  const CheckOptions& options_;
+  std::span<const Rule> rules_;
+  std::vector<std::string> select_, ignore_;  // the codes of --select/--ignore, split
+  std::shared_ptr<const Config> fixed_config_;  // --config
+  ConfigResolver resolver_;
+  std::vector<std::string> errors_;  // each reported once
+  std::optional<std::pair<std::string, Answer>> last_folder_;  // the last folder's answer
+  std::map<const Config*, std::shared_ptr<const FileSettings>> shared_settings_;
+};
+
+}  // namespace ddplint::cli

@@ -1,0 +1,48 @@
+// Stage 4 of a run: lint (and fix) each file, on `-j` threads, in input order.
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <set>
+#include <span>
+
+#include "cli/configure.hpp"
+#include "cli/options.hpp"
+#include "cli/report.hpp"
+#include "linter/discovery.hpp"
+
+namespace ddplint::cli {
+
+/// Lints one file, fixing it first with --fix or --diff, and formats what is
+/// left with the report. Thread-safe: each call is independent.
+class FileLinter {
+ public:
+  FileLinter(const CheckOptions& options, std::span<const Rule> rules, const Report& report)
+      : options_(options), rules_(rules), report_(report) {}
+
+  /// `source` linted under `settings`; `write_back`: the file on disk to
+  /// replace with the fixed text (false for standard input).
+  FileOutcome lint_source(SourceFile source, const FileSettings& settings, bool write_back) const;
+
+  /// The discovered path read and linted; an unreadable one gives an error outcome.
+  FileOutcome lint_path(const DiscoveredPath& entry, const FileSettings& settings) const;
+
+ private:
+  const CheckOptions& options_;
+  std::span<const Rule> rules_;
+  const Report& report_;
+};
+
+/// Lints standard input once, wherever `-` is among `paths`, and emits it.
+/// False when its configuration has an error (reported): the run stops.
+bool lint_stdin(const std::vector<std::string>& paths, const CheckOptions& options, Configurations& configs,
+                const FileLinter& linter, Report& report);
+
+/// Lints every path `walk` hands out, on options.jobs threads, and emits each
+/// outcome in input order as soon as it and those before it are done; at most
+/// a bounded window of outcomes is held. Errors are noted in `report`.
+void lint_files(PathWalk walk, const CheckOptions& options, Configurations& configs, const FileLinter& linter,
+                Report& report);
+
+}  // namespace ddplint::cli
