@@ -1,0 +1,144 @@
+#!/usr/bin/env python3
+"""ddplint's evaluation on real code: lints each program of eval/manifest.json
+and scores the findings against eval/triage.json.
+
+Prints, over every finding of every program:
+  - findings, triaged and untriaged;
+  - precision: true / (true + false), over triaged findings (debatable ones
+    are counted apart, not as true), and the same without the findings of
+    rules about deprecated APIs (--list-rules marks them);
+  - the debatable share: debatable / triaged;
+  - false findings at error severity (the goal is none);
+  - true findings of the triage that ddplint no longer reports ("lost");
+  - known misses: what should fire and where; how many are found now.
+
+Usage:
+  eval/materialize.py --from-git /path/to/mirrors CORPUS   (once; or --clone CORPUS)
+  eval/run.py --corpus CORPUS [--bin build/release/ddplint] [--show untriaged|false|debatable|lost|misses|all]
+              [--only ID,ID] [--json]
+A finding is keyed by (program, path, line, code); the triage records a
+verdict and the reason for each. The programs are linted as given in the
+manifest, with --isolated (their own configuration files, if any, are not ddplint's).
+"""
+import argparse
+import collections
+import json
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+VERDICTS = ("true", "false", "debatable")
+
+
+def load(name):
+    with open(os.path.join(HERE, name)) as f:
+        return json.load(f)
+
+
+def deprecated_codes(binary):
+    out = subprocess.run([binary, "rule", "--all", "--format", "json"], capture_output=True, text=True, check=True).stdout
+    return {r["code"] for r in json.loads(out) if r.get("deprecated_api")}
+
+
+def lint(binary, corpus, program):
+    where = os.path.join(corpus, program["repo"].replace("/", "+"))
+    stamp = os.path.join(where, ".eval-commit")
+    if not os.path.isfile(stamp):
+        sys.exit(f"{where}: not laid out (run eval/materialize.py first)")
+    with open(stamp) as f:
+        commit = f.read().strip()
+    if commit != program["commit"]:
+        sys.exit(f"{where}: at {commit[:12]}, the manifest pins {program['commit'][:12]} (run eval/materialize.py again)")
+    proc = subprocess.run([binary, "--isolated", "--no-respect-gitignore", "--format", "json", *program["paths"]],
+                          cwd=where, capture_output=True, text=True)
+    if proc.returncode not in (0, 1):
+        sys.exit(f"{program['id']}: ddplint exited {proc.returncode}: {proc.stderr.strip()}")
+    return [{"program": program["id"], "path": d["filename"], "line": d["location"]["row"], "code": d["code"],
+             "severity": d["severity"], "message": d["message"]} for d in json.loads(proc.stdout)]
+
+
+def key(entry):
+    return (entry["program"], entry["path"], entry["line"], entry["code"])
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--corpus", required=True, help="the folder eval/materialize.py laid the programs out in")
+    p.add_argument("--bin", default=os.path.join(ROOT, "build/release/ddplint"))
+    p.add_argument("--show", choices=["untriaged", "false", "debatable", "lost", "misses", "all"])
+    p.add_argument("--only", help="program ids, comma-separated")
+    p.add_argument("--json", action="store_true", help="print the findings (with verdicts) as JSON and stop")
+    a = p.parse_args()
+    manifest, triage = load("manifest.json"), load("triage.json")
+    programs = manifest["programs"]
+    if a.only:
+        wanted = set(a.only.split(","))
+        programs = [q for q in programs if q["id"] in wanted]
+    ids = {q["id"] for q in programs}
+    verdicts = {}
+    for t in triage["findings"]:
+        if t["verdict"] not in VERDICTS:
+            sys.exit(f"triage: {key(t)}: verdict {t['verdict']!r} is not one of {VERDICTS}")
+        if key(t) in verdicts:
+            sys.exit(f"triage: {key(t)} is triaged twice")
+        verdicts[key(t)] = t
+    findings = [f for q in programs for f in lint(a.bin, a.corpus, q)]
+    for f in findings:
+        t = verdicts.get(key(f))
+        f["verdict"] = t["verdict"] if t else None
+        f["reason"] = t["reason"] if t else None
+    if a.json:
+        json.dump(findings, sys.stdout, indent=1)
+        print()
+        return
+    deprecated = deprecated_codes(a.bin)
+    found = {key(f) for f in findings}
+    lost = [t for t in triage["findings"] if t["program"] in ids and t["verdict"] == "true" and key(t) not in found]
+    misses = [m for m in triage.get("misses", []) if m["program"] in ids]
+    misses_found = [m for m in misses if key(m) in found]
+    counts = collections.Counter(f["verdict"] for f in findings)
+    triaged = sum(counts[v] for v in VERDICTS)
+
+    def precision(fs):
+        t = sum(1 for f in fs if f["verdict"] == "true")
+        n = t + sum(1 for f in fs if f["verdict"] == "false")
+        return f"{t / n:.3f} ({t}/{n})" if n else "n/a"
+
+    error_false = [f for f in findings if f["verdict"] == "false" and f["severity"] == "error"]
+    print(f"programs: {len(programs)} from {len({q['repo'] for q in programs})} repositories")
+    print(f"findings: {len(findings)}; triaged {triaged}, untriaged {counts[None]}")
+    print(f"  true {counts['true']}, false {counts['false']}, debatable {counts['debatable']}")
+    print(f"precision: {precision(findings)}; without deprecated-API rules "
+          f"({', '.join(sorted(deprecated))}): {precision([f for f in findings if f['code'] not in deprecated])}")
+    print(f"debatable share: " + (f"{counts['debatable'] / triaged:.3f} ({counts['debatable']}/{triaged})" if triaged else "n/a"))
+    print(f"false findings at error severity: {len(error_false)}")
+    print(f"true findings lost (triaged true, not reported now): {len(lost)}")
+    print(f"known misses found: {len(misses_found)} of {len(misses)}")
+    by_code = collections.defaultdict(collections.Counter)
+    for f in findings:
+        by_code[f["code"]][f["verdict"] or "untriaged"] += 1
+    print("per rule (true/false/debatable/untriaged):")
+    for code in sorted(by_code):
+        c = by_code[code]
+        print(f"  {code}: {c['true']}/{c['false']}/{c['debatable']}/{c['untriaged']}")
+    show = a.show
+    if show:
+        rows = []
+        if show in ("untriaged", "all"):
+            rows += [("untriaged", f) for f in findings if f["verdict"] is None]
+        if show in ("false", "all"):
+            rows += [("false", f) for f in findings if f["verdict"] == "false"]
+        if show in ("debatable", "all"):
+            rows += [("debatable", f) for f in findings if f["verdict"] == "debatable"]
+        if show in ("lost", "all"):
+            rows += [("lost", t) for t in lost]
+        if show in ("misses", "all"):
+            rows += [("missed" if key(m) not in found else "miss found", m) for m in misses]
+        for label, f in rows:
+            print(f"{label}: {f['program']}: {f['path']}:{f['line']}: {f['code']} {f.get('message') or f.get('reason', '')}")
+
+
+if __name__ == "__main__":
+    main()
