@@ -7,6 +7,34 @@ namespace ddplint::rules {
 
 namespace {
 
+// True for the first parameter of a function that mp.spawn starts
+// (`mp.spawn(worker, ...)`, `def worker(rank, ...)`) when nothing else binds
+// it: the index of the process on this machine, 0 to nprocs - 1, whatever the
+// parameter is called. On every node it is the local process index, so it is
+// never a global rank (torch.multiprocessing.spawn passes `i` as fn's first
+// argument: torch/multiprocessing/spawn.py, _wrap).
+bool spawn_index(const SemanticModel& model, TSNode expr) {
+  const Kinds& k = kinds();
+  if (node_symbol(expr) != k.identifier) return false;
+  BindingList bindings = model.bindings_of(model.text(expr), model.region_of(expr));
+  if (bindings.size() != 1 || bindings[0]->kind != Binding::Kind::Parameter || bindings[0]->scope == 0) return false;
+  const Region& scope = model.regions()[bindings[0]->scope];
+  if (scope.function < 0) return false;
+  const FunctionInfo& fn = model.functions()[scope.function];
+  TSNode params = field(fn.node, k.f_parameters);
+  if (node_is_null(params) || ts_node_named_child_count(params) == 0) return false;
+  TSNode first = ts_node_named_child(params, 0);
+  std::uint32_t at = node_start_byte(bindings[0]->target);
+  if (at < node_start_byte(first) || at >= node_end_byte(first)) return false;
+  for (std::string_view spawn : {"torch.multiprocessing.spawn", "torch.multiprocessing.start_processes"}) {
+    for (const CallSite* c : model.calls_to(spawn)) {
+      TSNode target = model.argument(*c, "fn", 0);
+      if (!node_is_null(target) && node_symbol(target) == k.identifier && model.text(target) == fn.name) return true;
+    }
+  }
+  return false;
+}
+
 // A global rank: dist.get_rank(), os.environ["RANK"], or a name such as `rank`,
 // `global_rank`, `ddp_rank` that is not bound to a local rank. `x % ngpus` and
 // names with "local" are local ranks.
@@ -29,7 +57,7 @@ bool global_rank(const SemanticModel& model, TSNode expr, int depth = 0) {
     std::string name = lowercase(model.last_name(expr));
     TSNode bound = model.single_assignment(expr);
     if (!node_is_null(bound)) return global_rank(model, bound, depth + 1);
-    if (name.find("local") != std::string::npos) return false;
+    if (name.find("local") != std::string::npos || spawn_index(model, expr)) return false;
     return name == "rank" || name == "global_rank" || name == "world_rank" || name == "ddp_rank" ||
            name == "proc_rank" || name == "process_rank";
   }

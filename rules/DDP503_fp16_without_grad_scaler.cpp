@@ -12,12 +12,27 @@ bool has_grad_scaler(const SemanticModel& model) {
   return false;
 }
 
+// True when the function holding `node` (its scope) itself runs backward() or
+// an optimizer step: the autocast there is part of a training step. The module
+// counts as such a scope when the node is in a training loop.
+bool trains_in_scope(const SemanticModel& model, TSNode node) {
+  int scope = model.regions()[model.region_of(node)].scope;
+  if (scope == 0) return model.in_training_loop(node);
+  for (const CallSite& c : model.calls())
+    if (model.is_training_call(c) && model.regions()[model.region_of(c.node)].scope == scope) return true;
+  return false;
+}
+
 void check(const SemanticModel& model, RuleContext& ctx) {
   if (!model.trains()) return;
   bool scaler_checked = false, scaler = false;
   for (const CallSite& call : model.calls()) {
     if (autocast_precision(model, call) != "fp16") continue;
+    // an autocast in a function that trains, or in a helper run on every step
+    // (`loss = compute_loss(x)`); one in a function without backward that runs
+    // only now and then (validation images every N steps) computes no gradients
     if (!model.in_training_loop(call.node) && !model.runs_every_step(call.node, 0)) continue;
+    if (!trains_in_scope(model, call.node) && !model.runs_every_step(call.node, kRareGuards)) continue;
     if (!scaler_checked) scaler = has_grad_scaler(model), scaler_checked = true;
     if (scaler) return;
     ctx.report(node_start_byte(call.callee), node_end_byte(call.callee),

@@ -112,7 +112,9 @@ GuardMask SemanticModel::classify_rec(TSNode c, bool neg, int depth) const {
       TSNode other = r0 ? operands[1] : operands[0];
       Value v = value_of(other);
       if (v.kind == Value::Kind::Int && v.i == 0 && positive) g |= kGuardMainProcess;
-      if (v.kind == Value::Kind::Int && v.i == -1 && positive) return kNeutral;
+      // `rank == -1` / `rank != -1`: the script's distributed-mode test (-1 means
+      // "not launched distributed"), the same on every rank, not a rank test
+      if (v.kind == Value::Kind::Int && v.i == -1 && (eq || ne)) return kNeutral;
       TSSymbol os = node_symbol(other);
       if ((os == k.tuple || os == k.list || os == k.set_comprehension || ts_node_named_child_count(other) > 0) &&
           (op == "in") && !neg) {
