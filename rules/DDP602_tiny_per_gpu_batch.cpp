@@ -11,6 +11,7 @@ void check(const SemanticModel& model, RuleContext& ctx) {
   // per-GPU batch sizes below this are flagged: `tiny-batch-threshold` (default 8, the rule catalog's)
   const std::int64_t kTinyBatchThreshold = ctx.options().tiny_batch_threshold;
   for (const CallSite* call : model.calls_to(kDataLoader)) {
+    if (loader_feeds_no_training(model, *call)) continue;  // e.g. prompts for generating images once
     TSNode bs = model.argument(*call, "batch_size", 1);
     if (node_is_null(bs) || evaluation_loader(model, *call)) continue;
     if (!node_is_null(model.argument(*call, "batch_sampler", 4))) continue;  // batch_size unused

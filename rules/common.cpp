@@ -200,6 +200,68 @@ bool evaluation_loader(const SemanticModel& model, const CallSite& call) {
   return evaluation_name(model.last_name(model.assigned_to(call.node)));
 }
 
+namespace {
+// True when `expr` is the name `name`, or a call whose first positional
+// argument is (`tqdm(loader, desc=...)`, `enumerate(loader)`), to a few levels.
+bool iterates_name(const SemanticModel& model, TSNode expr, std::string_view name) {
+  const Kinds& k = kinds();
+  for (int depth = 0; depth < 4 && !node_is_null(expr); ++depth) {
+    TSSymbol s = node_symbol(expr);
+    if (s == k.identifier) return model.text(expr) == name;
+    if (s != k.call) return false;
+    const CallSite* c = model.call_at(expr);
+    if (!c || model.positional_count(*c) < 1) return false;
+    expr = model.argument(*c, "", 0);
+  }
+  return false;
+}
+
+bool within(TSNode outer, TSNode inner) {
+  return node_start_byte(inner) >= node_start_byte(outer) && node_end_byte(inner) <= node_end_byte(outer);
+}
+}  // namespace
+
+bool loader_feeds_no_training(const SemanticModel& model, const CallSite& call) {
+  const Kinds& k = kinds();
+  TSNode target = model.assigned_to(call.node);
+  if (node_is_null(target) || node_symbol(target) != k.identifier) return false;
+  std::string_view name = model.text(target);
+  const int scope = model.regions()[model.region_of(call.node)].scope;
+  // every binding of the name in this scope: this DataLoader, or `name = x.prepare(name)`
+  for (const Binding& b : model.bindings()) {
+    if (b.scope != scope || b.path != name) continue;
+    if (node_eq(b.value, call.node)) continue;
+    const CallSite* c = node_is_null(b.value) ? nullptr : model.call_at(b.value);
+    if (!c || c->method != "prepare" || model.arguments(*c).size() != 1 || !iterates_name(model, b.value, name)) return false;
+  }
+  // nor copied to another name (`loader2 = loader`)
+  for (const Binding& b : model.bindings())
+    if (!node_is_null(b.value) && node_symbol(b.value) == k.identifier && model.text(b.value) == name) return false;
+  // the loops that iterate it, none of which trains
+  std::vector<TSNode> iterables;
+  for (int r = 0; r < static_cast<int>(model.regions().size()); ++r) {
+    const Region& reg = model.regions()[r];
+    if (reg.kind != Region::Kind::Loop || reg.scope != scope || node_symbol(reg.node) != k.for_statement) continue;
+    TSNode iterable = field(reg.node, k.f_right);
+    if (!iterates_name(model, iterable, name)) continue;
+    if (model.is_step_loop(r) || model.in_training_loop(reg.node)) return false;
+    for (const CallSite& c : model.calls())
+      if (model.is_training_call(c) && within(reg.node, c.node)) return false;
+    iterables.push_back(iterable);
+  }
+  if (iterables.empty()) return false;
+  // the name passed to any other call: a use ddplint cannot follow
+  for (const CallSite& c : model.calls()) {
+    for (const Argument& a : model.arguments(c)) {
+      if (node_is_null(a.value) || node_symbol(a.value) != k.identifier || model.text(a.value) != name) continue;
+      bool in_loop = std::any_of(iterables.begin(), iterables.end(), [&](TSNode it) { return within(it, c.node); });
+      bool prepared = c.method == "prepare" && model.arguments(c).size() == 1;
+      if (!in_loop && !prepared) return false;
+    }
+  }
+  return true;
+}
+
 std::string autocast_precision(const SemanticModel& model, const CallSite& call) {
   std::string_view c = call.canonical;
   bool cuda_amp = c == "torch.cuda.amp.autocast";

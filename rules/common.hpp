@@ -78,6 +78,16 @@ bool evaluation_name(std::string_view name);
 /// eval_loader): its batch size does not set the training step's work.
 bool evaluation_loader(const SemanticModel& model, const CallSite& call);
 
+/// True when the DataLoader built by `call` certainly feeds no training: it is
+/// assigned to a plain name, at least one `for` loop iterates that name
+/// (directly or through tqdm/enumerate-like wrappers), no such loop runs a
+/// backward or an optimizer step or sits in a training loop, and the name is
+/// used nowhere else but in those loops' iterables and in
+/// `name = accelerator.prepare(name)`. Example: the prompt loader a DreamBooth
+/// script iterates once to generate class images before training. Any other
+/// use (passed to a function, len(), stored) gives false.
+bool loader_feeds_no_training(const SemanticModel& model, const CallSite& call);
+
 /// Precision an autocast call selects on CUDA: "fp16", "bf16", or empty when
 /// the call is not a CUDA autocast or its dtype cannot be resolved.
 std::string autocast_precision(const SemanticModel& model, const CallSite& call);
