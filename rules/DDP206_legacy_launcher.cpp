@@ -18,9 +18,19 @@ bool torchrun_ready(const SemanticModel& model) {
   return contains_text(text, "environ[\"LOCAL_RANK\"]") || contains_text(text, "environ['LOCAL_RANK']");
 }
 
+// A DeepSpeed program (it calls deepspeed.initialize or deepspeed.init_distributed):
+// the `deepspeed` launcher starts it, and that launcher passes `--local_rank` to
+// every process by design (deepspeed/launcher/launch.py, unless --no_local_rank),
+// so the argument is DeepSpeed's convention, not a leftover of torch.distributed.launch.
+bool deepspeed_program(const SemanticModel& model) {
+  for (const CallSite& c : model.calls())
+    if (c.canonical == "deepspeed.initialize" || c.canonical == "deepspeed.init_distributed") return true;
+  return false;
+}
+
 void check(const SemanticModel& model, RuleContext& ctx) {
   // parser.add_argument("--local_rank", ...) / ("--local-rank", ...)
-  bool ready = torchrun_ready(model);
+  bool ready = torchrun_ready(model) || deepspeed_program(model);
   for (const CallSite* call : ready ? CallRange{} : model.calls_named("add_argument")) {
     for (int i = 0; i < 3; ++i) {
       TSNode opt = model.argument(*call, "", i);
