@@ -32,6 +32,11 @@ void check(const SemanticModel& model, RuleContext& ctx) {
       if (!v.known() || !v.truthy()) continue;  // shuffle=False, or unknown
     }
     if (model.has_unpacked_arguments(*s)) continue;
+    // an evaluation sampler (`val_sampler`, or over `eval_dataset`): the order of
+    // an averaged evaluation does not matter
+    if (evaluation_name(model.last_name(model.assigned_to(s->node))) ||
+        evaluation_name(model.last_name(model.argument(*s, "dataset", 0))))
+      continue;
     ctx.report(node_start_byte(s->callee), node_end_byte(s->callee),
                "DistributedSampler shuffles with a seed fixed to the epoch it is told, and nothing calls "
                "sampler.set_epoch(epoch): every epoch visits the samples in the same order");
