@@ -13,10 +13,16 @@ Configurations::Configurations(const CheckOptions& options, std::span<const Rule
 bool Configurations::resolve_arguments() {
   for (const auto& s : options_.select_args)
     for (auto& c : split_codes(s)) select_.push_back(std::move(c));
+  for (const auto& s : options_.extend_select_args)
+    for (auto& c : split_codes(s)) extend_select_.push_back(std::move(c));
   for (const auto& s : options_.ignore_args)
     for (auto& c : split_codes(s)) ignore_.push_back(std::move(c));
   if (auto bad = unknown_code(select_, rules_)) {
     std::fprintf(stderr, "ddplint: --select: unknown rule code or prefix '%s' (see --list-rules)\n", bad->c_str());
+    return false;
+  }
+  if (auto bad = unknown_code(extend_select_, rules_)) {
+    std::fprintf(stderr, "ddplint: --extend-select: unknown rule code or prefix '%s' (see --list-rules)\n", bad->c_str());
     return false;
   }
   if (auto bad = unknown_code(ignore_, rules_)) {
@@ -86,7 +92,7 @@ bool Configurations::config_of(const std::string& path, std::shared_ptr<const Co
 }
 
 FileSettings Configurations::settings_of(const Config* config, const std::string& path) const {
-  return settings_for(config, path, select_, ignore_);
+  return settings_for(config, path, select_, ignore_, extend_select_);
 }
 
 std::shared_ptr<const FileSettings> Configurations::shared_settings_of(const std::shared_ptr<const Config>& config,

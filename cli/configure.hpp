@@ -46,7 +46,7 @@ class Configurations {
   using Answer = std::variant<std::shared_ptr<const Config>, ConfigError>;
   const CheckOptions& options_;
   std::span<const Rule> rules_;
-  std::vector<std::string> select_, ignore_;  // the codes of --select/--ignore, split
+  std::vector<std::string> select_, extend_select_, ignore_;  // the codes of --select/--extend-select/--ignore, split
   std::shared_ptr<const Config> fixed_config_;  // --config
   ConfigResolver resolver_;
   std::vector<std::string> errors_;  // each reported once

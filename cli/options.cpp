@@ -24,7 +24,15 @@ unsigned usable_cores() {
 void add_check_options(CLI::App& app, CheckOptions& o) {
   app.add_option("paths", o.paths, "Files or folders to lint (folders: every *.py inside); - reads standard input")
       ->type_name("PATH");
-  app.add_option("--select", o.select_args, "Rules to enable: codes or prefixes, comma-separated (DDP4,DDP101); default ALL")
+  app.add_option("--select", o.select_args,
+                 "Rules to enable: codes or prefixes, comma-separated (DDP4,DDP101); default every rule but the opt-in "
+                 "ones, which only their exact code enables")
+      ->type_name("CODES")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+      ->allow_extra_args(false);
+  app.add_option("--extend-select", o.extend_select_args,
+                 "Rules to enable on top of the selection: codes or prefixes, comma-separated (DDP102 turns an opt-in rule on)")
       ->type_name("CODES")
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)

@@ -23,7 +23,7 @@ enum ExitCode : int {
 /// The default command (`ddplint [PATH...]`): what to lint, how, and how to report it.
 struct CheckOptions {
   std::vector<std::string> paths;                     ///< files, folders, `-` for standard input
-  std::vector<std::string> select_args, ignore_args;  ///< --select / --ignore as given (comma lists)
+  std::vector<std::string> select_args, extend_select_args, ignore_args;  ///< --select / --extend-select / --ignore as given (comma lists)
   std::string format = "text";                        ///< --format
   std::string explain;                                ///< --explain CODE
   bool explain_given = false;                         ///< --explain was given (even empty)

@@ -97,7 +97,13 @@ bool lint_script(const std::string& script, std::span<const Rule> rules, std::op
     return false;
   }
   config = std::get<std::shared_ptr<const Config>>(found);
-  result = lint(*source, rules, selection_for(config.get(), script, {}, {}), config ? config->options : ddplint::RuleOptions{});
+  // the opt-in rules too: whether their advice is worth a maintainer's time on
+  // this script is exactly what a measurement answers
+  std::vector<std::string> opt_in;
+  for (const Rule& r : rules)
+    if (r.info.opt_in) opt_in.emplace_back(r.info.code);
+  result = lint(*source, rules, selection_for(config.get(), script, {}, {}, opt_in),
+                config ? config->options : ddplint::RuleOptions{});
   if (!result.error.empty()) {
     std::fprintf(stderr, "ddplint: %s: %s\n", script.c_str(), result.error.c_str());
     return false;

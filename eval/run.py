@@ -11,6 +11,11 @@ Prints, over every finding of every program:
   - false findings at error severity (the goal is none);
   - true findings of the triage that ddplint no longer reports ("lost");
   - known misses: what should fire and where; how many are found now.
+Each figure twice: with the default selection (what a user sees), and with
+the opt-in rules too (--list-rules marks them; they are off by default
+because these figures found them mostly debatable). The programs are linted
+once with every rule; rules do not depend on each other, so the default
+selection's findings are the others.
 
 Usage:
   eval/materialize.py --from-git /path/to/mirrors CORPUS   (once; or --clone CORPUS)
@@ -37,12 +42,12 @@ def load(name):
         return json.load(f)
 
 
-def deprecated_codes(binary):
+def rule_codes(binary, flag):
     out = subprocess.run([binary, "rule", "--all", "--format", "json"], capture_output=True, text=True, check=True).stdout
-    return {r["code"] for r in json.loads(out) if r.get("deprecated_api")}
+    return {r["code"] for r in json.loads(out) if r.get(flag)}
 
 
-def lint(binary, corpus, program):
+def lint(binary, corpus, program, opt_in):
     where = os.path.join(corpus, program["repo"].replace("/", "+"))
     stamp = os.path.join(where, ".eval-commit")
     if not os.path.isfile(stamp):
@@ -51,7 +56,8 @@ def lint(binary, corpus, program):
         commit = f.read().strip()
     if commit != program["commit"]:
         sys.exit(f"{where}: at {commit[:12]}, the manifest pins {program['commit'][:12]} (run eval/materialize.py again)")
-    proc = subprocess.run([binary, "--isolated", "--no-respect-gitignore", "--format", "json", *program["paths"]],
+    proc = subprocess.run([binary, "--isolated", "--no-respect-gitignore", "--extend-select", ",".join(sorted(opt_in)),
+                           "--format", "json", *program["paths"]],
                           cwd=where, capture_output=True, text=True)
     if proc.returncode not in (0, 1):
         sys.exit(f"{program['id']}: ddplint exited {proc.returncode}: {proc.stderr.strip()}")
@@ -61,6 +67,40 @@ def lint(binary, corpus, program):
 
 def key(entry):
     return (entry["program"], entry["path"], entry["line"], entry["code"])
+
+
+def report(findings, triage, ids, deprecated, verbose):
+    """Prints the figures over `findings`; returns (found keys, lost, misses)."""
+    found = {key(f) for f in findings}
+    lost = [t for t in triage["findings"] if t["program"] in ids and t["verdict"] == "true" and key(t) not in found]
+    misses = [m for m in triage.get("misses", []) if m["program"] in ids]
+    misses_found = [m for m in misses if key(m) in found]
+    counts = collections.Counter(f["verdict"] for f in findings)
+    triaged = sum(counts[v] for v in VERDICTS)
+
+    def precision(fs):
+        t = sum(1 for f in fs if f["verdict"] == "true")
+        n = t + sum(1 for f in fs if f["verdict"] == "false")
+        return f"{t / n:.3f} ({t}/{n})" if n else "n/a"
+
+    error_false = [f for f in findings if f["verdict"] == "false" and f["severity"] == "error"]
+    print(f"findings: {len(findings)}; triaged {triaged}, untriaged {counts[None]}")
+    print(f"  true {counts['true']}, false {counts['false']}, debatable {counts['debatable']}")
+    print(f"precision: {precision(findings)}; without deprecated-API rules "
+          f"({', '.join(sorted(deprecated))}): {precision([f for f in findings if f['code'] not in deprecated])}")
+    print(f"debatable share: " + (f"{counts['debatable'] / triaged:.3f} ({counts['debatable']}/{triaged})" if triaged else "n/a"))
+    print(f"false findings at error severity: {len(error_false)}")
+    print(f"true findings lost (triaged true, not reported now): {len(lost)}")
+    print(f"known misses found: {len(misses_found)} of {len(misses)}")
+    if verbose:
+        by_code = collections.defaultdict(collections.Counter)
+        for f in findings:
+            by_code[f["code"]][f["verdict"] or "untriaged"] += 1
+        print("per rule (true/false/debatable/untriaged):")
+        for code in sorted(by_code):
+            c = by_code[code]
+            print(f"  {code}: {c['true']}/{c['false']}/{c['debatable']}/{c['untriaged']}")
+    return found, lost, misses
 
 
 def main():
@@ -84,7 +124,8 @@ def main():
         if key(t) in verdicts:
             sys.exit(f"triage: {key(t)} is triaged twice")
         verdicts[key(t)] = t
-    findings = [f for q in programs for f in lint(a.bin, a.corpus, q)]
+    opt_in = rule_codes(a.bin, "opt_in")
+    findings = [f for q in programs for f in lint(a.bin, a.corpus, q, opt_in)]
     for f in findings:
         t = verdicts.get(key(f))
         f["verdict"] = t["verdict"] if t else None
@@ -93,36 +134,13 @@ def main():
         json.dump(findings, sys.stdout, indent=1)
         print()
         return
-    deprecated = deprecated_codes(a.bin)
-    found = {key(f) for f in findings}
-    lost = [t for t in triage["findings"] if t["program"] in ids and t["verdict"] == "true" and key(t) not in found]
-    misses = [m for m in triage.get("misses", []) if m["program"] in ids]
-    misses_found = [m for m in misses if key(m) in found]
-    counts = collections.Counter(f["verdict"] for f in findings)
-    triaged = sum(counts[v] for v in VERDICTS)
-
-    def precision(fs):
-        t = sum(1 for f in fs if f["verdict"] == "true")
-        n = t + sum(1 for f in fs if f["verdict"] == "false")
-        return f"{t / n:.3f} ({t}/{n})" if n else "n/a"
-
-    error_false = [f for f in findings if f["verdict"] == "false" and f["severity"] == "error"]
+    deprecated = rule_codes(a.bin, "deprecated_api")
     print(f"programs: {len(programs)} from {len({q['repo'] for q in programs})} repositories")
-    print(f"findings: {len(findings)}; triaged {triaged}, untriaged {counts[None]}")
-    print(f"  true {counts['true']}, false {counts['false']}, debatable {counts['debatable']}")
-    print(f"precision: {precision(findings)}; without deprecated-API rules "
-          f"({', '.join(sorted(deprecated))}): {precision([f for f in findings if f['code'] not in deprecated])}")
-    print(f"debatable share: " + (f"{counts['debatable'] / triaged:.3f} ({counts['debatable']}/{triaged})" if triaged else "n/a"))
-    print(f"false findings at error severity: {len(error_false)}")
-    print(f"true findings lost (triaged true, not reported now): {len(lost)}")
-    print(f"known misses found: {len(misses_found)} of {len(misses)}")
-    by_code = collections.defaultdict(collections.Counter)
-    for f in findings:
-        by_code[f["code"]][f["verdict"] or "untriaged"] += 1
-    print("per rule (true/false/debatable/untriaged):")
-    for code in sorted(by_code):
-        c = by_code[code]
-        print(f"  {code}: {c['true']}/{c['false']}/{c['debatable']}/{c['untriaged']}")
+    default = [f for f in findings if f["code"] not in opt_in]
+    print(f"== default selection (opt-in rules off: {', '.join(sorted(opt_in))})")
+    report(default, triage, ids, deprecated, verbose=False)
+    print("== with the opt-in rules")
+    found, lost, misses = report(findings, triage, ids, deprecated, verbose=True)
     show = a.show
     if show:
         rows = []

@@ -203,11 +203,11 @@ std::variant<std::optional<Config>, ConfigError> load_config(const fs::path& fil
 }
 
 RuleSelection selection_for(const Config* config, const fs::path& file, const std::vector<std::string>& select,
-                            const std::vector<std::string>& ignore) {
+                            const std::vector<std::string>& ignore, const std::vector<std::string>& extend_select) {
   RuleSelection selection;
   if (config != nullptr)
     selection.add_layer(config->select, config->extend_select, config->ignore, config->select_given);
-  if (!select.empty() || !ignore.empty()) selection.add_layer(select, {}, ignore);
+  if (!select.empty() || !ignore.empty() || !extend_select.empty()) selection.add_layer(select, extend_select, ignore);
   if (config != nullptr && !config->per_file_ignores.empty()) {
     std::error_code ec;
     fs::path absolute = fs::absolute(file, ec).lexically_normal();
@@ -224,8 +224,8 @@ RuleSelection selection_for(const Config* config, const fs::path& file, const st
 }
 
 FileSettings settings_for(const Config* config, const fs::path& file, const std::vector<std::string>& select,
-                          const std::vector<std::string>& ignore) {
-  return FileSettings{selection_for(config, file, select, ignore), config ? config->options : RuleOptions{}};
+                          const std::vector<std::string>& ignore, const std::vector<std::string>& extend_select) {
+  return FileSettings{selection_for(config, file, select, ignore, extend_select), config ? config->options : RuleOptions{}};
 }
 
 std::variant<std::shared_ptr<const Config>, ConfigError> ConfigResolver::for_directory(const fs::path& start) {

@@ -67,11 +67,12 @@ std::variant<std::optional<Config>, ConfigError> load_config(const std::filesyst
                                                              std::span<const Rule> rules);
 
 /// The rule selection for `file` under `config` (nullable), with the command
-/// line's or the editor's `select`/`ignore` on top, and the per-file ignores
+/// line's or the editor's `select`/`extend_select`/`ignore` on top, and the per-file ignores
 /// matching `file` last. Patterns match the path relative to the
 /// configuration's folder, or the file name alone (`*` also crosses `/`).
 RuleSelection selection_for(const Config* config, const std::filesystem::path& file,
-                            const std::vector<std::string>& select, const std::vector<std::string>& ignore);
+                            const std::vector<std::string>& select, const std::vector<std::string>& ignore,
+                            const std::vector<std::string>& extend_select = {});
 
 /// What one file is linted with: the rules selected for it and the rule options.
 struct FileSettings {
@@ -81,7 +82,8 @@ struct FileSettings {
 
 /// selection_for() and the configuration's rule options (defaults without one).
 FileSettings settings_for(const Config* config, const std::filesystem::path& file,
-                          const std::vector<std::string>& select, const std::vector<std::string>& ignore);
+                          const std::vector<std::string>& select, const std::vector<std::string>& ignore,
+                          const std::vector<std::string>& extend_select = {});
 
 /// Finds and caches the configuration closest to each linted file: the first
 /// folder, from the file's own upwards, holding `.ddplint.toml`,

@@ -43,6 +43,11 @@ struct RuleInfo {
   /// Findings are uses of a deprecated API (editors strike them through:
   /// LSP DiagnosticTag.Deprecated).
   bool deprecated_api = false;
+  /// Off unless selected by its exact code (`--select DDP603`, or
+  /// `extend-select`): advice that the evaluation on real code (eval/) found a
+  /// maintainer would mostly dismiss. A prefix (`DDP6`) or `ALL` does not
+  /// enable it; an ignore by prefix still turns it off.
+  bool opt_in = false;
   /// Text the rule cannot fire without, for the prefilter that skips parsing
   /// files no enabled rule could fire on (linter/prefilter.hpp): groups
   /// separated by `;`, each of which must occur in the file; alternatives

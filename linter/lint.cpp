@@ -41,7 +41,7 @@ const RunPlan& plan_for(std::span<const Rule> rules, const RuleSelection& select
   std::vector<RunPlan::Run> run;
   for (const Rule& r : rules) {
     needs.push_back(r.info.needs.data());
-    if (!selection.enabled(r.info.code)) run.push_back(RunPlan::kOff);
+    if (!selection.enabled(r.info)) run.push_back(RunPlan::kOff);
     else run.push_back(r.info.needs == "*" ? RunPlan::kIfCatalogMayFire : RunPlan::kOn);
   }
   cache.push_back(Entry{std::move(needs), selection, RunPlan{Prefilter(rules, selection), std::move(run)}});

@@ -52,7 +52,7 @@ Prefilter::Prefilter(std::span<const Rule> rules, const RuleSelection& selection
   bool catalog_wide = false;  // an enabled rule needs "*"
   for (std::size_t i = 0; i < rules.size(); ++i) {
     std::string_view needs = rules[i].info.needs;
-    bool enabled = selection.enabled(rules[i].info.code);
+    bool enabled = selection.enabled(rules[i].info);
     if (needs == "*") {
       compiled[i] = kCatalog;
       catalog_wide = catalog_wide || enabled;

@@ -16,10 +16,13 @@ std::string_view to_string(Severity s) {
 
 namespace {
 // Length of the longest item of `prefixes` that matches `code` (ALL counts as 0), or -1.
-int longest_match(const std::vector<std::string>& prefixes, std::string_view code) {
+// `exact`: only an item equal to the code matches (an opt-in rule's select).
+int longest_match(const std::vector<std::string>& prefixes, std::string_view code, bool exact = false) {
   int best = -1;
   for (const auto& p : prefixes) {
-    if (p == "ALL") best = std::max(best, 0);
+    if (exact) {
+      if (p == code) best = static_cast<int>(p.size());
+    } else if (p == "ALL") best = std::max(best, 0);
     else if (code.substr(0, p.size()) == p) best = std::max(best, static_cast<int>(p.size()));
   }
   return best;
@@ -33,10 +36,10 @@ RuleSelection& RuleSelection::add_layer(std::vector<std::string> select, std::ve
   return *this;
 }
 
-bool RuleSelection::enabled(std::string_view code) const {
-  bool on = true;
+bool RuleSelection::enabled(std::string_view code, bool opt_in) const {
+  bool on = !opt_in;
   for (const Layer& layer : layers_) {
-    int sel = std::max(longest_match(layer.select, code), longest_match(layer.extend_select, code));
+    int sel = std::max(longest_match(layer.select, code, opt_in), longest_match(layer.extend_select, code, opt_in));
     int ign = longest_match(layer.ignore, code);
     if (sel < 0 && ign < 0) on = layer.replaces ? false : on;
     else on = ign < sel;

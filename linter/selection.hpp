@@ -20,6 +20,8 @@ namespace ddplint {
 ///   decides, and on a tie ignore wins; `ALL` matches every rule with length 0;
 /// - a rule the layer does not mention keeps its state (or is off, when the
 ///   layer has a `select`).
+/// An opt-in rule (RuleInfo::opt_in) starts off, and only an item equal to its
+/// code in `select` or `extend_select` turns it on.
 class RuleSelection {
  public:
   RuleSelection() = default;
@@ -34,8 +36,11 @@ class RuleSelection {
   RuleSelection& add_layer(std::vector<std::string> select, std::vector<std::string> extend_select,
                            std::vector<std::string> ignore, bool select_given = false);
 
-  /// True if the rule with `code` runs.
-  bool enabled(std::string_view code) const;
+  /// True if the rule with `code` runs; `opt_in`: the rule is off unless a
+  /// layer selects its exact code (RuleInfo::opt_in).
+  bool enabled(std::string_view code, bool opt_in = false) const;
+  /// True if `rule` runs (its code and opt-in flag).
+  bool enabled(const RuleInfo& rule) const { return enabled(rule.code, rule.opt_in); }
 
   /// Checks every prefix against `rules`. Returns an error message naming the
   /// first prefix that matches no rule, or std::nullopt.

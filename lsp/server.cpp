@@ -341,12 +341,14 @@ void Server::apply_settings(const json& value, bool from_init) {
   Settings next;
   next.select = string_list(member(s, "select"));
   next.ignore = string_list(member(s, "ignore"));
+  next.extend_select = string_list(member(s, "extendSelect"));
   if (member(s, "configPath").is_string()) next.config_path = member(s, "configPath").get<std::string>();
   if (const json& ms = member(s, "debounceMs"); ms.is_number_unsigned())
     next.debounce_ms = static_cast<int>(std::min<std::uint64_t>(ms.get<std::uint64_t>(), 10'000));
   else if (ms.is_number_integer())
     next.debounce_ms = static_cast<int>(std::clamp<std::int64_t>(ms.get<std::int64_t>(), 0, 10'000));
-  if (std::optional<std::string> err = RuleSelection(next.select, next.ignore).validate(rules_)) {
+  if (std::optional<std::string> err =
+          RuleSelection().add_layer(next.select, next.extend_select, next.ignore).validate(rules_)) {
     log_("settings rejected: " + *err);
     show_message(1, "ddplint: settings not applied: " + *err);
     return;
@@ -392,7 +394,7 @@ std::pair<RuleSelection, RuleOptions> Server::settings_for_document(const Docume
       config = std::get<std::shared_ptr<const Config>>(found);
     }
   }
-  FileSettings file = settings_for(config.get(), path, settings_.select, settings_.ignore);
+  FileSettings file = settings_for(config.get(), path, settings_.select, settings_.ignore, settings_.extend_select);
   return {std::move(file.selection), file.options};
 }
 

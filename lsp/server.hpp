@@ -39,6 +39,7 @@ inline constexpr int kRequestCancelled = -32800;
 /// `workspace/didChangeConfiguration` (either bare or under a `ddplint` key).
 struct Settings {
   std::vector<std::string> select;  ///< `select`: codes or prefixes (array, or a comma-separated string)
+  std::vector<std::string> extend_select;  ///< `extendSelect`: added to the selection (enables opt-in rules by code)
   std::vector<std::string> ignore;  ///< `ignore`: codes or prefixes
   std::string config_path;          ///< `configPath`: a ddplint.toml / pyproject.toml to use
   /// `debounceMs`: quiet time after the last change before a buffer is linted

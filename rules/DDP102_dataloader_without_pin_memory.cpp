@@ -44,6 +44,7 @@ extern const Rule kRuleDDP102{
     .info = {.code = "DDP102", .name = "dataloader-without-pin-memory", .severity = Severity::Warning,
              .summary = "DataLoader without pin_memory=True in a script that trains on CUDA",
              .url = "https://pytorch.org/docs/stable/data.html#memory-pinning", .fixable = true,
+             .opt_in = true,
              .needs = "torch;DataLoader"},
     .check = &check};
 

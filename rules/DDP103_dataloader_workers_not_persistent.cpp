@@ -81,6 +81,7 @@ extern const Rule kRuleDDP103{
     .info = {.code = "DDP103", .name = "dataloader-workers-not-persistent", .severity = Severity::Info,
              .summary = "num_workers > 0 without persistent_workers=True for a loader iterated once per epoch",
              .url = "https://pytorch.org/docs/stable/data.html#torch.utils.data.DataLoader",
+             .opt_in = true,
              .needs = "torch;DataLoader"},
     .check = &check};
 

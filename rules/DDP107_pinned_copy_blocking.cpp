@@ -72,7 +72,8 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 extern const Rule kRuleDDP107{
     .info = {.code = "DDP107", .name = "pinned-copy-blocking", .severity = Severity::Info,
              .summary = "Per-step .to(device)/.cuda() without non_blocking=True in a script whose loader pins memory",
-             .url = "https://pytorch.org/tutorials/intermediate/pinmem_nonblock.html", .needs = "torch;DataLoader"},
+             .url = "https://pytorch.org/tutorials/intermediate/pinmem_nonblock.html", .opt_in = true,
+             .needs = "torch;DataLoader"},
     .check = &check};
 
 }  // namespace ddplint::rules

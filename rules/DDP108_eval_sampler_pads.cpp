@@ -38,6 +38,7 @@ extern const Rule kRuleDDP108{
     .info = {.code = "DDP108", .name = "eval-sampler-pads", .severity = Severity::Info,
              .summary = "A DistributedSampler on an evaluation loader with drop_last=False: duplicated samples skew metrics",
              .url = "https://pytorch.org/docs/stable/data.html#torch.utils.data.distributed.DistributedSampler",
+             .opt_in = true,
              .needs = "torch;DistributedSampler"},
     .check = &check};
 

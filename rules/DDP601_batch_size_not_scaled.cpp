@@ -78,7 +78,8 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 extern const Rule kRuleDDP601{
     .info = {.code = "DDP601", .name = "batch-size-not-scaled", .severity = Severity::Warning,
              .summary = "Per-rank batch size derived by dividing a total by world_size (or DataParallel batch not scaled)",
-             .url = "https://pytorch.org/docs/stable/notes/ddp.html", .needs = "torch;DataLoader"},
+             .url = "https://pytorch.org/docs/stable/notes/ddp.html", .opt_in = true,
+             .needs = "torch;DataLoader"},
     .check = &check};
 
 }  // namespace ddplint::rules

@@ -30,7 +30,8 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 extern const Rule kRuleDDP602{
     .info = {.code = "DDP602", .name = "tiny-per-gpu-batch", .severity = Severity::Info,
              .summary = "A distributed script whose per-rank batch size is a constant below the threshold (default 8)",
-             .url = "https://pytorch.org/docs/stable/notes/ddp.html", .needs = "torch;DataLoader"},
+             .url = "https://pytorch.org/docs/stable/notes/ddp.html", .opt_in = true,
+             .needs = "torch;DataLoader"},
     .check = &check};
 
 }  // namespace ddplint::rules

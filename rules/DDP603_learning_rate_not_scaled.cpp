@@ -76,7 +76,8 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 extern const Rule kRuleDDP603{
     .info = {.code = "DDP603", .name = "learning-rate-not-scaled", .severity = Severity::Info,
              .summary = "Per-rank batch fixed (global batch grows with world_size) while the learning rate is a constant",
-             .url = "https://pytorch.org/docs/stable/notes/ddp.html", .needs = "torch;DataLoader;optim"},
+             .url = "https://pytorch.org/docs/stable/notes/ddp.html", .opt_in = true,
+             .needs = "torch;DataLoader;optim"},
     .check = &check};
 
 }  // namespace ddplint::rules

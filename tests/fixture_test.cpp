@@ -2,6 +2,9 @@
 // is linted; each finding must be marked on the line where it starts with
 // `# expect: CODE[, CODE...]`, and each mark must be found. A first-line
 // directive `# fixture-select: CODES` restricts the rules run on that file.
+// Opt-in rules (RuleInfo::opt_in) run on the files that name them: those of
+// their own folder (fixtures/DDP603/) and those with a mark of their code, so
+// their clean look-alikes are checked too; elsewhere the default selection.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -50,8 +53,17 @@ std::string check_file(const fs::path& path) {
     if (row <= 3 && line.find("# fixture-select:") != std::string::npos) select = codes_after(line, "# fixture-select:");
     for (auto& code : codes_after(line, "# expect:")) expected.emplace(row, code);
   }
+  std::vector<std::string> named;  // the codes this file is about: its folder's and its marks'
+  named.push_back(path.parent_path().filename().string());
+  for (const auto& f : expected) named.push_back(f.second);
+  std::vector<std::string> opt_in;
+  for (const Rule& r : rules::all())
+    if (r.info.opt_in && std::find(named.begin(), named.end(), r.info.code) != named.end())
+      opt_in.emplace_back(r.info.code);
+  RuleSelection selection(select, {});
+  if (!opt_in.empty()) selection.add_layer({}, opt_in, {});
   SourceFile source(path.string(), std::move(*bytes));
-  LintResult result = lint(source, rules::all(), RuleSelection(select, {}));
+  LintResult result = lint(source, rules::all(), selection);
   if (!result.error.empty()) return "not linted: " + result.error;
   std::set<Finding> actual;
   std::map<Finding, std::string> messages;
@@ -82,7 +94,10 @@ std::string check_fixes(const fs::path& path, std::size_t& fixes_checked) {
   auto bytes = read_file(path.string(), error);
   if (!bytes) return "cannot read: " + error;
   SourceFile source(path.string(), std::move(*bytes));
-  RuleSelection all;
+  RuleSelection all;  // every rule, the opt-in ones too: each fix is checked
+  std::vector<std::string> every;
+  for (const Rule& r : rules::all()) every.emplace_back(r.info.code);
+  all.add_layer({}, every, {});
   LintResult before = lint(source, rules::all(), all);
   std::ostringstream out;
   bool had_syntax_error = count_code(before, "DDP001") > 0;

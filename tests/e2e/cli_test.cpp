@@ -174,7 +174,12 @@ TEST_CASE("--select, --ignore and unknown codes") {
   d.write("bad.py", "import torch\nfrom torch.utils.data import DataLoader\nloader = DataLoader(ds)\nx = torch.zeros(1).cuda()\n");
   Run all = ddplint({"-q", "bad.py"}, "", d.path);
   CHECK(contains(all.out, "DDP101"));
-  CHECK(contains(all.out, "DDP102"));
+  CHECK_FALSE(contains(all.out, "DDP102"));  // opt-in: only its exact code enables it
+  CHECK_FALSE(contains(ddplint({"-q", "--select", "ALL,DDP1", "bad.py"}, "", d.path).out, "DDP102"));
+  Run ext = ddplint({"-q", "--extend-select", "DDP102", "bad.py"}, "", d.path);
+  CHECK(contains(ext.out, "DDP101"));
+  CHECK(contains(ext.out, "DDP102"));
+  CHECK(ddplint({"-q", "--extend-select", "DDP9", "bad.py"}, "", d.path).rc == 2);
   Run sel = ddplint({"-q", "--select", "DDP102", "bad.py"}, "", d.path);
   CHECK_FALSE(contains(sel.out, "DDP101"));
   CHECK(contains(sel.out, "DDP102"));
@@ -356,7 +361,7 @@ TEST_CASE("shapes that were once quadratic or exponential finish (no hang)") {
   Run c = ddplint({"-q", "chain.py"}, "", d.path);
   CHECK(c.rc == 1);
   CHECK(contains(c.out, "DDP401"));
-  Run r = ddplint({"-q", "rebind.py"}, "", d.path);
+  Run r = ddplint({"-q", "--select", "DDP601", "rebind.py"}, "", d.path);
   CHECK(r.rc == 1);
   CHECK(contains(r.out, "DDP601"));
   MESSAGE("pathological shapes linted in "
@@ -438,7 +443,7 @@ TEST_CASE("-j N lints in parallel with output identical to -j 1, errors included
 TEST_CASE("configuration files: closest wins, --config, --isolated, per-file-ignores, errors exit 2") {
   TempDir d;
   const std::string script = "import torch\nfrom torch.utils.data import DataLoader\nl = DataLoader(ds)\nmodel.cuda()\n";
-  d.write("proj/pyproject.toml", "[tool.ddplint]\nignore = [\"DDP101\"]\n\n[tool.ddplint.per-file-ignores]\n\"tests/*\" = [\"DDP102\"]\n");
+  d.write("proj/pyproject.toml", "[tool.ddplint]\nextend-select = [\"DDP102\"]\nignore = [\"DDP101\"]\n\n[tool.ddplint.per-file-ignores]\n\"tests/*\" = [\"DDP102\"]\n");
   d.write("proj/train.py", script);
   d.write("proj/tests/test_train.py", script);
   d.write("proj/legacy/ddplint.toml", "select = [\"DDP101\"]\n");
@@ -456,7 +461,7 @@ TEST_CASE("configuration files: closest wins, --config, --isolated, per-file-ign
   CHECK(ddplint({"-q", "--ignore", "DDP102", "proj/train.py"}, "", d.path).rc == 0);
   Run iso = ddplint({"-q", "--isolated", "proj/train.py"}, "", d.path);
   CHECK(iso.out.find("DDP101") != std::string::npos);
-  CHECK(iso.out.find("DDP102") != std::string::npos);
+  CHECK(iso.out.find("DDP102") == std::string::npos);  // the configuration's extend-select is not read
   Run cfg = ddplint({"-q", "--config", "proj/legacy/ddplint.toml", "proj/train.py"}, "", d.path);
   CHECK(cfg.out.find("DDP101") != std::string::npos);
   CHECK(cfg.out.find("DDP102") == std::string::npos);
@@ -506,7 +511,7 @@ TEST_CASE("--fix: writes safe fixes atomically, keeps the mode, is idempotent; -
                             "with torch.amp.autocast(\"cuda\"):\n    y = model(x)\n";
   fs::path f = d.write("train.py", before);
   ::chmod(f.c_str(), 0640);
-  Run diff = ddplint({"--isolated", "--diff", "train.py"}, "", d.path);
+  Run diff = ddplint({"--isolated", "--extend-select", "DDP102", "--diff", "train.py"}, "", d.path);
   CHECK(diff.rc == 1);
   CHECK(diff.out == "--- a/train.py\n+++ b/train.py\n@@ -1,5 +1,5 @@\n import torch\n from torch.utils.data import DataLoader\n"
                     "-l = DataLoader(ds, num_workers=2)  # train loader\n-with torch.cuda.amp.autocast():\n"
@@ -514,7 +519,7 @@ TEST_CASE("--fix: writes safe fixes atomically, keeps the mode, is idempotent; -
                     "+with torch.amp.autocast(\"cuda\"):\n     y = model(x)\n");
   CHECK(contains(diff.err, "Would fix 2 findings."));
   CHECK(slurp(f) == before);
-  Run fixed = ddplint({"--isolated", "--fix", "--show-fixes", "train.py"}, "", d.path);
+  Run fixed = ddplint({"--isolated", "--extend-select", "DDP102", "--fix", "--show-fixes", "train.py"}, "", d.path);
   CHECK(fixed.rc == 0);
   CHECK(slurp(f) == after);
   CHECK(contains(fixed.out, "Found 2 findings (2 fixed, 0 remaining) in 1 file."));
@@ -522,10 +527,10 @@ TEST_CASE("--fix: writes safe fixes atomically, keeps the mode, is idempotent; -
   struct stat st {};
   ::stat(f.c_str(), &st);
   CHECK((st.st_mode & 0777) == 0640);
-  Run again = ddplint({"--isolated", "--fix", "train.py"}, "", d.path);
+  Run again = ddplint({"--isolated", "--extend-select", "DDP102", "--fix", "train.py"}, "", d.path);
   CHECK(again.rc == 0);
   CHECK(slurp(f) == after);
-  CHECK(ddplint({"--isolated", "--diff", "train.py"}, "", d.path).rc == 0);
+  CHECK(ddplint({"--isolated", "--extend-select", "DDP102", "--diff", "train.py"}, "", d.path).rc == 0);
   // no temporary files left beside it
   std::size_t entries = 0;
   for (auto& e : fs::directory_iterator(d.path)) entries += e.path().filename() == "train.py" ? 0 : 1;
@@ -537,7 +542,7 @@ TEST_CASE("--fix with -j: one file named several ways is fixed once") {
   const std::string script = "import torch\nfrom torch.utils.data import DataLoader\nl = DataLoader(ds, num_workers=2)\nmodel.cuda()\n";
   for (int round = 0; round < 5; ++round) {
     d.write("a.py", script);
-    Run r = ddplint({"--isolated", "-j", "8", "--fix", "a.py", "./a.py", "././a.py", (d.path / "a.py").string()}, "", d.path);
+    Run r = ddplint({"--isolated", "--extend-select", "DDP102", "-j", "8", "--fix", "a.py", "./a.py", "././a.py", (d.path / "a.py").string()}, "", d.path);
     CHECK(r.rc == 0);
     CHECK(contains(r.out, "Found 1 finding (1 fixed, 0 remaining) in 1 file."));
     CHECK(r.err.empty());
@@ -548,12 +553,12 @@ TEST_CASE("--fix: remaining findings reported, syntax errors get no fixes, stdin
   TempDir d;
   const std::string broken = "import torch\nfrom torch.utils.data import DataLoader\nl = DataLoader(ds, num_workers=2)\nmodel.cuda()\ndef f(:\n";
   fs::path b = d.write("broken.py", broken);
-  Run r = ddplint({"--isolated", "--fix", "broken.py"}, "", d.path);
+  Run r = ddplint({"--isolated", "--extend-select", "DDP102", "--fix", "broken.py"}, "", d.path);
   CHECK(r.rc == 1);
   CHECK(slurp(b) == broken);
   CHECK(contains(r.out, "DDP001"));
   CHECK(contains(r.out, "DDP102"));
-  Run in = ddplint({"--isolated", "--fix", "-"}, "from torch.utils.data import DataLoader\nl = DataLoader(ds)\nmodel.cuda()\n", d.path);
+  Run in = ddplint({"--isolated", "--extend-select", "DDP102", "--fix", "-"}, "from torch.utils.data import DataLoader\nl = DataLoader(ds)\nmodel.cuda()\n", d.path);
   CHECK(in.rc == 1);  // DDP101 is left (its fix is not safe)
   CHECK(in.out == "from torch.utils.data import DataLoader\nl = DataLoader(ds, pin_memory=True)\nmodel.cuda()\n");
   CHECK(contains(in.err, "DDP101"));
@@ -561,7 +566,7 @@ TEST_CASE("--fix: remaining findings reported, syntax errors get no fixes, stdin
   // a symbolic link is followed: the target changes, the link stays a link
   fs::path target = d.write("real.py", "from torch.utils.data import DataLoader\nl = DataLoader(ds, num_workers=1)\nmodel.cuda()\n");
   fs::create_symlink(target, d.path / "link.py");
-  CHECK(ddplint({"--isolated", "--fix", "link.py"}, "", d.path).rc == 0);
+  CHECK(ddplint({"--isolated", "--extend-select", "DDP102", "--fix", "link.py"}, "", d.path).rc == 0);
   CHECK(fs::is_symlink(d.path / "link.py"));
   CHECK(contains(slurp(target), "pin_memory=True"));
 }
@@ -571,7 +576,7 @@ TEST_CASE("--fix: a write that fails (full disk) leaves the original intact and 
   std::string before = "from torch.utils.data import DataLoader\nl = DataLoader(ds, num_workers=1)\nmodel.cuda()\n";
   for (int i = 0; i < 50; ++i) before += "x" + std::to_string(i) + " = 1\n";
   fs::path f = d.write("train.py", before);
-  Run r = ddplint({"--isolated", "--fix", "train.py"}, "", d.path, {"RLIMIT_FSIZE=64"});
+  Run r = ddplint({"--isolated", "--extend-select", "DDP102", "--fix", "train.py"}, "", d.path, {"RLIMIT_FSIZE=64"});
   CHECK(r.rc == 2);
   CHECK(contains(r.err, "ddplint: train.py: fixes not written: cannot write:"));
   CHECK(slurp(f) == before);
@@ -585,7 +590,7 @@ TEST_CASE("--fix killed at any moment leaves either the original or the whole fi
   std::string before = "import torch\nfrom torch.utils.data import DataLoader\nmodel.cuda()\n";
   for (int i = 0; i < 20000; ++i) before += "l" + std::to_string(i) + " = DataLoader(ds, num_workers=1)\n";
   d.write("reference.py", before);
-  Run full = ddplint({"--isolated", "--fix", "reference.py"}, "", d.path);
+  Run full = ddplint({"--isolated", "--extend-select", "DDP102", "--fix", "reference.py"}, "", d.path);
   REQUIRE(full.rc <= 1);
   const std::string fixed = slurp(d.path / "reference.py");
   REQUIRE(fixed != before);
@@ -598,7 +603,7 @@ TEST_CASE("--fix killed at any moment leaves either the original or the whole fi
       ::dup2(null, 1);
       ::dup2(null, 2);
       if (::chdir(d.path.c_str()) != 0) ::_exit(127);
-      ::execl(DDPLINT_BIN, DDPLINT_BIN, "--isolated", "--fix", "train.py", static_cast<char*>(nullptr));
+      ::execl(DDPLINT_BIN, DDPLINT_BIN, "--isolated", "--extend-select", "DDP102", "--fix", "train.py", static_cast<char*>(nullptr));
       ::_exit(127);
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
@@ -620,7 +625,7 @@ TEST_CASE("--fix: a read-only file is not replaced; exit 2 with the reason") {
   std::string before = "from torch.utils.data import DataLoader\nl = DataLoader(ds, num_workers=1)\nmodel.cuda()\n";
   fs::path f = d.write("train.py", before);
   fs::permissions(f, fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read);
-  Run r = ddplint({"--isolated", "--fix", "train.py"}, "", d.path);
+  Run r = ddplint({"--isolated", "--extend-select", "DDP102", "--fix", "train.py"}, "", d.path);
   CHECK(r.rc == 2);
   CHECK(contains(r.err, "ddplint: train.py: fixes not written: the file is read-only"));
   CHECK(slurp(f) == before);
@@ -639,7 +644,7 @@ TEST_CASE("--fix keeps owner, group and extended attributes, and refuses hard-li
   bool has_xattr = ::setxattr(f.c_str(), "user.ddplint-test", "kept", 4, 0) == 0;
   struct stat st_before {};
   REQUIRE(::stat(f.c_str(), &st_before) == 0);
-  Run r = ddplint({"--isolated", "--fix", "owned.py"}, "", d.path);
+  Run r = ddplint({"--isolated", "--extend-select", "DDP102", "--fix", "owned.py"}, "", d.path);
   CHECK(r.rc == 0);
   CHECK(slurp(f) != before);
   struct stat st_after {};
@@ -655,7 +660,7 @@ TEST_CASE("--fix keeps owner, group and extended attributes, and refuses hard-li
   // a hard-linked file: replacing one name would split it from the other
   fs::path a = d.write("a.py", before);
   fs::create_hard_link(a, d.path / "b.py");
-  Run h = ddplint({"--isolated", "--fix", "a.py"}, "", d.path);
+  Run h = ddplint({"--isolated", "--extend-select", "DDP102", "--fix", "a.py"}, "", d.path);
   CHECK(h.rc == 2);
   CHECK(contains(h.err, "ddplint: a.py: fixes not written: the file has 2 hard links"));
   CHECK(slurp(a) == before);
@@ -703,7 +708,7 @@ TEST_CASE("paths: an unreadable folder is reported, the rest linted (also when r
 TEST_CASE("formats: full, grouped, github, json-lines, sarif; --statistics; --output-file") {
   TempDir d;
   d.write("a b.py", "import torch\nfrom torch.utils.data import DataLoader\nname = \"é\"; l = DataLoader(ds, num_workers=2)\nmodel.cuda()\n");
-  Run full = ddplint({"--isolated", "--format", "full", "a b.py"}, "", d.path);
+  Run full = ddplint({"--isolated", "--extend-select", "DDP102", "--format", "full", "a b.py"}, "", d.path);
   CHECK(full.rc == 1);
   CHECK(full.out == "a b.py:3:17: DDP102 [*] DataLoader without pin_memory=True in a CUDA script: every batch is copied to "
                     "the GPU from pageable memory, which is slower and cannot overlap with compute\n"
@@ -713,16 +718,16 @@ TEST_CASE("formats: full, grouped, github, json-lines, sarif; --statistics; --ou
                     "  |\n"
                     "  = help: Add `pin_memory=True`\n\n"
                     "Found 1 finding in 1 file.\n");
-  Run grouped = ddplint({"--isolated", "--format", "grouped", "a b.py"}, "", d.path);
+  Run grouped = ddplint({"--isolated", "--extend-select", "DDP102", "--format", "grouped", "a b.py"}, "", d.path);
   CHECK(grouped.out.rfind("a b.py:\n  3:17 DDP102 DataLoader without pin_memory=True", 0) == 0);
-  Run gh = ddplint({"--isolated", "--format", "github", "a b.py"}, "", d.path);
+  Run gh = ddplint({"--isolated", "--extend-select", "DDP102", "--format", "github", "a b.py"}, "", d.path);
   CHECK(gh.out.rfind("::warning title=ddplint (DDP102),file=a b.py,line=3,col=17,endLine=3,endColumn=27::DDP102 ", 0) == 0);
   CHECK(std::count(gh.out.begin(), gh.out.end(), '\n') == 1);
-  Run lines = ddplint({"--isolated", "--format", "json-lines", "a b.py"}, "", d.path);
+  Run lines = ddplint({"--isolated", "--extend-select", "DDP102", "--format", "json-lines", "a b.py"}, "", d.path);
   auto one = nlohmann::json::parse(lines.out.substr(0, lines.out.find('\n')));
   CHECK(one["code"] == "DDP102");
   CHECK(one["fix"]["applicability"] == "safe");
-  Run sarif = ddplint({"--isolated", "--format", "sarif", "a b.py"}, "", d.path);
+  Run sarif = ddplint({"--isolated", "--extend-select", "DDP102", "--format", "sarif", "a b.py"}, "", d.path);
   auto log = nlohmann::json::parse(sarif.out);
   CHECK(log["version"] == "2.1.0");
   auto& run = log["runs"][0];
@@ -742,24 +747,24 @@ TEST_CASE("formats: full, grouped, github, json-lines, sarif; --statistics; --ou
   CHECK(res["partialFingerprints"].size() == 1);
   CHECK(run["columnKind"] == "unicodeCodePoints");
   // --statistics: count, code, name, [*] when --fix would fix them all
-  Run stats = ddplint({"--isolated", "--statistics", "a b.py"}, "", d.path);
+  Run stats = ddplint({"--isolated", "--extend-select", "DDP102", "--statistics", "a b.py"}, "", d.path);
   CHECK(stats.out == "1  DDP102   dataloader-without-pin-memory  [*]\nFound 1 finding in 1 file.\n");
   // --output-file: the report goes to the file, nothing to stdout
-  Run file = ddplint({"--isolated", "--format", "json", "-o", "report.json", "a b.py"}, "", d.path);
+  Run file = ddplint({"--isolated", "--extend-select", "DDP102", "--format", "json", "-o", "report.json", "a b.py"}, "", d.path);
   CHECK(file.rc == 1);
   CHECK(file.out.empty());
   CHECK(nlohmann::json::parse(slurp(d.path / "report.json"))[0]["code"] == "DDP102");
   // the report file must not be a file to lint: opening it would truncate the source (found by hostile testing)
   const std::string source_before = slurp(d.path / "a b.py");
-  Run self = ddplint({"--isolated", "--fix", "-o", "a b.py", "a b.py"}, "", d.path);
+  Run self = ddplint({"--isolated", "--extend-select", "DDP102", "--fix", "-o", "a b.py", "a b.py"}, "", d.path);
   CHECK(self.rc == 2);
   CHECK(contains(self.err, "the report file is one of the files to lint"));
   CHECK(slurp(d.path / "a b.py") == source_before);
   d.write("sub/report.py", "# old report\n");
-  Run inside = ddplint({"--isolated", "-o", "sub/report.py", "."}, "", d.path);
+  Run inside = ddplint({"--isolated", "--extend-select", "DDP102", "-o", "sub/report.py", "."}, "", d.path);
   CHECK(inside.rc == 2);
   CHECK(slurp(d.path / "sub" / "report.py") == "# old report\n");
-  Run nowhere = ddplint({"--isolated", "-o", "missing/dir/report.txt", "a b.py"}, "", d.path);
+  Run nowhere = ddplint({"--isolated", "--extend-select", "DDP102", "-o", "missing/dir/report.txt", "a b.py"}, "", d.path);
   CHECK(nowhere.rc == 2);
   CHECK(contains(nowhere.err, "missing/dir/report.txt"));
 }
@@ -782,7 +787,7 @@ TEST_CASE("--format full shows a long line as a window around each finding (outp
 TEST_CASE("github format escapes as the Actions toolkit does") {
   TempDir d;
   d.write("x,y:z%.py", "import torch\nfrom torch.utils.data import DataLoader\nl = DataLoader(ds, num_workers=2)\nmodel.cuda()\n");
-  Run gh = ddplint({"--isolated", "--format", "github", "x,y:z%.py"}, "", d.path);
+  Run gh = ddplint({"--isolated", "--extend-select", "DDP102", "--format", "github", "x,y:z%.py"}, "", d.path);
   CHECK(contains(gh.out, ",file=x%2Cy%3Az%25.py,"));
 }
 

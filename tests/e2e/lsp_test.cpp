@@ -34,8 +34,13 @@ std::string slurp(const std::string& p) {
   return ss.str();
 }
 
+// With the opt-in DDP102 (pin_memory, a rule with a quick fix) enabled by its
+// code, as an editor's `extendSelect` does: these tests use its findings.
 json initialize(LspClient& c, json caps = json::object()) {
-  auto r = c.request("initialize", {{"processId", ::getpid()}, {"rootUri", "file:///tmp"}, {"capabilities", caps}});
+  auto r = c.request("initialize", {{"processId", ::getpid()},
+                                    {"rootUri", "file:///tmp"},
+                                    {"capabilities", caps},
+                                    {"initializationOptions", {{"extendSelect", {"DDP102"}}}}});
   REQUIRE(r);
   c.notify("initialized", json::object());
   return *r;
@@ -248,7 +253,7 @@ TEST_CASE("server process: code actions, hover, pull diagnostics, settings, save
   auto hover = c.request("textDocument/hover", {{"textDocument", {{"uri", kUri}}}, {"position", {{"line", 3}, {"character", 6}}}});
   REQUIRE(hover);
   CHECK((*hover)["result"]["contents"]["value"].get<std::string>().find("DDP101") != std::string::npos);
-  c.notify("workspace/didChangeConfiguration", {{"settings", {{"ddplint", {{"ignore", {"DDP101"}}}}}}});
+  c.notify("workspace/didChangeConfiguration", {{"settings", {{"ddplint", {{"ignore", {"DDP101"}}, {"extendSelect", {"DDP102"}}}}}}});
   c.notify("textDocument/didSave", {{"textDocument", {{"uri", kUri}}}});
   auto after = c.request("textDocument/diagnostic", {{"textDocument", {{"uri", kUri}}}});
   REQUIRE(after);

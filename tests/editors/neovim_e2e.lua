@@ -31,6 +31,8 @@ vim.bo[bufnr].filetype = "python"
 local client_id = vim.lsp.start_client({
   name = "ddplint",
   cmd = { bin, "server" },
+  -- the opt-in DDP102 (pin_memory, with a quick fix), as the command line's --extend-select
+  init_options = { extendSelect = { "DDP102" } },
   root_dir = vim.fn.fnamemodify(fixture, ":h"),
 })
 if not client_id then fail("start_client failed") end

@@ -14,7 +14,7 @@ fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cp "$fixture" "$work/train.py"  # the test edits the buffer; the copy keeps the fixture safe
-"$bin" --format json "$work/train.py" >"$work/expected.json" || [ $? -eq 1 ]
+"$bin" --extend-select DDP102 --format json "$work/train.py" >"$work/expected.json" || [ $? -eq 1 ]
 export DDPLINT_BIN="$bin" DDPLINT_FIXTURE="$work/train.py" DDPLINT_EXPECTED="$work/expected.json"
 export XDG_CONFIG_HOME="$work/config" XDG_DATA_HOME="$work/data" XDG_STATE_HOME="$work/state" XDG_CACHE_HOME="$work/cache"
 timeout 120 nvim --headless --clean -n -i NONE -c "luafile $here/neovim_e2e.lua" -c "cquit 3" </dev/null

@@ -26,6 +26,9 @@ git config --global --add safe.directory '*'
 
 repo="$work/project"
 mkdir -p "$repo" && cd "$repo" && git init -q
+# DDP102 (pin_memory) is opt-in: the project enables it by its code
+printf '[tool.ddplint]\nextend-select = ["DDP102"]\n' >pyproject.toml
+git add pyproject.toml
 cat >train.py <<'PY'
 import torch
 from torch.utils.data import DataLoader

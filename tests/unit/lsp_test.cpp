@@ -20,6 +20,8 @@ namespace {
 
 const std::string kUri = "file:///work/train%20dir/train.py";
 const std::string kHead = "import torch\nfrom torch.utils.data import DataLoader\nmodel = Net().cuda()\n";
+// DDP102 (pin_memory, with a quick fix) is opt-in: the tests that use it enable it by code.
+const json kWithDDP102 = {{"extendSelect", {"DDP102"}}};
 
 // Drives a Server in process and keeps what it sends.
 struct Client {
@@ -309,7 +311,7 @@ TEST_CASE("lifecycle: exit without shutdown is exit code 1; cancelled requests g
 
 TEST_CASE("push diagnostics: open, incremental change, full change, close; fields and tags") {
   Client c;
-  c.initialize();
+  c.initialize(json::object(), kWithDDP102);
   c.open(kHead + "l = DataLoader(ds, num_workers=4)\nwith torch.cuda.amp.autocast():\n    y = model(x)\n");
   json p = c.publish();
   CHECK(p["version"] == 1);
@@ -387,7 +389,7 @@ TEST_CASE("positions that are not 32-bit integers are clamped, never undefined o
 
 TEST_CASE("a buffer with too many tokens to parse within bounded memory is neither parsed nor linted") {
   Client c;
-  c.initialize();
+  c.initialize(json::object(), kWithDDP102);
   std::string degenerate = kHead;
   while (degenerate.size() < 9u * 1024u * 1024u) degenerate += "x=1\n";  // ~9 million tokens
   c.open(degenerate);
@@ -402,7 +404,7 @@ TEST_CASE("a buffer with too many tokens to parse within bounded memory is neith
 
 TEST_CASE("documents that are not Python, unknown documents and a 5 MB buffer") {
   Client c;
-  c.initialize();
+  c.initialize(json::object(), kWithDDP102);
   c.open(kHead + "l = DataLoader(ds)\n", "file:///a/notes.md", "markdown");
   CHECK(c.publish("file:///a/notes.md").is_null());
   c.notify("textDocument/didChange", {{"textDocument", {{"uri", "file:///never/opened.py"}, {"version", 2}}},
@@ -419,7 +421,7 @@ TEST_CASE("documents that are not Python, unknown documents and a 5 MB buffer") 
 
 TEST_CASE("pull diagnostics when the client supports them: no push, resultId, unchanged") {
   Client c;
-  json init = c.initialize({{"textDocument", {{"diagnostic", {{"dynamicRegistration", false}}}}}});
+  json init = c.initialize({{"textDocument", {{"diagnostic", {{"dynamicRegistration", false}}}}}}, kWithDDP102);
   CHECK(init["result"]["capabilities"]["diagnosticProvider"]["identifier"] == "ddplint");
   c.open(kHead + "l = DataLoader(ds)\n");
   CHECK(c.publish().is_null());
@@ -439,7 +441,7 @@ TEST_CASE("pull diagnostics when the client supports them: no push, resultId, un
 
 TEST_CASE("code actions: disable for this line (new, after a comment, extending a list), quick fix, fix all") {
   Client c;
-  c.initialize({{"workspace", {{"workspaceEdit", {{"documentChanges", true}}}}}});
+  c.initialize({{"workspace", {{"workspaceEdit", {{"documentChanges", true}}}}}}, kWithDDP102);
   std::string text = kHead + "a = DataLoader(ds)\n" + "b = DataLoader(ds, num_workers=2)  # eval loader\n" +
                      "c = DataLoader(ds, num_workers=2)  # noqa: DDP999\n";
   c.open(text);
@@ -494,7 +496,7 @@ TEST_CASE("code actions: disable for this line (new, after a comment, extending 
 
 TEST_CASE("code actions: no noqa action where a comment cannot go") {
   Client c;
-  c.initialize();
+  c.initialize(json::object(), kWithDDP102);
   // the finding's line ends inside a string that continues on the next line
   std::string text = kHead + "a = DataLoader(ds); s = \"\"\"doc\nmore\"\"\"\n";
   c.open(text);
@@ -529,12 +531,25 @@ TEST_CASE("hover: a finding's range and a code in a noqa comment show the rule's
 
 // --- settings ------------------------------------------------------------------------
 
+TEST_CASE("settings: an opt-in rule is off until extendSelect names its code") {
+  Client c;
+  c.initialize();
+  c.open(kHead + "l = DataLoader(ds)\n");
+  CHECK(codes_of(c.publish()["diagnostics"]) == std::vector<std::string>{"DDP101"});
+  c.notify("workspace/didChangeConfiguration", {{"settings", {{"ddplint", {{"select", {"ALL"}}}}}}});
+  CHECK(codes_of(c.publish()["diagnostics"]) == std::vector<std::string>{"DDP101"});  // ALL is not its code
+  c.notify("workspace/didChangeConfiguration", {{"settings", {{"ddplint", kWithDDP102}}}});
+  CHECK(codes_of(c.publish()["diagnostics"]) == std::vector<std::string>{"DDP101", "DDP102"});
+  c.notify("workspace/didChangeConfiguration", {{"settings", {{"ddplint", {{"extendSelect", {"XYZ9"}}}}}}});
+  CHECK(c.server.settings().extend_select == std::vector<std::string>{"DDP102"});  // rejected, kept
+}
+
 TEST_CASE("settings: initializationOptions and didChangeConfiguration select and ignore; bad codes rejected") {
   Client c;
   c.initialize(json::object(), {{"select", {"DDP101"}}});
   c.open(kHead + "l = DataLoader(ds)\n");
   CHECK(codes_of(c.publish()["diagnostics"]) == std::vector<std::string>{"DDP101"});
-  c.notify("workspace/didChangeConfiguration", {{"settings", {{"ddplint", {{"ignore", "DDP101"}}}}}});
+  c.notify("workspace/didChangeConfiguration", {{"settings", {{"ddplint", {{"ignore", "DDP101"}, {"extendSelect", "DDP102"}}}}}});
   CHECK(codes_of(c.publish()["diagnostics"]) == std::vector<std::string>{"DDP102"});
   c.notify("workspace/didChangeConfiguration", {{"settings", {{"ddplint", {{"select", {"XYZ9"}}}}}}});
   REQUIRE_FALSE(c.sent.empty());
@@ -562,7 +577,7 @@ TEST_CASE("configuration files: the closest one to the buffer, configPath, reloa
     std::filesystem::create_directories((root / rel).parent_path());
     std::ofstream(root / rel) << text;
   };
-  write("pyproject.toml", "[tool.ddplint]\nignore = [\"DDP101\"]\n");
+  write("pyproject.toml", "[tool.ddplint]\nextend-select = [\"DDP102\"]\nignore = [\"DDP101\"]\n");
   write("alt.toml", "select = [\"DDP101\"]\n");
   std::string uri = "file://" + (root / "src" / "train.py").string();
   const std::string text = kHead + "l = DataLoader(ds)\n";
@@ -581,9 +596,9 @@ TEST_CASE("configuration files: the closest one to the buffer, configPath, reloa
     c.notify("workspace/didChangeWatchedFiles", {{"changes", {{{"uri", "file://" + (root / "pyproject.toml").string()}, {"type", 2}}}}});
     CHECK(codes_of(c.publish(uri)["diagnostics"]) == std::vector<std::string>{"DDP101"});
     // a broken file: shown once, and the buffer is linted without it
-    write("pyproject.toml", "[tool.ddplint]\nignore = [\"DDP102\"]\nbogus = true\n");
+    write("pyproject.toml", "[tool.ddplint]\nextend-select = [\"DDP102\"]\nbogus = true\n");
     c.notify("workspace/didChangeWatchedFiles", {{"changes", json::array()}});
-    CHECK(codes_of(c.publish(uri)["diagnostics"]) == std::vector<std::string>{"DDP101", "DDP102"});
+    CHECK(codes_of(c.publish(uri)["diagnostics"]) == std::vector<std::string>{"DDP101"});  // not its extend-select
     int shown = 0;
     for (const json& m : c.sent)
       if (m.value("method", "") == "window/showMessage" &&

@@ -24,6 +24,30 @@ TEST_CASE("select and ignore by code prefix; the most specific wins, ignore wins
   CHECK_FALSE(every.enabled("DDP401"));
 }
 
+TEST_CASE("an opt-in rule runs only when its exact code is selected") {
+  CHECK_FALSE(RuleSelection().enabled("DDP603", true));
+  CHECK_FALSE(RuleSelection({"ALL"}, {}).enabled("DDP603", true));
+  CHECK_FALSE(RuleSelection({"DDP6"}, {}).enabled("DDP603", true));
+  CHECK(RuleSelection({"DDP6"}, {}).enabled("DDP601", false));
+  CHECK(RuleSelection({"DDP603"}, {}).enabled("DDP603", true));
+  CHECK(RuleSelection({"DDP603"}, {"DDP6"}).enabled("DDP603", true));  // the exact code is the more specific
+  CHECK_FALSE(RuleSelection({"DDP603"}, {"DDP603"}).enabled("DDP603", true));
+  RuleSelection extended;
+  extended.add_layer({}, {"DDP603"}, {});
+  CHECK(extended.enabled("DDP603", true));
+  CHECK(extended.enabled("DDP101", false));
+  // a later layer's select that does not name it turns it off again
+  extended.add_layer({"DDP1"}, {}, {});
+  CHECK_FALSE(extended.enabled("DDP603", true));
+  // the catalog's opt-in rules are off by default, every other rule on
+  int opt_in = 0;
+  for (const Rule& r : rules::all()) {
+    CHECK(RuleSelection().enabled(r.info) == !r.info.opt_in);
+    opt_in += r.info.opt_in;
+  }
+  CHECK(opt_in > 0);
+}
+
 TEST_CASE("unknown codes are rejected with the prefix named") {
   RuleSelection bad({"DDP9"}, {});
   auto err = bad.validate(rules::all());

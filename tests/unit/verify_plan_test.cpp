@@ -16,7 +16,10 @@ struct Linted {
 };
 Linted linted(const std::string& text) {
   SourceFile f("train.py", text);
-  LintResult r = lint(f, rules::all(), RuleSelection{});
+  std::vector<std::string> opt_in;  // as `ddplint verify` lints: the opt-in rules too
+  for (const Rule& rule : rules::all())
+    if (rule.info.opt_in) opt_in.emplace_back(rule.info.code);
+  LintResult r = lint(f, rules::all(), RuleSelection().add_layer({}, opt_in, {}));
   return {std::move(f), std::move(r)};
 }
 const json* measurement(const json& plan, const std::string& kind) {

@@ -12,10 +12,11 @@ let client: LanguageClient | undefined;
 
 // The settings the server reads (initializationOptions and
 // workspace/didChangeConfiguration carry the same object).
-function serverSettings(): { select: string[]; ignore: string[]; configPath: string } {
+function serverSettings(): { select: string[]; extendSelect: string[]; ignore: string[]; configPath: string } {
   const config = vscode.workspace.getConfiguration("ddplint");
   return {
     select: config.get<string[]>("select", []),
+    extendSelect: config.get<string[]>("extendSelect", []),
     ignore: config.get<string[]>("ignore", []),
     configPath: config.get<string>("configPath", ""),
   };
