@@ -339,6 +339,7 @@ Kinds make_kinds() {
   k.f_subscript = f("subscript");
   k.f_operators = f("operators");
   k.f_argument = f("argument");
+  k.f_superclasses = f("superclasses");
   return k;
 }
 

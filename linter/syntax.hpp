@@ -133,7 +133,7 @@ struct Kinds {
       expression_list, print_statement, exec_statement;
   TSFieldId f_name, f_alias, f_module_name, f_function, f_arguments, f_object, f_attribute,
       f_left, f_right, f_value, f_body, f_condition, f_consequence, f_alternative, f_operator,
-      f_parameters, f_definition, f_subscript, f_operators, f_argument;
+      f_parameters, f_definition, f_subscript, f_operators, f_argument, f_superclasses;
 };
 
 /// Builds the table of ids (see kinds()); throws std::logic_error if the

@@ -11,7 +11,7 @@ namespace {
 void check(const SemanticModel& model, RuleContext& ctx) {
   if (!model.uses_cuda() || model.gloo_backend()) return;
   auto wraps = model.calls_to(kDDP);
-  if (wraps.empty()) return;
+  if (wraps.empty() || process_group_started_elsewhere(model)) return;
   Pins pins = collect_pins(model);
   TSNode default_gpu_move = all_ranks_on_default_gpu(model, pins);
   for (const CallSite* call : wraps) {

@@ -35,6 +35,30 @@ bool spawn_index(const SemanticModel& model, TSNode expr) {
   return false;
 }
 
+// A parameter of a function this file never calls, and that no mp.spawn here
+// starts: its value comes from a caller in another file (stylegan2-ada's
+// training_loop(rank=...) gets the mp.spawn index of a single-machine launcher
+// from train.py), or from a function passed as a callback (a Process target
+// in a loop over this machine's ranks). What it holds is unknown, so its name
+// decides nothing.
+bool parameter_from_unseen_caller(const SemanticModel& model, TSNode expr) {
+  const Kinds& k = kinds();
+  if (node_symbol(expr) != k.identifier) return false;
+  BindingList bindings = model.bindings_of(model.text(expr), model.region_of(expr));
+  if (bindings.size() != 1 || bindings[0]->kind != Binding::Kind::Parameter || bindings[0]->scope == 0) return false;
+  const Region& scope = model.regions()[bindings[0]->scope];
+  if (scope.function < 0) return false;
+  const FunctionInfo& fn = model.functions()[scope.function];
+  if (!model.calls_named(fn.name).empty()) return false;  // called here, by name
+  for (std::string_view spawn : {"torch.multiprocessing.spawn", "torch.multiprocessing.start_processes"}) {
+    for (const CallSite* c : model.calls_to(spawn)) {
+      TSNode target = model.argument(*c, "fn", 0);
+      if (!node_is_null(target) && model.last_name(target) == fn.name) return false;
+    }
+  }
+  return true;
+}
+
 // A global rank: dist.get_rank(), os.environ["RANK"], or a name such as `rank`,
 // `global_rank`, `ddp_rank` that is not bound to a local rank. `x % ngpus` and
 // names with "local" are local ranks.
@@ -57,7 +81,9 @@ bool global_rank(const SemanticModel& model, TSNode expr, int depth = 0) {
     std::string name = lowercase(model.last_name(expr));
     TSNode bound = model.single_assignment(expr);
     if (!node_is_null(bound)) return global_rank(model, bound, depth + 1);
-    if (name.find("local") != std::string::npos || spawn_index(model, expr)) return false;
+    if (name.find("local") != std::string::npos || spawn_index(model, expr) ||
+        parameter_from_unseen_caller(model, expr))
+      return false;
     return name == "rank" || name == "global_rank" || name == "world_rank" || name == "ddp_rank" ||
            name == "proc_rank" || name == "process_rank";
   }

@@ -14,7 +14,7 @@ bool is_manual_gradient_reduce(const SemanticModel& model, const CallSite& call)
       c != "torch.distributed.broadcast" && c != "torch.distributed.all_reduce_coalesced")
     return false;
   TSNode tensor = model.argument(call, c == "torch.distributed.all_reduce_coalesced" ? "tensors" : "tensor", 0);
-  return !node_is_null(tensor) && mentions_gradient(model, tensor);
+  return !node_is_null(tensor) && mentions_gradient(model, tensor) && !in_autograd_function_backward(model, call.node);
 }
 
 namespace {

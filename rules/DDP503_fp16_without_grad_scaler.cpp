@@ -6,9 +6,40 @@
 namespace ddplint::rules {
 
 namespace {
+// A function of this file has that name: a helper we can read, not hidden code.
+bool defined_here(const SemanticModel& model, std::string_view name) {
+  for (const FunctionInfo& f : model.functions())
+    if (f.name == name) return true;
+  return false;
+}
+
+bool optimizer_name(std::string_view name) {
+  std::string n = lowercase(name);
+  return n.find("optim") != std::string::npos || n == "opt" || n.rfind("opt_", 0) == 0;
+}
+
+// A GradScaler made here, or the backward handed to code this file does not
+// show: a callable named like a loss scaler (`loss_scaler(loss, optimizer)`,
+// the MAE/ConvNeXt NativeScaler class of another module, which holds a
+// GradScaler), or an unknown callable given both the loss and the optimizer.
+// Whether that code scales the loss is unknown, so the rule stays silent.
 bool has_grad_scaler(const SemanticModel& model) {
-  for (const CallSite& c : model.calls())
+  const Kinds& k = kinds();
+  for (const CallSite& c : model.calls()) {
     if (c.method.ends_with("GradScaler")) return true;  // torch.amp, torch.cuda.amp, ShardedGradScaler
+    if (c.canonical.rfind("torch.", 0) == 0 || defined_here(model, c.method)) continue;
+    std::string callee = lowercase(model.last_name(c.callee));
+    if (callee.find("scaler") != std::string::npos && callee != "scale") return true;
+    bool optimizer = false, loss = false;
+    for (TSNode arg : children(field(c.node, k.f_arguments))) {
+      if (!ts_node_is_named(arg)) continue;
+      TSNode value = node_symbol(arg) == k.keyword_argument ? field(arg, k.f_value) : arg;
+      std::string_view name = model.last_name(value);
+      optimizer = optimizer || optimizer_name(name);
+      loss = loss || lowercase(name).find("loss") != std::string::npos;
+    }
+    if (optimizer && loss) return true;
+  }
   return false;
 }
 

@@ -21,6 +21,23 @@ bool is_collective(std::string_view canonical) {
   return std::find(names.begin(), names.end(), name) != names.end();
 }
 
+bool in_autograd_function_backward(const SemanticModel& model, TSNode node) {
+  const Kinds& k = kinds();
+  for (int r = model.region_of(node); r > 0; r = model.regions()[r].parent) {
+    const Region& region = model.regions()[r];
+    if (region.kind != Region::Kind::Function) continue;
+    if (region.function < 0 || model.functions()[region.function].name != "backward") return false;
+    int parent = region.parent;
+    if (parent <= 0 || model.regions()[parent].kind != Region::Kind::Class) return false;
+    TSNode bases = field(model.regions()[parent].node, k.f_superclasses);
+    if (node_is_null(bases)) return false;
+    for (TSNode base : children(bases))
+      if (ts_node_is_named(base) && model.canonical_name(base) == "torch.autograd.Function") return true;
+    return false;
+  }
+  return false;
+}
+
 bool mentions_gradient(const SemanticModel& model, TSNode expr) {
   const Kinds& k = kinds();
   std::vector<std::pair<TSNode, int>> stack{{expr, 0}};
@@ -320,11 +337,29 @@ Pins collect_pins(const SemanticModel& model) {
       if (model.may_be_indexed_device(device)) pins.add(model, c->node);
     }
   }
+  // torch.device("cuda", rank): a device of this process's own, built by index
+  for (const CallSite* c : model.calls_to("torch.device")) {
+    TSNode index = model.argument(*c, "index", 1);
+    if (!node_is_null(index) && model.value_of(index).kind != Value::Kind::Int) pins.add(model, c->node);
+  }
+  // deepspeed.initialize sets each process's device from its local rank
+  // (DeepSpeedEngine._set_distributed_vars: get_accelerator().set_device(local_rank))
+  CallRange deepspeed = model.calls_to("deepspeed.initialize");
+  if (!deepspeed.empty()) pins.add(model, (*deepspeed.begin())->node);
   return pins;
+}
+
+bool process_group_started_elsewhere(const SemanticModel& model) {
+  if (!model.calls_to("torch.distributed.init_process_group").empty()) return false;
+  if (model.wraps_ddp()) return true;
+  for (const CallSite& c : model.calls())
+    if (c.canonical.rfind("torch.distributed.", 0) == 0) return true;
+  return false;
 }
 
 TSNode all_ranks_on_default_gpu(const SemanticModel& model, const Pins& pins) {
   if (!model.is_distributed() || !model.uses_cuda() || pins.any()) return {};
+  if (process_group_started_elsewhere(model)) return {};
   for (const CallSite* c : model.calls_to("torch.nn.parallel.DistributedDataParallel"))
     if (!node_is_null(model.argument(*c, "device_ids", 1)) || model.has_unpacked_arguments(*c)) return {};
   // the first move to the default device, in document order
@@ -333,7 +368,7 @@ TSNode all_ranks_on_default_gpu(const SemanticModel& model, const Pins& pins) {
       return c.node;
     TSNode device{};
     if (c.method == "to" && !node_is_null(c.receiver)) device = model.argument(c, "device", 0);
-    if (c.canonical == "torch.device") device = model.argument(c, "type", 0);
+    if (c.canonical == "torch.device" && node_is_null(model.argument(c, "index", 1))) device = model.argument(c, "type", 0);
     if (node_is_null(device)) continue;
     Value v = model.value_of(device);
     if (v.kind == Value::Kind::Str && v.s == "cuda") return c.node;

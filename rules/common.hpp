@@ -27,6 +27,13 @@ bool is_collective(std::string_view canonical);
 /// `grad`/`grads` or bound to such an expression in the file.
 bool mentions_gradient(const SemanticModel& model, TSNode expr);
 
+/// True when `node` is inside the `backward` of a torch.autograd.Function
+/// subclass: there the "gradients" are those of the function's inputs (a
+/// differentiable all_gather's backward all-reduces activation gradients),
+/// never a DDP model's parameter gradients, and any collective is part of the
+/// computation.
+bool in_autograd_function_backward(const SemanticModel& model, TSNode node);
+
 /// Range of `node` cut at the end of its first line (for findings over long nodes).
 std::pair<std::uint32_t, std::uint32_t> first_line_range(const SemanticModel& model, TSNode node);
 
@@ -109,8 +116,15 @@ Pins collect_pins(const SemanticModel& model);
 /// DDP203's condition: a distributed CUDA script that never selects a
 /// per-process device (no pin, no DDP device_ids) yet moves work with
 /// `.cuda()`, `.to("cuda")` or `torch.device("cuda")`. Returns the first such
-/// move, or a null node.
+/// move, or a null node; null too when process_group_started_elsewhere().
 TSNode all_ranks_on_default_gpu(const SemanticModel& model, const Pins& pins);
+
+/// A process group used here (a DDP wrap, a torch.distributed call) but never
+/// started here: a helper of another module starts it (dinov2's
+/// distributed.enable(), DeiT's utils.init_distributed_mode()) and usually
+/// picks this process's GPU there too. Where the device is chosen is then not
+/// in this file, so DDP201 and DDP203 stay silent.
+bool process_group_started_elsewhere(const SemanticModel& model);
 
 /// For each name or attribute path bound to a DistributedDataParallel/FSDP
 /// call, the wrap calls (`model = DDP(net)` gives `model`); also returns, via
