@@ -1,5 +1,6 @@
 // DDP303 accumulation-without-no-sync: DDP all-reduces on every micro-step.
 #include "linter/semantic_model.hpp"
+#include "linter/node_access.hpp"
 #include "rules/common.hpp"
 
 namespace ddplint::rules {
@@ -8,6 +9,23 @@ namespace {
 
 // Innermost loop region around `node` within its function, or -1.
 int loop_of(const SemanticModel& model, TSNode node) { return model.innermost_loop(model.region_of(node)); }
+
+// The innermost Branch region between `node` and its loop `loop` whose test is
+// periodic, or -1.
+int periodic_branch(const SemanticModel& model, TSNode node, int loop) {
+  for (int r = model.region_of(node); r > 0 && r != loop; r = model.regions()[r].parent) {
+    const Region& region = model.regions()[r];
+    if (region.kind == Region::Kind::Branch && (region.guard & kGuardPeriodic)) return r;
+  }
+  return -1;
+}
+
+// True when `node` is inside region `r`.
+bool within(const SemanticModel& model, TSNode node, int r) {
+  for (int at = model.region_of(node); at > 0; at = model.regions()[at].parent)
+    if (at == r) return true;
+  return false;
+}
 
 // The script already skips the all-reduce on micro-steps some way.
 bool syncs_selectively(const SemanticModel& model) {
@@ -38,8 +56,27 @@ void check(const SemanticModel& model, RuleContext& ctx) {
   for (const CallSite* step : steps) {
     int step_loop = loop_of(model, step->node);
     if (step_loop < 0) continue;
-    // (a) the optimizer steps only every K iterations: `if (i + 1) % accum == 0: optimizer.step()`
-    bool periodic_step = model.enclosing_guards(step->node) & kGuardPeriodic;
+    // (a) the optimizer steps only every K iterations, `if (i + 1) % accum == 0: optimizer.step()`,
+    // and a backward of the same loop runs outside that branch (more often
+    // than the step); a backward and a step both under `if i % k == 0:` are
+    // a periodic step of their own (a GAN's lazy regularisation), not accumulation
+    bool periodic_step = false;
+    if (model.enclosing_guards(step->node) & kGuardPeriodic) {
+      int branch = periodic_branch(model, step->node, step_loop);
+      for (const CallSite* b : backwards) {
+        if (loop_of(model, b->node) != step_loop || node_start_byte(b->node) > node_start_byte(step->node)) continue;
+        if (branch >= 0 && within(model, b->node, branch)) continue;
+        // a step between them, outside the branch, takes that backward's gradients
+        bool consumed = false;
+        for (const CallSite* other : steps) {
+          std::uint32_t at = node_start_byte(other->node);
+          consumed = consumed || (other != step && loop_of(model, other->node) == step_loop &&
+                                  at > node_start_byte(b->node) && at < node_start_byte(step->node) &&
+                                  (branch < 0 || !within(model, other->node, branch)));
+        }
+        if (!consumed) periodic_step = true;
+      }
+    }
     // (b) backward in an inner loop over micro-batches, the step after it in the outer loop
     bool inner_backward = holds_inner_backward[step_loop] != 0;
     if (!periodic_step && !inner_backward) continue;

@@ -155,6 +155,15 @@ GuardMask SemanticModel::classify_rec(TSNode c, bool neg, int depth) const {
   if (s == k.identifier || s == k.attribute) {
     std::string_view name = last_name(c);
     if (is_main_process_name(name)) return neg ? kGuardRankDependent : (kGuardMainProcess | kGuardRankDependent);
+    // a name bound once to a test: `g_regularize = i % g_reg_every == 0`,
+    // `args.save_logs = args.logs and is_master(args)`; the test decides
+    TSNode bound = single_assignment(c);
+    if (!node_is_null(bound)) {
+      TSSymbol bs = node_symbol(bound);
+      if (bs == k.comparison_operator || bs == k.boolean_operator || bs == k.not_operator ||
+          bs == k.parenthesized_expression)
+        return classify_rec(bound, neg, depth + 1);
+    }
     // an opt-in flag that is off unless the user turns it on
     Value flag = value_of(c);
     if (flag.known() && flag.truthy() == neg) return kGuardOffByDefault;
