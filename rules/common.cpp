@@ -349,6 +349,35 @@ Pins collect_pins(const SemanticModel& model) {
   return pins;
 }
 
+namespace {
+bool ends_run(const SemanticModel& model, TSNode statement) {
+  const Kinds& k = kinds();
+  TSSymbol s = node_symbol(statement);
+  if (s == k.raise_statement) return true;
+  if (s != k.expression_statement || ts_node_named_child_count(statement) != 1) return false;
+  TSNode call = ts_node_named_child(statement, 0);
+  if (node_symbol(call) != k.call) return false;
+  const CallSite* c = model.call_at(call);
+  if (c == nullptr) return false;
+  return c->canonical == "sys.exit" || c->canonical == "os._exit" ||
+         (node_symbol(c->callee) == k.identifier && (c->method == "exit" || c->method == "quit"));
+}
+}  // namespace
+
+bool in_run_ending_branch(const SemanticModel& model, TSNode node) {
+  const Kinds& k = kinds();
+  for (int r = model.region_of(node); r > 0; r = model.regions()[r].parent) {
+    const Region& region = model.regions()[r];
+    if (region.kind == Region::Kind::Loop || region.kind == Region::Kind::Function) return false;
+    if (region.kind != Region::Kind::Branch) continue;
+    TSNode block = field(region.node, node_symbol(region.node) == k.else_clause ? k.f_body : k.f_consequence);
+    if (node_is_null(block)) continue;
+    for (TSNode statement : children(block))
+      if (ts_node_is_named(statement) && ends_run(model, statement)) return true;
+  }
+  return false;
+}
+
 bool process_group_started_elsewhere(const SemanticModel& model) {
   if (!model.calls_to("torch.distributed.init_process_group").empty()) return false;
   if (model.wraps_ddp()) return true;

@@ -126,6 +126,11 @@ TSNode all_ranks_on_default_gpu(const SemanticModel& model, const Pins& pins);
 /// in this file, so DDP201 and DDP203 stay silent.
 bool process_group_started_elsewhere(const SemanticModel& model);
 
+/// True when `node` is inside a branch (within its loop) whose block ends the
+/// run: a `raise`, or a call to sys.exit, os._exit, exit or quit. Such a
+/// branch runs at most once, so nothing in it costs on every step.
+bool in_run_ending_branch(const SemanticModel& model, TSNode node);
+
 /// For each name or attribute path bound to a DistributedDataParallel/FSDP
 /// call, the wrap calls (`model = DDP(net)` gives `model`); also returns, via
 /// `wrapped_args`, the paths of the modules passed in (`net`).
