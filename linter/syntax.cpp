@@ -319,6 +319,7 @@ Kinds make_kinds() {
   k.print_statement = s("print_statement");
   k.exec_statement = s("exec_statement");
   k.raise_statement = s("raise_statement");
+  k.except_clause = s("except_clause");
   auto f = [&](const char* n) { return field_id(L, n); };
   k.f_name = f("name");
   k.f_alias = f("alias");

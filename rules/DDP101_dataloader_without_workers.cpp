@@ -8,6 +8,9 @@ namespace ddplint::rules {
 namespace {
 void check(const SemanticModel& model, RuleContext& ctx) {
   for (const CallSite* call : model.calls_to(kDataLoader)) {
+    // a loader only iterated by loops that train nothing (DreamBooth's prompt
+    // loader for generating class images once): its loading slows no step
+    if (loader_feeds_no_training(model, *call)) continue;
     // DataLoader(dataset, batch_size, shuffle, sampler, batch_sampler, num_workers, ...)
     TSNode workers = model.argument(*call, "num_workers", 5);
     if (node_is_null(workers)) {

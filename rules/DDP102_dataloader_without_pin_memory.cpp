@@ -9,6 +9,7 @@ namespace {
 void check(const SemanticModel& model, RuleContext& ctx) {
   if (!model.uses_cuda()) return;  // pinning only matters for host-to-GPU copies
   for (const CallSite* call : model.calls_to(kDataLoader)) {
+    if (loader_feeds_no_training(model, *call)) continue;  // no training step copies its batches
     // DataLoader(dataset, batch_size, shuffle, sampler, batch_sampler, num_workers, collate_fn, pin_memory, ...)
     TSNode pin = model.argument(*call, "pin_memory", 7);
     if (node_is_null(pin)) {

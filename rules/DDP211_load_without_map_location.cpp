@@ -12,6 +12,8 @@ void check(const SemanticModel& model, RuleContext& ctx) {
     // torch.load(f, map_location=None, ...)
     if (!node_is_null(model.argument(*call, "map_location", 1))) continue;  // any value
     if (model.has_unpacked_arguments(*call)) continue;
+    // `if rank in [-1, 0]: torch.load(p)`: only the main process loads, onto its own GPU
+    if (model.enclosing_guards(call->node) & kGuardMainProcess) continue;
     // `if args.gpu is None: torch.load(p) else: torch.load(p, map_location=loc)`:
     // the per-GPU path maps; the other arm is the one-process-for-all-GPUs case
     bool mapped_other_arm = false;

@@ -8,12 +8,32 @@ namespace ddplint::rules {
 
 namespace {
 
+// A function whose body is a synchronize and a wall-clock read (yolov5/7's
+// `def time_synchronized(): torch.cuda.synchronize(); return time.time()`):
+// a timer, whose synchronize is what makes the time it returns correct.
+bool wall_clock_timer(const SemanticModel& model, int scope) {
+  if (scope == 0) return false;
+  for (const CallSite& c : model.calls()) {
+    if (model.regions()[c.region].scope != scope) continue;
+    if (c.canonical == "time.time" || c.canonical == "time.perf_counter" || c.canonical == "time.monotonic")
+      return true;
+  }
+  return false;
+}
+
 // Timing code: scopes (functions, or the module) that create CUDA events or
-// read elapsed_time, so a synchronize there brackets a measurement.
+// read elapsed_time, so a synchronize there brackets a measurement; and
+// wall-clock timer functions.
 std::unordered_set<int> timing_scopes(const SemanticModel& model) {
   std::unordered_set<int> scopes;
-  for (const CallSite& c : model.calls())
-    if (c.canonical == "torch.cuda.Event" || c.method == "elapsed_time") scopes.insert(model.regions()[c.region].scope);
+  for (const CallSite& c : model.calls()) {
+    int scope = model.regions()[c.region].scope;
+    if (c.canonical == "torch.cuda.Event" || c.method == "elapsed_time") scopes.insert(scope);
+  }
+  for (const CallSite* c : model.calls_to("torch.cuda.synchronize")) {
+    int scope = model.regions()[c->region].scope;
+    if (!model.is_step_loop(model.innermost_loop(c->region)) && wall_clock_timer(model, scope)) scopes.insert(scope);
+  }
   return scopes;
 }
 

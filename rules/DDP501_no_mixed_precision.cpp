@@ -30,6 +30,22 @@ bool uses_reduced_precision(const SemanticModel& model) {
     std::string_view m = c.method;
     if (m == "autocast" || m == "half" || m == "bfloat16") return true;
     if (c.canonical == "torch.set_default_dtype") return true;
+    // apex AMP (`from apex import amp; amp.initialize(model, optimizer, opt_level="O1")`):
+    // mixed precision, by a deprecated route
+    if (c.canonical == "apex.amp.initialize") return true;
+    // from_pretrained(..., torch_dtype=torch.bfloat16) (newer transformers: dtype=);
+    // "auto" takes the checkpoint's dtype: unknown, so not guessed
+    if (c.method == "from_pretrained") {
+      for (std::string_view key : {"torch_dtype", "dtype"}) {
+        TSNode d = model.argument(c, key);
+        if (node_is_null(d)) continue;
+        std::string name = model.canonical_name(d);
+        Value v = model.value_of(d);
+        if (name == "torch.float16" || name == "torch.half" || name == "torch.bfloat16" ||
+            (v.kind == Value::Kind::Str && v.s == "auto") || (!v.known() && name.empty()))
+          return true;
+      }
+    }
     if (m == "to") {
       for (TSNode a : {model.argument(c, "dtype", 0), model.argument(c, "", 1)}) {
         std::string d = model.canonical_name(a);

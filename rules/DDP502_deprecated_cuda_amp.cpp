@@ -57,9 +57,31 @@ void report(RuleContext& ctx, TSNode at, std::string_view name, std::optional<Fi
              std::move(fix));
 }
 
+// The call is the `except` fallback of a `try` that first calls the current
+// API (`try: torch.amp.GradScaler(device=...) except (AttributeError,
+// TypeError): torch.cuda.amp.GradScaler()`): it runs only on an old PyTorch,
+// where the old spelling is the one that exists.
+bool fallback_for_old_torch(const SemanticModel& model, const CallSite& call) {
+  const Kinds& k = kinds();
+  for (TSNode n = ts_node_parent(call.node); !node_is_null(n); n = ts_node_parent(n)) {
+    TSSymbol s = node_symbol(n);
+    if (s == k.function_definition || s == k.class_definition) return false;
+    if (s != k.except_clause) continue;
+    TSNode body = field(ts_node_parent(n), k.f_body);
+    if (node_is_null(body)) return false;
+    for (const CallSite& c : model.calls()) {
+      if (node_start_byte(c.node) < node_start_byte(body) || node_end_byte(c.node) > node_end_byte(body)) continue;
+      if (c.canonical.rfind("torch.amp.", 0) == 0 || c.canonical == "torch.autocast") return true;
+    }
+    return false;
+  }
+  return false;
+}
+
 void check(const SemanticModel& model, RuleContext& ctx) {
   for (const CallSite& call : model.calls()) {
     std::string_view name = deprecated_name(call.canonical);
+    if (!name.empty() && fallback_for_old_torch(model, call)) continue;
     if (!name.empty()) report(ctx, call.callee, name, rewrite(model, call.callee, &call, name));
   }
   // bare decorators: `@custom_bwd` (the called form is a call, handled above)
