@@ -161,8 +161,10 @@ GuardMask SemanticModel::classify_rec(TSNode c, bool neg, int depth) const {
     if (!node_is_null(bound)) {
       TSSymbol bs = node_symbol(bound);
       if (bs == k.comparison_operator || bs == k.boolean_operator || bs == k.not_operator ||
-          bs == k.parenthesized_expression)
-        return classify_rec(bound, neg, depth + 1);
+          bs == k.parenthesized_expression) {
+        GuardMask via = classify_rec(bound, neg, depth + 1);
+        if (via != 0) return via;  // else the name may still say (`last_batch = i == n_batches`)
+      }
     }
     // an opt-in flag that is off unless the user turns it on
     Value flag = value_of(c);
