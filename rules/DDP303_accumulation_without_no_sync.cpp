@@ -27,11 +27,28 @@ bool within(const SemanticModel& model, TSNode node, int r) {
   return false;
 }
 
-// The script already skips the all-reduce on micro-steps some way.
-bool syncs_selectively(const SemanticModel& model) {
-  std::string_view text = model.source().text();
-  for (std::string_view word : {"no_sync", "require_backward_grad_sync", ".accumulate("})
-    if (contains_text(text, word)) return true;
+// The script already skips the all-reduce on micro-steps some way, or may:
+// a `no_sync()` context (DDP's, or a framework's `no_backward_sync`), an
+// `accelerator.accumulate(...)`, an assignment to DDP's
+// `require_backward_grad_sync`, or a `with` over a callable of this project
+// given the DDP model (edm's `misc.ddp_sync(ddp, last_round)`, which enters
+// `ddp.no_sync()` on the other rounds): what that context does is not in this
+// file. Code, not text: a comment naming no_sync changes nothing.
+bool syncs_selectively(const SemanticModel& model, const std::vector<DdpWrap>& wraps) {
+  const Kinds& k = kinds();
+  for (const CallSite& c : model.calls()) {
+    if (c.method == "no_sync" || c.method == "no_backward_sync") return true;
+    if (c.method == "accumulate" && !node_is_null(c.receiver)) return true;
+    TSNode parent = ts_node_parent(c.node);
+    if (node_is_null(parent) || node_symbol(parent) != k.with_item || c.canonical.rfind("torch.", 0) == 0) continue;
+    for (const Argument& a : model.arguments(c)) {
+      std::string path = model.path_of(a.value);
+      for (const DdpWrap& w : wraps)
+        if (!path.empty() && (path == w.result || path == w.module)) return true;
+    }
+  }
+  for (const Binding& b : model.bindings())
+    if (model.last_name(b.target) == "require_backward_grad_sync") return true;
   return false;
 }
 
@@ -42,7 +59,7 @@ void check(const SemanticModel& model, RuleContext& ctx) {
     if (!model.is_training_call(c)) continue;
     (c.method == "backward" ? backwards : steps).push_back(&c);
   }
-  if (steps.empty() || backwards.empty() || syncs_selectively(model)) return;
+  if (steps.empty() || backwards.empty() || syncs_selectively(model, ddp_wraps(model))) return;
   // the regions that hold a backward in a loop nested inside them: each
   // backward's loop marks its enclosing regions once (not a pass over every
   // backward for every step, which was quadratic in a file of many loops)
