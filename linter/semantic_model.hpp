@@ -262,6 +262,11 @@ class SemanticModel {
   const std::optional<SyntaxProblem>& first_syntax_error() const { return first_error_; }
   /// All `# ...` comment nodes in document order.
   std::span<const TSNode> comments() const { return comments_; }
+  /// True when `word` occurs in the code itself: in a name, an attribute, a
+  /// string used as a value (`os.environ["CUDA_VISIBLE_DEVICES"]`), anything
+  /// but a comment or a docstring (a string standing alone as a statement).
+  /// For facts a rule reads from what the code refers to, never from prose.
+  bool mentions_in_code(std::string_view word) const;
   /// Byte offset where the first statement that is not a module docstring starts
   /// (end of the file if none): comments before it form the file's header block.
   std::uint32_t header_end() const { return header_end_; }

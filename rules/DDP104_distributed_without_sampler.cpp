@@ -41,10 +41,9 @@ void check(const SemanticModel& model, RuleContext& ctx) {
   // ranks that cooperate: a process group or a DDP/FSDP wrap (reading LOCAL_RANK alone is not enough)
   if (!model.trains() || (!model.wraps_ddp() && model.calls_to("torch.distributed.init_process_group").empty()))
     return;
-  std::string_view text = model.source().text();
   // iterable datasets shard (or stream) by themselves; their loaders take no sampler
   for (std::string_view word : {"IterableDataset", "WebDataset", "webdataset", "streaming=True"})
-    if (contains_text(text, word)) return;
+    if (model.mentions_in_code(word)) return;
   for (const CallSite* call : model.calls_to(kDataLoader)) {
     if (model.has_unpacked_arguments(*call)) continue;
     // DataLoader(dataset, batch_size, shuffle, sampler, batch_sampler, ...)

@@ -10,12 +10,11 @@ namespace {
 // environment, or never reads the parsed `.local_rank` at all (a leftover
 // option kept so that old launch commands still parse).
 bool torchrun_ready(const SemanticModel& model) {
-  std::string_view text = model.source().text();
-  if (!contains_text(text, ".local_rank")) return true;
+  if (!model.mentions_in_code(".local_rank")) return true;
   for (const CallSite& c : model.calls())
     if ((c.canonical == "os.environ.get" || c.canonical == "os.getenv") && model.env_var_read(c.node) == "LOCAL_RANK")
       return true;
-  return contains_text(text, "environ[\"LOCAL_RANK\"]") || contains_text(text, "environ['LOCAL_RANK']");
+  return model.mentions_in_code("environ[\"LOCAL_RANK\"]") || model.mentions_in_code("environ['LOCAL_RANK']");
 }
 
 // A DeepSpeed program (it calls deepspeed.initialize or deepspeed.init_distributed):

@@ -13,19 +13,9 @@ namespace {
 bool uses_reduced_precision(const SemanticModel& model) {
   // autocast or a scaler referenced in any form (`partial(torch.autocast, ...)`,
   // `amp_autocast = ...`, a config key): the script already knows about AMP
-  std::string_view text = model.source().text();
-  auto count = [](std::string_view hay, std::string_view word) {
-    std::size_t n = 0;
-    for (std::size_t at = hay.find(word); at != std::string_view::npos; at = hay.find(word, at + word.size())) ++n;
-    return n;
-  };
-  for (std::string_view word : {"autocast", "GradScaler", "mixed_precision", "MixedPrecision", "mp_policy"}) {
-    if (!contains_text(text, word)) continue;  // the common case, without counting
-    std::size_t all = count(text, word);
-    std::size_t in_comments = 0;  // a `# TODO: try autocast` is not a use
-    for (TSNode c : model.comments()) in_comments += count(model.text(c), word);
-    if (all > in_comments) return true;
-  }
+  // (a `# TODO: try autocast` or a docstring is not a use)
+  for (std::string_view word : {"autocast", "GradScaler", "mixed_precision", "MixedPrecision", "mp_policy"})
+    if (model.mentions_in_code(word)) return true;
   for (const CallSite& c : model.calls()) {
     std::string_view m = c.method;
     if (m == "autocast" || m == "half" || m == "bfloat16") return true;

@@ -116,7 +116,7 @@ bool host_tensor_rec(const SemanticModel& model, TSNode expr, int depth) {
 
 bool host_tensor(const SemanticModel& model, TSNode expr) { return host_tensor_rec(model, expr, 0); }
 
-bool spells_out_nccl(const SemanticModel& model) { return contains_text(model.source().text(), "NCCL"); }
+bool spells_out_nccl(const SemanticModel& model) { return model.mentions_in_code("NCCL"); }
 
 std::optional<Edit> append_argument(const SemanticModel& model, const CallSite& call, std::string_view text) {
   const Kinds& k = kinds();
@@ -323,7 +323,7 @@ bool Pins::before(const SemanticModel& model, TSNode node) const {
 
 Pins collect_pins(const SemanticModel& model) {
   Pins pins;
-  pins.anywhere = contains_text(model.source().text(), "CUDA_VISIBLE_DEVICES");
+  pins.anywhere = model.mentions_in_code("CUDA_VISIBLE_DEVICES");  // not `# CUDA_VISIBLE_DEVICES=0,1`
   if (pins.anywhere) return pins;
   for (const CallSite* c : model.calls_to("torch.cuda.set_device")) pins.add(model, c->node);
   for (const CallSite* c : model.calls_to("torch.cuda.device")) pins.add(model, c->node);

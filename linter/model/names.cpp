@@ -329,4 +329,31 @@ TSNode SemanticModel::assigned_to(TSNode value) const {
   return {};
 }
 
+bool SemanticModel::mentions_in_code(std::string_view word) const {
+  if (word.empty()) return false;
+  const Kinds& k = kinds();
+  std::string_view all = source_.text();
+  TSNode root = regions_[0].node;
+  for (std::size_t at = all.find(word); at != std::string_view::npos; at = all.find(word, at + 1)) {
+    TSNode n = ts_node_descendant_for_byte_range(root, static_cast<std::uint32_t>(at),
+                                                 static_cast<std::uint32_t>(at + word.size()));
+    bool prose = false;
+    for (TSNode p = n; !node_is_null(p); p = ts_node_parent(p)) {
+      TSSymbol s = node_symbol(p);
+      if (s == k.comment) {
+        prose = true;
+        break;
+      }
+      if (s == k.string) {
+        TSNode parent = ts_node_parent(p);
+        prose = !node_is_null(parent) && node_symbol(parent) == k.expression_statement &&
+                ts_node_named_child_count(parent) == 1;
+        break;
+      }
+    }
+    if (!prose) return true;
+  }
+  return false;
+}
+
 }  // namespace ddplint

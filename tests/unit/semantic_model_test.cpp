@@ -431,3 +431,17 @@ TEST_CASE("calls' and keyword arguments' parts from the walk equal field lookups
   check_parts_match_fields("(obj  # c\n  .  # d\n  meth)(k=v)\nf()()\nx.y.z(w=u.v())\n", "attributes");
   check_parts_match_fields("f(a=1, b=\n", "broken");
 }
+
+TEST_CASE("mentions_in_code: names, attributes and strings used as values count; comments and docstrings do not") {
+  testing::ParsedModel in_comment("\"\"\"Set CUDA_VISIBLE_DEVICES first.\"\"\"\n# CUDA_VISIBLE_DEVICES=0,1\nx = 1\n");
+  CHECK_FALSE(in_comment.model.mentions_in_code("CUDA_VISIBLE_DEVICES"));
+  testing::ParsedModel in_value("import os\nos.environ[\"CUDA_VISIBLE_DEVICES\"] = \"0\"  # CUDA_VISIBLE_DEVICES\n");
+  CHECK(in_value.model.mentions_in_code("CUDA_VISIBLE_DEVICES"));
+  testing::ParsedModel in_function_docstring("def f():\n    \"\"\"uses no_sync\"\"\"\n    return 1\n");
+  CHECK_FALSE(in_function_docstring.model.mentions_in_code("no_sync"));
+  testing::ParsedModel attribute("import torch\nscaler = torch.amp.GradScaler(\"cuda\")\n");
+  CHECK(attribute.model.mentions_in_code("GradScaler"));
+  CHECK(attribute.model.mentions_in_code(".amp.Grad"));  // spans several tokens of one expression
+  CHECK_FALSE(attribute.model.mentions_in_code("autocast"));
+  CHECK_FALSE(attribute.model.mentions_in_code(""));
+}
