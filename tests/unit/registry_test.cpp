@@ -109,14 +109,14 @@ TEST_CASE("every rule has at least 4 flagged and 4 clean fixtures") {
   }
 }
 
-TEST_CASE("the README's rule table lists every rule with its name and severity") {
+TEST_CASE("the README's rule table lists every rule with its name, severity and opt-in status") {
   std::string error;
   auto readme = read_file(std::string(DDPLINT_SOURCE_DIR) + "/README.md", error);
   REQUIRE(readme);
   for (const Rule& r : rules::all()) {
     CAPTURE(r.info.code);
     std::string row = "| " + std::string(r.info.code) + " | " + std::string(r.info.name) + " | " +
-                      std::string(to_string(r.info.severity)) + " |";
+                      std::string(to_string(r.info.severity)) + (r.info.opt_in ? " (opt-in) |" : " |");
     CHECK(readme->find(row) != std::string::npos);
   }
 }
