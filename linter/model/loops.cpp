@@ -15,6 +15,16 @@ using namespace model_detail;
 
 bool SemanticModel::training_call(const CallSite& c) const {
   if (c.method == "backward") return true;
+  // The MAE/DeiT/ConvNeXt engine's `loss_scaler(loss, optimizer, ...)`: a
+  // loss-scaler object called with the optimizer runs backward and the step
+  // (timm's NativeScaler.__call__: scaler.scale(loss).backward(), then
+  // scaler.step(optimizer) when update_grad)
+  if (!node_is_null(c.callee) && contains(lower(last_name(c.callee)), "scaler") && c.argument_count >= 2) {
+    for (const Argument& a : arguments(c)) {
+      std::string name = lower(last_name(a.value));
+      if (contains(name, "optim") || name == "opt") return true;
+    }
+  }
   if (c.method != "step" || node_is_null(c.receiver)) return false;
   std::string name = lower(last_name(c.receiver));
   if (contains(name, "sched")) return false;
