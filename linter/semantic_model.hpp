@@ -195,6 +195,17 @@ struct EnvWrite {
   TSNode at{};       ///< the statement part to report: the subscript or the call
 };
 
+/// What a value computed at one point goes on to feed (SemanticModel::value_use).
+struct ValueUse {
+  enum class Kind : std::uint8_t {
+    Nothing,      ///< never read afterwards
+    Logging,      ///< read only by printing, logging, progress bars, metric meters or accumulators of them
+    Computation,  ///< reaches a computation, a condition, a return to unknown callers, or a use ddplint cannot follow
+  };
+  Kind kind = Kind::Nothing;
+  TSNode sink{};  ///< for Logging: one logging call it reaches; for Computation: where it is used (may be null)
+};
+
 /// A function defined in the file.
 struct FunctionInfo {
   std::string_view name;
@@ -262,6 +273,14 @@ class SemanticModel {
   const std::optional<SyntaxProblem>& first_syntax_error() const { return first_error_; }
   /// All `# ...` comment nodes in document order.
   std::span<const TSNode> comments() const { return comments_; }
+  /// What the value held by the name `name` after byte `after` feeds, in the
+  /// scope of region `region`: its reads after that point (until the name is
+  /// bound again), followed through assignments, `+=` accumulators, dict and
+  /// list building, `.item()`/`.mean()`-style reads, f-strings and returns to
+  /// this file's callers. Unknown uses count as Computation, so a rule that
+  /// needs "only logging" stays silent when unsure. Bounded: past its budget
+  /// the answer is Computation.
+  ValueUse value_use(std::string_view name, int region, std::uint32_t after) const;
   /// True when `word` occurs in the code itself: in a name, an attribute, a
   /// string used as a value (`os.environ["CUDA_VISIBLE_DEVICES"]`), anything
   /// but a comment or a docstring (a string standing alone as a statement).

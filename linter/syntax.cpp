@@ -320,6 +320,9 @@ Kinds make_kinds() {
   k.exec_statement = s("exec_statement");
   k.raise_statement = s("raise_statement");
   k.except_clause = s("except_clause");
+  k.assert_statement = s("assert_statement");
+  k.dictionary = s("dictionary");
+  k.pair = s("pair");
   auto f = [&](const char* n) { return field_id(L, n); };
   k.f_name = f("name");
   k.f_alias = f("alias");

@@ -1,5 +1,9 @@
 // DDP302 collective-in-training-loop: a collective on every training step.
+#include <string>
+#include <utility>
+
 #include "linter/semantic_model.hpp"
+#include "linter/node_access.hpp"
 #include "rules/common.hpp"
 
 namespace ddplint::rules {
@@ -7,18 +11,79 @@ namespace ddplint::rules {
 bool is_manual_gradient_reduce(const SemanticModel& model, const CallSite& call);
 
 namespace {
+
+// The name that holds a collective's result after the call, and where its
+// reads start: the tensor reduced in place (`dist.all_reduce(t)`), the output
+// list or tensor (`all_gather(outs, t)`), or the container a loop reduces
+// entry by entry (`for v in d.values(): dist.all_reduce(v)` gives `d`, read
+// after the loop). An empty name with a position: a temporary nobody reads;
+// an empty name at 0: ddplint cannot name it.
+std::pair<std::string, std::uint32_t> result_carrier(const SemanticModel& model, const CallSite& call,
+                                                     std::string_view name) {
+  const Kinds& k = kinds();
+  int position = name == "gather" || name == "gather_object" ? 1 : 0;
+  TSNode e = model.argument(call, "", position);
+  for (std::string_view kw : {"tensor", "tensors", "tensor_list", "object_list", "output", "output_tensor",
+                              "gather_list", "object_gather_list", "output_tensor_list"}) {
+    if (!node_is_null(e)) break;
+    e = model.argument(call, kw);
+  }
+  if (node_is_null(e)) return {};
+  while (node_symbol(e) == k.subscript) e = field(e, k.f_value);  // `d[k]`: the dict `d`
+  // `p.grad`, `p.data`, `self.buf`: held by an object ddplint does not follow
+  if (node_symbol(e) == k.attribute) return {};
+  // `loss.detach()`, `x.reshape(1)`: a temporary, dropped after the call
+  if (node_symbol(e) != k.identifier) return {"", node_end_byte(call.node)};
+  std::string_view text = model.text(e);
+  BindingList bindings = model.bindings_of(text, call.region);
+  if (bindings.size() == 1 && bindings[0]->kind == Binding::Kind::LoopTarget) {
+    for (TSNode f = ts_node_parent(bindings[0]->target); !node_is_null(f); f = ts_node_parent(f)) {
+      if (node_symbol(f) != k.for_statement) continue;
+      TSNode iterable = field(f, k.f_right);
+      // `d`, `d.values()`, `d.items()`, `list(d.values())`: the entries of `d`, read after the loop
+      for (int guard = 0; guard < 4 && !node_is_null(iterable) && node_symbol(iterable) == k.call; ++guard) {
+        TSNode fn = field(iterable, k.f_function);
+        if (node_symbol(fn) == k.attribute) iterable = field(fn, k.f_object);
+        else if (ts_node_named_child_count(field(iterable, k.f_arguments)) == 1)
+          iterable = ts_node_named_child(field(iterable, k.f_arguments), 0);
+        else break;
+      }
+      if (node_is_null(iterable) || node_symbol(iterable) != k.identifier) return {};
+      return {std::string(model.text(iterable)), node_end_byte(f)};
+    }
+    return {};
+  }
+  return {std::string(text), node_end_byte(call.node)};
+}
+
 void check(const SemanticModel& model, RuleContext& ctx) {
   for (const CallSite& call : model.calls()) {
     if (!is_collective(call.canonical)) continue;
     // rank-dependent branches are a different fault (the other ranks never join)
     if (!model.runs_every_step(call.node, kRareGuards | kGuardRankDependent)) continue;
     if (is_manual_gradient_reduce(model, call)) continue;  // reported as DDP301
-    auto [start, end] = first_line_range(model, call.node);
+    if (in_autograd_function_backward(model, call.node)) continue;  // part of the computation
     std::string name(call.canonical.substr(std::string_view("torch.distributed.").size()));
+    std::string feeds;
+    if (name != "barrier" && name != "monitored_barrier") {
+      // a collective whose result the step needs (ranks agreeing to skip or
+      // stop, a normalisation, a global count) must run on every step; only
+      // one for the logs (or for nothing) can run every N steps
+      auto [carrier, after] = result_carrier(model, call, name);
+      if (carrier.empty() && after == 0) continue;  // what it feeds is unknown
+      ValueUse use = carrier.empty() ? ValueUse{} : model.value_use(carrier, call.region, after);
+      if (use.kind == ValueUse::Kind::Computation) continue;
+      if (use.kind == ValueUse::Kind::Logging && !node_is_null(use.sink))
+        feeds = ", and its result only feeds logging (line " +
+                std::to_string(model.source().lines().position(node_start_byte(use.sink)).row) + ")";
+      else
+        feeds = ", and its result is never read";
+    }
+    auto [start, end] = first_line_range(model, call.node);
     ctx.report(start, end,
-               "`" + name + "` on every training step: each call waits for the slowest rank and adds a "
-               "round of communication outside DDP's overlapped gradient buckets; do it every N steps or "
-               "after the loop");
+               "`" + name + "` on every training step" + feeds + ": each call waits for the slowest rank and "
+               "adds a round of communication outside DDP's overlapped gradient buckets; do it every N steps "
+               "or after the loop");
   }
 }
 }  // namespace

@@ -1,0 +1,169 @@
+// Value flow: what a value goes on to feed (logging only, computation, or
+// nothing). Used by rules that must tell a collective for the logs from one the
+// step needs (DDP302).
+#include "linter/model/internal.hpp"
+#include "linter/node_access.hpp"
+
+#include <string>
+#include <vector>
+
+namespace ddplint {
+
+using namespace model_detail;
+
+namespace {
+
+constexpr int kMaxFlowDepth = 4;
+constexpr int kMaxUses = 64;
+
+// Calls that only report a value: print, logging, progress bars, meters,
+// summary writers, an append to a list.
+bool logging_sink(std::string_view method, std::string_view receiver_last) {
+  static constexpr std::string_view sinks[] = {
+      "print", "info", "debug", "warning", "warn", "log", "log_dict", "log_metrics", "add_scalar", "add_scalars",
+      "set_postfix", "set_postfix_str", "set_description", "update", "append", "write", "pprint", "report"};
+  for (std::string_view s : sinks)
+    if (method == s) return true;
+  (void)receiver_last;
+  return false;
+}
+
+// Transformations that keep a value's meaning (reading it, copying it, doing
+// arithmetic on it): the use is the use of the expression around them.
+bool value_preserving_method(std::string_view m) {
+  static constexpr std::string_view ms[] = {"item", "mean", "sum", "cpu", "tolist", "detach", "clone", "float",
+                                            "double", "numpy", "div", "div_", "mul", "mul_", "format", "__format__"};
+  for (std::string_view s : ms)
+    if (m == s) return true;
+  return false;
+}
+
+struct FlowState {
+  int budget = kMaxUses;
+  ValueUse result;
+  void computation(TSNode at) {
+    result.kind = ValueUse::Kind::Computation;
+    result.sink = at;
+  }
+  void logging(TSNode at) {
+    if (result.kind == ValueUse::Kind::Nothing) {
+      result.kind = ValueUse::Kind::Logging;
+      result.sink = at;
+    }
+  }
+};
+
+}  // namespace
+
+// One read of the value, at `node`: climbs to what consumes it.
+static void classify_read(const SemanticModel& m, TSNode node, int region, int depth, FlowState& st);
+
+static void follow_name(const SemanticModel& m, std::string_view name, int region, std::uint32_t after, int depth,
+                        FlowState& st) {
+  const Kinds& k = kinds();
+  if (depth > kMaxFlowDepth) return st.computation({});
+  int scope = m.regions()[region].scope;
+  TSNode scope_node = m.regions()[scope].node;
+  // the reads of `name` in the scope after `after`, until it is bound again
+  std::uint32_t until = node_end_byte(scope_node);
+  for (const Binding& b : m.bindings()) {
+    if (b.scope != scope || b.path != name || node_is_null(b.target)) continue;
+    std::uint32_t at = node_start_byte(b.target);
+    if (at > after && at < until && b.kind != Binding::Kind::Augmented) until = at;
+  }
+  std::vector<TSNode> stack{scope_node};
+  while (!stack.empty() && st.result.kind != ValueUse::Kind::Computation) {
+    TSNode n = stack.back();
+    stack.pop_back();
+    if (node_end_byte(n) <= after || node_start_byte(n) >= until) continue;
+    TSSymbol s = node_symbol(n);
+    if (s == k.identifier) {
+      if (node_start_byte(n) <= after || m.text(n) != name) continue;
+      // not a read: the target of an assignment (a rebinding ends the flow above)
+      TSNode p = ts_node_parent(n);
+      if (!node_is_null(p) && node_symbol(p) == k.attribute && !node_eq(field(p, k.f_object), n)) continue;
+      if (!node_is_null(p) && node_symbol(p) == k.keyword_argument && node_eq(field(p, k.f_name), n)) continue;
+      if (--st.budget <= 0) return st.computation(n);
+      classify_read(m, n, region, depth, st);
+      continue;
+    }
+    if (s == k.function_definition || s == k.class_definition) {
+      if (!node_eq(n, scope_node)) continue;  // another scope
+    }
+    for (TSNode c : children(n)) stack.push_back(c);
+  }
+}
+
+static void follow_returns(const SemanticModel& m, int region, int depth, FlowState& st) {
+  int scope = m.regions()[region].scope;
+  const Region& fn_region = m.regions()[scope];
+  if (scope == 0 || fn_region.function < 0) return st.computation({});
+  std::span<const int> callers = m.callers_of(fn_region.function);
+  if (callers.empty()) return st.computation({});  // called from elsewhere: unknown
+  for (int c : callers) {
+    if (st.result.kind == ValueUse::Kind::Computation) return;
+    const CallSite& call = m.calls()[static_cast<std::size_t>(c)];
+    classify_read(m, call.node, call.region, depth + 1, st);
+  }
+}
+
+static void classify_read(const SemanticModel& m, TSNode node, int region, int depth, FlowState& st) {
+  const Kinds& k = kinds();
+  TSNode child = node;
+  for (TSNode p = ts_node_parent(node); !node_is_null(p); child = p, p = ts_node_parent(p)) {
+    TSSymbol s = node_symbol(p);
+    if (s == k.attribute) {
+      // a method of the value (`value.item()`, `value.mean()`, `outs.index(x)`)
+      // is a read of it whose result climbs on; backward/step/an attribute read
+      // such as `value.shape` are computations
+      TSNode call = ts_node_parent(p);
+      std::string_view attr = m.text(field(p, k.f_attribute));
+      if (!node_is_null(call) && node_symbol(call) == k.call && node_eq(field(call, k.f_function), p) &&
+          attr != "backward" && attr != "step" && attr != "zero_grad") {
+        p = call;  // continue from the call
+        child = p;
+        continue;
+      }
+      return st.computation(p);
+    }
+    if (s == k.parenthesized_expression || s == k.binary_operator || s == k.unary_operator || s == k.subscript ||
+        s == k.interpolation || s == k.string || s == k.concatenated_string || s == k.tuple || s == k.list ||
+        s == k.pair || s == k.dictionary || s == k.expression_list || s == k.conditional_expression ||
+        s == k.list_comprehension || s == k.generator_expression || s == k.dictionary_comprehension)
+      continue;
+    if (s == k.keyword_argument || s == k.argument_list) continue;  // the call decides
+    if (s == k.call) {
+      const CallSite* c = m.call_at(p);
+      std::string_view method = c ? c->method : std::string_view{};
+      if (c && logging_sink(method, {})) return st.logging(p);
+      if (c && (method == "float" || method == "int" || method == "round" || method == "str" ||
+                method == "format" || value_preserving_method(method) ||
+                (c->canonical.rfind("torch.", 0) == 0 && c->canonical.rfind("torch.distributed.", 0) != 0 &&
+                 c->canonical.rfind("torch.nn.", 0) != 0)))
+        continue;  // a converted copy or a tensor function of the value (torch.cat): its use decides
+      return st.computation(p);
+    }
+    if (s == k.assignment || s == k.augmented_assignment) {
+      TSNode left = field(p, k.f_left);
+      if (node_eq(left, child)) return;  // the name written, not read
+      TSNode base = left;
+      while (!node_is_null(base) && node_symbol(base) == k.subscript) base = field(base, k.f_value);
+      if (node_is_null(base) || node_symbol(base) != k.identifier) return st.computation(p);
+      // `logs["loss"] = v`, `total += v`, `v2 = v.item()`: follow the name it lands in
+      follow_name(m, m.text(base), region, node_end_byte(p), depth + 1, st);
+      return;
+    }
+    if (s == k.return_statement) return follow_returns(m, region, depth, st);
+    if (s == k.expression_statement) return;  // a bare expression: read for nothing
+    // a condition, an assert, a loop's iterable, a with item, anything else
+    return st.computation(p);
+  }
+}
+
+ValueUse SemanticModel::value_use(std::string_view name, int region, std::uint32_t after) const {
+  FlowState st;
+  follow_name(*this, name, region, after, 0, st);
+  return st.result;
+}
+
+}  // namespace ddplint
