@@ -498,6 +498,18 @@ class SemanticModel {
     auto operator<=>(const ScopedBinding&) const = default;
   };
   mutable std::pmr::vector<ScopedBinding> bindings_by_scope_{arena_.get()};
+  /// Every identifier of the file as (name hash, start byte, end byte), sorted:
+  /// built on the first value_use() (linter/model/flow.cpp), which then finds
+  /// the reads of a name without walking its scope again.
+  struct NameOccurrence {
+    std::uint64_t hash;
+    std::uint32_t start, end;
+    bool operator<(const NameOccurrence& o) const { return hash != o.hash ? hash < o.hash : start < o.start; }
+  };
+  mutable std::pmr::vector<NameOccurrence> name_occurrences_{arena_.get()};
+  mutable bool name_occurrences_built_ = false;
+  void build_name_occurrences() const;
+  friend struct FlowAccess;
   // local name -> dotted module path (views into the text or the arena)
   AliasTable aliases_{arena_.get()};
   std::pmr::vector<FunctionInfo> functions_{arena_.get()};

@@ -4,6 +4,8 @@
 #include "linter/model/internal.hpp"
 #include "linter/node_access.hpp"
 
+#include <algorithm>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -15,6 +17,9 @@ namespace {
 
 constexpr int kMaxFlowDepth = 4;
 constexpr int kMaxUses = 64;
+// Syntax nodes one answer may visit in all: a bound on the cost of a file of
+// thousands of collectives in one scope (past it the answer is Computation).
+constexpr int kMaxVisits = 20000;
 
 // Calls that only report a value: print, logging, progress bars, meters,
 // summary writers, an append to a list.
@@ -40,6 +45,7 @@ bool value_preserving_method(std::string_view m) {
 
 struct FlowState {
   int budget = kMaxUses;
+  int visits = kMaxVisits;
   ValueUse result;
   void computation(TSNode at) {
     result.kind = ValueUse::Kind::Computation;
@@ -58,6 +64,36 @@ struct FlowState {
 // One read of the value, at `node`: climbs to what consumes it.
 static void classify_read(const SemanticModel& m, TSNode node, int region, int depth, FlowState& st);
 
+// Reads SemanticModel's identifier index (a friend: the index is private).
+struct FlowAccess {
+  static std::span<const SemanticModel::NameOccurrence> occurrences(const SemanticModel& m, std::string_view name) {
+    if (!m.name_occurrences_built_) m.build_name_occurrences();
+    const auto& all = m.name_occurrences_;
+    SemanticModel::NameOccurrence key{name_hash(name), 0, 0};
+    auto from = std::lower_bound(all.begin(), all.end(), key);
+    auto to = from;
+    while (to != all.end() && to->hash == key.hash) ++to;
+    return std::span<const SemanticModel::NameOccurrence>(from, to);
+  }
+};
+
+void SemanticModel::build_name_occurrences() const {
+  const Kinds& k = kinds();
+  name_occurrences_built_ = true;
+  std::vector<TSNode> stack{regions_[0].node};
+  while (!stack.empty()) {
+    TSNode n = stack.back();
+    stack.pop_back();
+    if (node_symbol(n) == k.identifier) {
+      name_occurrences_.push_back({name_hash(text(n)), node_start_byte(n), node_end_byte(n)});
+      continue;
+    }
+    if (node_symbol(n) == k.comment || node_symbol(n) == k.string) continue;
+    for (TSNode c : children(n)) stack.push_back(c);
+  }
+  std::sort(name_occurrences_.begin(), name_occurrences_.end());
+}
+
 static void follow_name(const SemanticModel& m, std::string_view name, int region, std::uint32_t after, int depth,
                         FlowState& st) {
   const Kinds& k = kinds();
@@ -66,31 +102,25 @@ static void follow_name(const SemanticModel& m, std::string_view name, int regio
   TSNode scope_node = m.regions()[scope].node;
   // the reads of `name` in the scope after `after`, until it is bound again
   std::uint32_t until = node_end_byte(scope_node);
-  for (const Binding& b : m.bindings()) {
-    if (b.scope != scope || b.path != name || node_is_null(b.target)) continue;
-    std::uint32_t at = node_start_byte(b.target);
-    if (at > after && at < until && b.kind != Binding::Kind::Augmented) until = at;
+  for (const Binding* b : m.bindings_of(name, region)) {
+    if (b->scope != scope || node_is_null(b->target)) continue;
+    std::uint32_t at = node_start_byte(b->target);
+    if (at > after && at < until && b->kind != Binding::Kind::Augmented) until = at;
   }
-  std::vector<TSNode> stack{scope_node};
-  while (!stack.empty() && st.result.kind != ValueUse::Kind::Computation) {
-    TSNode n = stack.back();
-    stack.pop_back();
-    if (node_end_byte(n) <= after || node_start_byte(n) >= until) continue;
-    TSSymbol s = node_symbol(n);
-    if (s == k.identifier) {
-      if (node_start_byte(n) <= after || m.text(n) != name) continue;
-      // not a read: the target of an assignment (a rebinding ends the flow above)
-      TSNode p = ts_node_parent(n);
-      if (!node_is_null(p) && node_symbol(p) == k.attribute && !node_eq(field(p, k.f_object), n)) continue;
-      if (!node_is_null(p) && node_symbol(p) == k.keyword_argument && node_eq(field(p, k.f_name), n)) continue;
-      if (--st.budget <= 0) return st.computation(n);
-      classify_read(m, n, region, depth, st);
-      continue;
-    }
-    if (s == k.function_definition || s == k.class_definition) {
-      if (!node_eq(n, scope_node)) continue;  // another scope
-    }
-    for (TSNode c : children(n)) stack.push_back(c);
+  TSNode root = m.regions()[0].node;
+  for (const auto& o : FlowAccess::occurrences(m, name)) {
+    if (st.result.kind == ValueUse::Kind::Computation) return;
+    if (o.start <= after || o.start >= until) continue;
+    if (--st.visits <= 0) return st.computation({});
+    TSNode n = ts_node_descendant_for_byte_range(root, o.start, o.end);
+    if (node_symbol(n) != k.identifier || m.text(n) != name) continue;
+    if (m.regions()[m.region_of(n)].scope != scope) continue;  // another function's name
+    // not a read: an attribute name (`x.name`) or a keyword (`f(name=...)`)
+    TSNode p = ts_node_parent(n);
+    if (!node_is_null(p) && node_symbol(p) == k.attribute && !node_eq(field(p, k.f_object), n)) continue;
+    if (!node_is_null(p) && node_symbol(p) == k.keyword_argument && node_eq(field(p, k.f_name), n)) continue;
+    if (--st.budget <= 0) return st.computation(n);
+    classify_read(m, n, region, depth, st);
   }
 }
 
