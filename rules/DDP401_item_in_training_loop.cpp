@@ -1,7 +1,8 @@
 // DDP401 item-in-training-loop: .item() on every step (host-device sync).
 #include <algorithm>
-#include <span>
 #include <string>
+#include <unordered_set>
+#include <vector>
 
 #include "linter/semantic_model.hpp"
 #include "linter/node_access.hpp"
@@ -49,38 +50,73 @@ int step_loop_of(const SemanticModel& model, int region) {
   return innermost;
 }
 
-// An earlier host-device sync of the same step that always runs before
-// `call` (its region holds the call's, within the call's loop), with no
-// step work queued between them: the queue is already drained, so this
-// `.item()` is a small copy, not a stall of its own (stylegan2's seven
-// `loss_reduced[k].mean().item()` in a row; `a.item(), b.item()` in a tuple).
-bool follows_sync(const SemanticModel& model, const CallSite& call, int loop, const std::vector<DdpWrap>& wraps) {
-  const CallSite* earlier = nullptr;
-  std::uint32_t at = node_start_byte(call.node);
-  std::uint32_t loop_start = node_start_byte(model.regions()[loop].node);
-  std::span<const CallSite> calls = model.calls();  // in file order
-  auto first = std::lower_bound(calls.begin(), calls.end(), loop_start,
-                                [](const CallSite& c, std::uint32_t b) { return node_start_byte(c.node) < b; });
-  int budget = 4096;  // calls looked at; a loop body longer than that is reported as before
-  for (auto it = first; it != calls.end(); ++it) {
-    const CallSite& c = *it;
-    if (node_start_byte(c.node) >= at) break;
-    if (--budget == 0) return false;
-    if (!region_within(model, c.region, loop)) continue;
-    if (earlier != nullptr && node_start_byte(c.node) >= node_end_byte(earlier->node) && launches_step_work(model, c, wraps))
-      earlier = nullptr;  // work queued after the sync: it is not drained any more
-    if (sync_call(model, c) && region_within(model, call.region, c.region) &&
-        model.runs_every_step(c.node, kRareGuards) && (node_is_null(c.receiver) || !host_tensor(model, c.receiver)))
-      earlier = &c;
+// The byte ranges of the file's lambdas (one walk, only when the code has
+// one): a call inside a lambda runs when the lambda is called, not where it
+// stands.
+std::vector<std::pair<std::uint32_t, std::uint32_t>> lambda_ranges(const SemanticModel& model) {
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> out;
+  if (!model.mentions_in_code("lambda")) return out;
+  const Kinds& k = kinds();
+  std::vector<TSNode> stack{model.regions()[0].node};
+  while (!stack.empty()) {
+    TSNode n = stack.back();
+    stack.pop_back();
+    if (node_symbol(n) == k.lambda) out.emplace_back(node_start_byte(n), node_end_byte(n));
+    for (TSNode c : children(n)) stack.push_back(c);
   }
-  return earlier != nullptr;
+  return out;
+}
+
+bool in_lambda(const std::vector<std::pair<std::uint32_t, std::uint32_t>>& lambdas, TSNode node) {
+  std::uint32_t at = node_start_byte(node);
+  for (const auto& [from, to] : lambdas)
+    if (at >= from && at < to) return true;
+  return false;
+}
+
+// The `.item()` calls that follow an earlier host-device sync of the same
+// step which always runs before them (its region holds theirs, within the
+// step loop), with no step work queued between: the queue is already drained,
+// so such a read is a small copy, not a stall of its own (stylegan2's seven
+// `loss_reduced[k].mean().item()` in a row; `a.item(), b.item()` in a tuple).
+// One pass over the calls in file order, keeping the syncs since the last
+// step work (the most recent 64).
+std::unordered_set<const CallSite*> reads_after_sync(const SemanticModel& model, const std::vector<DdpWrap>& wraps,
+                                                     const std::vector<std::pair<std::uint32_t, std::uint32_t>>& lambdas) {
+  std::unordered_set<const CallSite*> drained;
+  std::vector<const CallSite*> recent;
+  int recent_loop = -2;
+  for (const CallSite& c : model.calls()) {
+    int loop = step_loop_of(model, c.region);
+    if (loop < 0) continue;
+    if (loop != recent_loop) recent.clear(), recent_loop = loop;
+    std::uint32_t start = node_start_byte(c.node);
+    if (launches_step_work(model, c, wraps)) {
+      // work queued after those syncs: they no longer drain what comes next
+      std::erase_if(recent, [&](const CallSite* s) { return node_end_byte(s->node) <= start; });
+      continue;
+    }
+    if (!sync_call(model, c) || in_lambda(lambdas, c.node)) continue;
+    for (const CallSite* s : recent) {
+      if (node_end_byte(s->node) <= start && region_within(model, c.region, s->region)) {
+        drained.insert(&c);
+        break;
+      }
+    }
+    if (!model.runs_every_step(c.node, kRareGuards) || (!node_is_null(c.receiver) && host_tensor(model, c.receiver)))
+      continue;
+    if (recent.size() == 64) recent.erase(recent.begin());
+    recent.push_back(&c);
+  }
+  return drained;
 }
 
 // The statement's assignment target when `call` is (part of) the value
 // assigned: `loss_value = loss.item()`, `d = {k: v.item() for ...}`.
 TSNode assigned_name(TSNode call) {
   const Kinds& k = kinds();
-  for (TSNode n = ts_node_parent(call); !node_is_null(n); n = ts_node_parent(n)) {
+  int levels = 0;
+  for (TSNode n = ts_node_parent(call); !node_is_null(n) && levels < 4; n = ts_node_parent(n), ++levels) {
     TSSymbol s = node_symbol(n);
     if (s == k.assignment) {
       TSNode left = field(n, k.f_left);
@@ -108,7 +144,8 @@ bool finiteness_test(std::string_view canonical) {
 // math.isfinite(loss_value): sys.exit(1)`, DINO's and MAE's abort): the sync
 // is how every rank stops at a NaN, a deliberate part of the step.
 bool feeds_finiteness_check(const SemanticModel& model, const CallSite& call) {
-  for (TSNode n = ts_node_parent(call.node); !node_is_null(n); n = ts_node_parent(n)) {
+  int levels = 0;
+  for (TSNode n = ts_node_parent(call.node); !node_is_null(n) && levels < 4; n = ts_node_parent(n), ++levels) {
     if (node_symbol(n) != kinds().call) continue;
     const CallSite* outer = model.call_at(n);
     if (outer != nullptr && finiteness_test(outer->canonical)) return true;  // math.isfinite(loss.item())
@@ -127,17 +164,22 @@ bool feeds_finiteness_check(const SemanticModel& model, const CallSite& call) {
 
 void check(const SemanticModel& model, RuleContext& ctx) {
   if (!model.uses_cuda()) return;
-  std::vector<DdpWrap> wraps;
-  bool wraps_known = false;
+  std::unordered_set<const CallSite*> drained;
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> lambdas;
+  bool drained_known = false;
   for (const CallSite* call : model.calls_named("item")) {
     if (node_is_null(call->receiver) || model.positional_count(*call) != 0) continue;
     if (!model.runs_every_step(call->node, kRareGuards)) continue;
     if (host_tensor(model, call->receiver)) continue;  // a CPU tensor: no GPU work to wait for
     if (in_run_ending_branch(model, call->node)) continue;  // runs once, before the run stops
     if (feeds_finiteness_check(model, *call)) continue;
-    if (!wraps_known) wraps = ddp_wraps(model), wraps_known = true;
-    int loop = step_loop_of(model, call->region);
-    if (loop >= 0 && follows_sync(model, *call, loop, wraps)) continue;
+    if (!drained_known) {
+      lambdas = lambda_ranges(model);
+      drained = reads_after_sync(model, ddp_wraps(model), lambdas);
+      drained_known = true;
+    }
+    if (in_lambda(lambdas, call->node)) continue;  // runs when called: unknown how often
+    if (drained.contains(call)) continue;
     auto [start, end] = first_line_range(model, call->node);
     ctx.report(start, end,
                "`.item()` on every training step: a host-device sync that waits for all queued GPU work, "
