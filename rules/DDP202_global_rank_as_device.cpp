@@ -1,4 +1,6 @@
 // DDP202 global-rank-as-device: a global rank used as a CUDA device index.
+#include <optional>
+
 #include "linter/semantic_model.hpp"
 #include "linter/node_access.hpp"
 #include "rules/common.hpp"
@@ -35,34 +37,52 @@ bool spawn_index(const SemanticModel& model, TSNode expr) {
   return false;
 }
 
-// A parameter of a function this file never calls, and that no mp.spawn here
-// starts: its value comes from a caller in another file (stylegan2-ada's
-// training_loop(rank=...) gets the mp.spawn index of a single-machine launcher
-// from train.py), or from a function passed as a callback (a Process target
-// in a loop over this machine's ranks). What it holds is unknown, so its name
-// decides nothing.
-bool parameter_from_unseen_caller(const SemanticModel& model, TSNode expr) {
+bool global_rank(const SemanticModel& model, TSNode expr, int depth);
+
+// For a parameter of a function of this file (not one mp.spawn starts): what
+// its callers pass decides. Called here: a global rank only if every call
+// passes one (`run(dist.get_rank())`; `run(local_rank)` or `run(0)` is not).
+// Never called here: its value comes from a caller in another file
+// (stylegan2-ada's training_loop(rank=...) gets the mp.spawn index of a
+// single-machine launcher from train.py), or from a function passed as a
+// callback; unknown, so its name decides nothing. Returns std::nullopt for a
+// name that is not such a parameter.
+std::optional<bool> parameter_global_rank(const SemanticModel& model, TSNode expr, int depth) {
   const Kinds& k = kinds();
-  if (node_symbol(expr) != k.identifier) return false;
+  if (node_symbol(expr) != k.identifier) return std::nullopt;
   BindingList bindings = model.bindings_of(model.text(expr), model.region_of(expr));
-  if (bindings.size() != 1 || bindings[0]->kind != Binding::Kind::Parameter || bindings[0]->scope == 0) return false;
+  if (bindings.size() != 1 || bindings[0]->kind != Binding::Kind::Parameter || bindings[0]->scope == 0)
+    return std::nullopt;
   const Region& scope = model.regions()[bindings[0]->scope];
-  if (scope.function < 0) return false;
+  if (scope.function < 0) return std::nullopt;
   const FunctionInfo& fn = model.functions()[scope.function];
-  if (!model.calls_named(fn.name).empty()) return false;  // called here, by name
-  for (std::string_view spawn : {"torch.multiprocessing.spawn", "torch.multiprocessing.start_processes"}) {
-    for (const CallSite* c : model.calls_to(spawn)) {
-      TSNode target = model.argument(*c, "fn", 0);
-      if (!node_is_null(target) && model.last_name(target) == fn.name) return false;
-    }
+  // the parameter's position and name
+  TSNode params = field(fn.node, k.f_parameters);
+  int position = -1, index = 0;
+  std::uint32_t at = node_start_byte(bindings[0]->target);
+  for (TSNode p : children(params)) {
+    if (!ts_node_is_named(p)) continue;
+    if (at >= node_start_byte(p) && at < node_end_byte(p)) position = index;
+    ++index;
   }
+  bool method = index > 0 && model.text(ts_node_named_child(params, 0)).rfind("self", 0) == 0;
+  std::string_view name = model.text(expr);
+  int calls = 0;
+  for (const CallSite* c : model.calls_named(fn.name)) {
+    ++calls;
+    if (model.has_unpacked_arguments(*c)) return false;  // `run(**cfg)`: unknown
+    TSNode arg = model.argument(*c, name, position < 0 ? -1 : position - (method && !node_is_null(c->receiver) ? 1 : 0));
+    if (node_is_null(arg)) return false;  // its default, or unknown
+    if (!global_rank(model, arg, depth + 1)) return false;
+  }
+  if (calls == 0) return false;
   return true;
 }
 
 // A global rank: dist.get_rank(), os.environ["RANK"], or a name such as `rank`,
 // `global_rank`, `ddp_rank` that is not bound to a local rank. `x % ngpus` and
 // names with "local" are local ranks.
-bool global_rank(const SemanticModel& model, TSNode expr, int depth = 0) {
+bool global_rank(const SemanticModel& model, TSNode expr, int depth) {
   if (node_is_null(expr) || depth > 8) return false;
   const Kinds& k = kinds();
   TSSymbol s = node_symbol(expr);
@@ -81,9 +101,8 @@ bool global_rank(const SemanticModel& model, TSNode expr, int depth = 0) {
     std::string name = lowercase(model.last_name(expr));
     TSNode bound = model.single_assignment(expr);
     if (!node_is_null(bound)) return global_rank(model, bound, depth + 1);
-    if (name.find("local") != std::string::npos || spawn_index(model, expr) ||
-        parameter_from_unseen_caller(model, expr))
-      return false;
+    if (name.find("local") != std::string::npos || spawn_index(model, expr)) return false;
+    if (std::optional<bool> passed = parameter_global_rank(model, expr, depth)) return *passed;
     return name == "rank" || name == "global_rank" || name == "world_rank" || name == "ddp_rank" ||
            name == "proc_rank" || name == "process_rank";
   }
@@ -101,7 +120,7 @@ bool global_rank_device(const SemanticModel& model, TSNode expr, int depth = 0) 
     for (TSNode c : children(expr)) {
       if (node_symbol(c) == k.string_content) cuda = cuda || model.text(c).rfind("cuda:", 0) == 0;
       if (node_symbol(c) == k.interpolation && cuda && ts_node_named_child_count(c) > 0 &&
-          global_rank(model, ts_node_named_child(c, 0)))
+          global_rank(model, ts_node_named_child(c, 0), 0))
         return true;
     }
     return false;
@@ -110,7 +129,7 @@ bool global_rank_device(const SemanticModel& model, TSNode expr, int depth = 0) 
     const CallSite* c = model.call_at(expr);
     if (c && c->canonical == "torch.device") {
       return global_rank_device(model, model.argument(*c, "type", 0), depth + 1) ||
-             global_rank(model, model.argument(*c, "index", 1));
+             global_rank(model, model.argument(*c, "index", 1), 0);
     }
   }
   if (s == k.identifier || s == k.attribute) {
