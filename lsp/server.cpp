@@ -49,6 +49,22 @@ std::vector<std::string> string_list(const json& v) {
   return out;
 }
 
+// A list setting given as something other than a string or an array of
+// strings (`"select": 5`, `"ignore": [true]`): the key named, else empty.
+std::string wrong_list_type(const json& s) {
+  for (const char* key : {"select", "extendSelect", "ignore"}) {
+    if (!s.contains(key)) continue;
+    const json& v = s.at(key);
+    if (v.is_null() || v.is_string()) continue;
+    if (!v.is_array()) return key;
+    for (const json& item : v)
+      if (!item.is_string()) return key;
+  }
+  if (s.contains("configPath") && !s.at("configPath").is_string() && !s.at("configPath").is_null()) return "configPath";
+  if (s.contains("debounceMs") && !s.at("debounceMs").is_number() && !s.at("debounceMs").is_null()) return "debounceMs";
+  return {};
+}
+
 int hex_value(char c) {
   if (c >= '0' && c <= '9') return c - '0';
   if (c >= 'a' && c <= 'f') return c - 'a' + 10;
@@ -338,6 +354,12 @@ json Server::initialize(const json& params) {
 void Server::apply_settings(const json& value, bool from_init) {
   const json& s = value.is_object() && value.contains("ddplint") ? value.at("ddplint") : value;
   if (!s.is_object()) return;  // null or another tool's settings: keep the current ones
+  if (std::string key = wrong_list_type(s); !key.empty()) {
+    std::string err = "`" + key + "` has the wrong type (select, extendSelect and ignore take a list of codes)";
+    log_("settings rejected: " + err);
+    show_message(1, "ddplint: settings not applied: " + err);
+    return;
+  }
   Settings next;
   next.select = string_list(member(s, "select"));
   next.ignore = string_list(member(s, "ignore"));

@@ -542,6 +542,17 @@ TEST_CASE("settings: an opt-in rule is off until extendSelect names its code") {
   CHECK(codes_of(c.publish()["diagnostics"]) == std::vector<std::string>{"DDP101", "DDP102"});
   c.notify("workspace/didChangeConfiguration", {{"settings", {{"ddplint", {{"extendSelect", {"XYZ9"}}}}}}});
   CHECK(c.server.settings().extend_select == std::vector<std::string>{"DDP102"});  // rejected, kept
+  // a setting of the wrong type is reported, and the previous settings kept
+  for (json bad : {json{{"extendSelect", 5}}, json{{"select", {nullptr}}}, json{{"ignore", {true}}},
+                   json{{"configPath", 3}}}) {
+    CAPTURE(bad.dump());
+    c.sent.clear();
+    c.notify("workspace/didChangeConfiguration", {{"settings", {{"ddplint", bad}}}});
+    REQUIRE_FALSE(c.sent.empty());
+    CHECK(c.sent.back()["method"] == "window/showMessage");
+    CHECK(c.server.settings().extend_select == std::vector<std::string>{"DDP102"});
+  }
+  CHECK(c.publish().is_null());  // settings unchanged: nothing re-linted
 }
 
 TEST_CASE("settings: initializationOptions and didChangeConfiguration select and ignore; bad codes rejected") {
