@@ -41,12 +41,18 @@ void check(const SemanticModel& model, RuleContext& ctx) {
   if (!model.uses_cuda()) return;
   std::unordered_set<int> timing;
   bool timing_known = false;
+  std::unordered_set<const CallSite*> drained;
+  bool drained_known = false;
   for (std::string_view name : {"torch.cuda.synchronize", "torch.cuda.empty_cache"}) {
     for (const CallSite* call : model.calls_to(name)) {
       if (!model.runs_every_step(call->node, kRareGuards)) continue;
       bool sync = name == "torch.cuda.synchronize";
       if (sync && !timing_known) timing = timing_scopes(model), timing_known = true;
       if (sync && timing.contains(model.regions()[call->region].scope)) continue;
+      // right after another sync of the step with no work queued between (a
+      // loss.item() just before it): one stall, reported once, at the first
+      if (sync && !drained_known) drained = syncs_after_sync(model, ddp_wraps(model), lambda_ranges(model)), drained_known = true;
+      if (sync && drained.contains(call)) continue;
       auto [start, end] = first_line_range(model, call->node);
       ctx.report(start, end,
                  sync ? "torch.cuda.synchronize() on every training step: the CPU waits for all queued GPU work, "

@@ -534,4 +534,110 @@ std::uint32_t line_of(const SemanticModel& model, TSNode node) {
   return model.source().lines().line_of(node_start_byte(node)) + 1;
 }
 
+// --- host-device syncs of a step (DDP401, DDP404) ---------------------------
+
+namespace {
+
+// A call that waits for the GPU: `.item()`, `.tolist()`, `.cpu()` on a tensor,
+// or torch.cuda.synchronize().
+bool sync_call(const SemanticModel& model, const CallSite& c) {
+  if (c.canonical == "torch.cuda.synchronize") return true;
+  if (node_is_null(c.receiver) || model.positional_count(c) != 0) return false;
+  return c.method == "item" || c.method == "tolist" || c.method == "cpu";
+}
+
+// Work a step puts on the GPU queue: backward, an optimizer step, a model's
+// forward (a call of a DDP wrap or of a name such as `model`, `net`).
+bool launches_step_work(const SemanticModel& model, const CallSite& c, const std::vector<DdpWrap>& wraps) {
+  if (model.is_training_call(c) || c.method == "forward") return true;
+  std::string name = lowercase(model.last_name(c.callee));
+  if (name.find("model") != std::string::npos || name == "net" || name == "module") return true;
+  std::string path = model.path_of(c.callee);
+  for (const DdpWrap& w : wraps)
+    if (!path.empty() && (path == w.result || path == w.module)) return true;
+  return false;
+}
+
+// True when `inner`'s region is `outer` or inside it.
+bool region_within(const SemanticModel& model, int inner, int outer) {
+  for (int r = inner; r >= 0; r = model.regions()[r].parent) {
+    if (r == outer) return true;
+    if (r == 0) break;
+  }
+  return false;
+}
+
+// The step loop around `region` in its function (an inner loop over a dict
+// of losses is part of the step), else its innermost loop, or -1.
+int step_loop_of(const SemanticModel& model, int region) {
+  int innermost = model.innermost_loop(region);
+  for (int loop = innermost; loop > 0; loop = model.innermost_loop(model.regions()[loop].parent))
+    if (model.is_step_loop(loop)) return loop;
+  return innermost;
+}
+
+}  // namespace
+
+// The byte ranges of the file's lambdas (one walk, only when the code has
+// one): a call inside a lambda runs when the lambda is called, not where it
+// stands.
+ByteRanges lambda_ranges(const SemanticModel& model) {
+  ByteRanges out;
+  if (!model.mentions_in_code("lambda")) return out;
+  const Kinds& k = kinds();
+  std::vector<TSNode> stack{model.regions()[0].node};
+  while (!stack.empty()) {
+    TSNode n = stack.back();
+    stack.pop_back();
+    if (node_symbol(n) == k.lambda) out.emplace_back(node_start_byte(n), node_end_byte(n));
+    for (TSNode c : children(n)) stack.push_back(c);
+  }
+  return out;
+}
+
+bool in_lambda(const ByteRanges& lambdas, TSNode node) {
+  std::uint32_t at = node_start_byte(node);
+  for (const auto& [from, to] : lambdas)
+    if (at >= from && at < to) return true;
+  return false;
+}
+
+// The `.item()` calls that follow an earlier host-device sync of the same
+// step which always runs before them (its region holds theirs, within the
+// step loop), with no step work queued between: the queue is already drained,
+// so such a read is a small copy, not a stall of its own (stylegan2's seven
+// `loss_reduced[k].mean().item()` in a row; `a.item(), b.item()` in a tuple).
+// One pass over the calls in file order, keeping the syncs since the last
+// step work (the most recent 64).
+std::unordered_set<const CallSite*> syncs_after_sync(const SemanticModel& model, const std::vector<DdpWrap>& wraps,
+                                                     const ByteRanges& lambdas) {
+  std::unordered_set<const CallSite*> drained;
+  std::vector<const CallSite*> recent;
+  int recent_loop = -2;
+  for (const CallSite& c : model.calls()) {
+    int loop = step_loop_of(model, c.region);
+    if (loop < 0) continue;
+    if (loop != recent_loop) recent.clear(), recent_loop = loop;
+    std::uint32_t start = node_start_byte(c.node);
+    if (launches_step_work(model, c, wraps)) {
+      // work queued after those syncs: they no longer drain what comes next
+      std::erase_if(recent, [&](const CallSite* s) { return node_end_byte(s->node) <= start; });
+      continue;
+    }
+    if (!sync_call(model, c) || in_lambda(lambdas, c.node)) continue;
+    for (const CallSite* s : recent) {
+      if (node_end_byte(s->node) <= start && region_within(model, c.region, s->region)) {
+        drained.insert(&c);
+        break;
+      }
+    }
+    if (!model.runs_every_step(c.node, kRareGuards) || (!node_is_null(c.receiver) && host_tensor(model, c.receiver)))
+      continue;
+    if (recent.size() == 64) recent.erase(recent.begin());
+    recent.push_back(&c);
+  }
+  return drained;
+}
+
+
 }  // namespace ddplint::rules

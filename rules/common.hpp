@@ -5,6 +5,9 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
+#include <utility>
+#include <vector>
 
 #include "linter/diagnostic.hpp"
 #include "linter/semantic_model.hpp"
@@ -131,6 +134,7 @@ bool process_group_started_elsewhere(const SemanticModel& model);
 /// branch runs at most once, so nothing in it costs on every step.
 bool in_run_ending_branch(const SemanticModel& model, TSNode node);
 
+
 /// For each name or attribute path bound to a DistributedDataParallel/FSDP
 /// call, the wrap calls (`model = DDP(net)` gives `model`); also returns, via
 /// `wrapped_args`, the paths of the modules passed in (`net`).
@@ -162,5 +166,24 @@ bool tensor_valued(const SemanticModel& model, TSNode expr, int depth = 0);
 
 /// 1-based line of a node, for messages that point elsewhere.
 std::uint32_t line_of(const SemanticModel& model, TSNode node);
+
+/// Byte ranges [start, end) of syntax nodes.
+using ByteRanges = std::vector<std::pair<std::uint32_t, std::uint32_t>>;
+
+/// The file's lambdas (one walk, only when the code has one): a call inside a
+/// lambda runs when the lambda is called, not where it stands.
+ByteRanges lambda_ranges(const SemanticModel& model);
+/// True when `node` starts inside one of `lambdas`.
+bool in_lambda(const ByteRanges& lambdas, TSNode node);
+
+/// The host-device syncs (`.item()`, `.tolist()`, `.cpu()`,
+/// torch.cuda.synchronize()) that follow an earlier sync of the same step
+/// which always runs before them (its region holds theirs, within the step
+/// loop), with no backward, optimizer step or model forward queued between:
+/// the queue is already drained, so each is a small copy or a no-op, not a
+/// stall of its own. One pass over the calls in file order. `wraps`: the DDP
+/// wraps (ddp_wraps), whose calls are forwards; `lambdas`: lambda_ranges.
+std::unordered_set<const CallSite*> syncs_after_sync(const SemanticModel& model, const std::vector<DdpWrap>& wraps,
+                                                     const ByteRanges& lambdas);
 
 }  // namespace ddplint::rules
