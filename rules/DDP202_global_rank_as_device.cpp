@@ -15,23 +15,46 @@ namespace {
 // parameter is called. On every node it is the local process index, so it is
 // never a global rank (torch.multiprocessing.spawn passes `i` as fn's first
 // argument: torch/multiprocessing/spawn.py, _wrap).
+// A name that is a parameter of a function of this file: the function, the
+// parameter's position among its parameters (self included), and whether the
+// function takes `self` first. std::nullopt otherwise.
+struct ParameterOf {
+  const FunctionInfo* fn = nullptr;
+  int position = -1;
+  bool method = false;
+};
+std::optional<ParameterOf> parameter_of(const SemanticModel& model, TSNode expr) {
+  const Kinds& k = kinds();
+  if (node_symbol(expr) != k.identifier) return std::nullopt;
+  BindingList bindings = model.bindings_of(model.text(expr), model.region_of(expr));
+  if (bindings.size() != 1 || bindings[0]->kind != Binding::Kind::Parameter || bindings[0]->scope == 0)
+    return std::nullopt;
+  const Region& scope = model.regions()[bindings[0]->scope];
+  if (scope.function < 0) return std::nullopt;
+  ParameterOf out;
+  out.fn = &model.functions()[scope.function];
+  TSNode params = field(out.fn->node, k.f_parameters);
+  if (node_is_null(params)) return std::nullopt;
+  std::uint32_t at = node_start_byte(bindings[0]->target);
+  int index = 0;
+  for (TSNode p : children(params)) {
+    if (!ts_node_is_named(p)) continue;
+    if (at >= node_start_byte(p) && at < node_end_byte(p)) out.position = index;
+    ++index;
+  }
+  out.method = index > 0 && model.text(ts_node_named_child(params, 0)).rfind("self", 0) == 0;
+  return out;
+}
+
 bool spawn_index(const SemanticModel& model, TSNode expr) {
   const Kinds& k = kinds();
-  if (node_symbol(expr) != k.identifier) return false;
-  BindingList bindings = model.bindings_of(model.text(expr), model.region_of(expr));
-  if (bindings.size() != 1 || bindings[0]->kind != Binding::Kind::Parameter || bindings[0]->scope == 0) return false;
-  const Region& scope = model.regions()[bindings[0]->scope];
-  if (scope.function < 0) return false;
-  const FunctionInfo& fn = model.functions()[scope.function];
-  TSNode params = field(fn.node, k.f_parameters);
-  if (node_is_null(params) || ts_node_named_child_count(params) == 0) return false;
-  TSNode first = ts_node_named_child(params, 0);
-  std::uint32_t at = node_start_byte(bindings[0]->target);
-  if (at < node_start_byte(first) || at >= node_end_byte(first)) return false;
+  std::optional<ParameterOf> param = parameter_of(model, expr);
+  if (!param || param->position != 0) return false;
   for (std::string_view spawn : {"torch.multiprocessing.spawn", "torch.multiprocessing.start_processes"}) {
     for (const CallSite* c : model.calls_to(spawn)) {
       TSNode target = model.argument(*c, "fn", 0);
-      if (!node_is_null(target) && node_symbol(target) == k.identifier && model.text(target) == fn.name) return true;
+      if (!node_is_null(target) && node_symbol(target) == k.identifier && model.text(target) == param->fn->name)
+        return true;
     }
   }
   return false;
@@ -48,30 +71,15 @@ bool global_rank(const SemanticModel& model, TSNode expr, int depth);
 // callback; unknown, so its name decides nothing. Returns std::nullopt for a
 // name that is not such a parameter.
 std::optional<bool> parameter_global_rank(const SemanticModel& model, TSNode expr, int depth) {
-  const Kinds& k = kinds();
-  if (node_symbol(expr) != k.identifier) return std::nullopt;
-  BindingList bindings = model.bindings_of(model.text(expr), model.region_of(expr));
-  if (bindings.size() != 1 || bindings[0]->kind != Binding::Kind::Parameter || bindings[0]->scope == 0)
-    return std::nullopt;
-  const Region& scope = model.regions()[bindings[0]->scope];
-  if (scope.function < 0) return std::nullopt;
-  const FunctionInfo& fn = model.functions()[scope.function];
-  // the parameter's position and name
-  TSNode params = field(fn.node, k.f_parameters);
-  int position = -1, index = 0;
-  std::uint32_t at = node_start_byte(bindings[0]->target);
-  for (TSNode p : children(params)) {
-    if (!ts_node_is_named(p)) continue;
-    if (at >= node_start_byte(p) && at < node_end_byte(p)) position = index;
-    ++index;
-  }
-  bool method = index > 0 && model.text(ts_node_named_child(params, 0)).rfind("self", 0) == 0;
+  std::optional<ParameterOf> param = parameter_of(model, expr);
+  if (!param) return std::nullopt;
   std::string_view name = model.text(expr);
   int calls = 0;
-  for (const CallSite* c : model.calls_named(fn.name)) {
+  for (const CallSite* c : model.calls_named(param->fn->name)) {
     ++calls;
     if (model.has_unpacked_arguments(*c)) return false;  // `run(**cfg)`: unknown
-    TSNode arg = model.argument(*c, name, position < 0 ? -1 : position - (method && !node_is_null(c->receiver) ? 1 : 0));
+    int position = param->position < 0 ? -1 : param->position - (param->method && !node_is_null(c->receiver) ? 1 : 0);
+    TSNode arg = model.argument(*c, name, position);
     if (node_is_null(arg)) return false;  // its default, or unknown
     if (!global_rank(model, arg, depth + 1)) return false;
   }

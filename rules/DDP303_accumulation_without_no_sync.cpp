@@ -20,13 +20,6 @@ int periodic_branch(const SemanticModel& model, TSNode node, int loop) {
   return -1;
 }
 
-// True when `node` is inside region `r`.
-bool within(const SemanticModel& model, TSNode node, int r) {
-  for (int at = model.region_of(node); at > 0; at = model.regions()[at].parent)
-    if (at == r) return true;
-  return false;
-}
-
 // The script already skips the all-reduce on micro-steps some way, or may:
 // a `no_sync()` context (DDP's, or a framework's `no_backward_sync`), an
 // `accelerator.accumulate(...)`, an assignment to DDP's
@@ -82,14 +75,14 @@ void check(const SemanticModel& model, RuleContext& ctx) {
       int branch = periodic_branch(model, step->node, step_loop);
       for (const CallSite* b : backwards) {
         if (loop_of(model, b->node) != step_loop || node_start_byte(b->node) > node_start_byte(step->node)) continue;
-        if (branch >= 0 && within(model, b->node, branch)) continue;
+        if (branch >= 0 && region_within(model, b->region, branch)) continue;
         // a step between them, outside the branch, takes that backward's gradients
         bool consumed = false;
         for (const CallSite* other : steps) {
           std::uint32_t at = node_start_byte(other->node);
           consumed = consumed || (other != step && loop_of(model, other->node) == step_loop &&
                                   at > node_start_byte(b->node) && at < node_start_byte(step->node) &&
-                                  (branch < 0 || !within(model, other->node, branch)));
+                                  (branch < 0 || !region_within(model, other->region, branch)));
         }
         if (!consumed) periodic_step = true;
       }

@@ -534,6 +534,14 @@ std::uint32_t line_of(const SemanticModel& model, TSNode node) {
   return model.source().lines().line_of(node_start_byte(node)) + 1;
 }
 
+bool region_within(const SemanticModel& model, int inner, int outer) {
+  for (int r = inner; r >= 0; r = model.regions()[r].parent) {
+    if (r == outer) return true;
+    if (r == 0) break;
+  }
+  return false;
+}
+
 // --- host-device syncs of a step (DDP401, DDP404) ---------------------------
 
 namespace {
@@ -555,15 +563,6 @@ bool launches_step_work(const SemanticModel& model, const CallSite& c, const std
   std::string path = model.path_of(c.callee);
   for (const DdpWrap& w : wraps)
     if (!path.empty() && (path == w.result || path == w.module)) return true;
-  return false;
-}
-
-// True when `inner`'s region is `outer` or inside it.
-bool region_within(const SemanticModel& model, int inner, int outer) {
-  for (int r = inner; r >= 0; r = model.regions()[r].parent) {
-    if (r == outer) return true;
-    if (r == 0) break;
-  }
   return false;
 }
 

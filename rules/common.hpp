@@ -167,6 +167,9 @@ bool tensor_valued(const SemanticModel& model, TSNode expr, int depth = 0);
 /// 1-based line of a node, for messages that point elsewhere.
 std::uint32_t line_of(const SemanticModel& model, TSNode node);
 
+/// True when region `inner` is region `outer` or nested inside it.
+bool region_within(const SemanticModel& model, int inner, int outer);
+
 /// Byte ranges [start, end) of syntax nodes.
 using ByteRanges = std::vector<std::pair<std::uint32_t, std::uint32_t>>;
 

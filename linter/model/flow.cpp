@@ -23,13 +23,12 @@ constexpr int kMaxVisits = 20000;
 
 // Calls that only report a value: print, logging, progress bars, meters,
 // summary writers, an append to a list.
-bool logging_sink(std::string_view method, std::string_view receiver_last) {
+bool logging_sink(std::string_view method) {
   static constexpr std::string_view sinks[] = {
       "print", "info", "debug", "warning", "warn", "log", "log_dict", "log_metrics", "add_scalar", "add_scalars",
       "set_postfix", "set_postfix_str", "set_description", "update", "append", "write", "pprint", "report"};
   for (std::string_view s : sinks)
     if (method == s) return true;
-  (void)receiver_last;
   return false;
 }
 
@@ -165,7 +164,7 @@ static void classify_read(const SemanticModel& m, TSNode node, int region, int d
     if (s == k.call) {
       const CallSite* c = m.call_at(p);
       std::string_view method = c ? c->method : std::string_view{};
-      if (c && logging_sink(method, {})) return st.logging(p);
+      if (c && logging_sink(method)) return st.logging(p);
       if (c && (method == "float" || method == "int" || method == "round" || method == "str" ||
                 method == "format" || value_preserving_method(method) ||
                 (c->canonical.rfind("torch.", 0) == 0 && c->canonical.rfind("torch.distributed.", 0) != 0 &&
