@@ -443,6 +443,7 @@ class SemanticModel {
   Value value_uncached(TSNode expr, int depth) const;
   Value argparse_uncached(const std::string& dest, int depth) const;
   bool rank_rec(TSNode expr, int depth) const;
+  bool ends_enclosing_loop(TSNode name) const;
   GuardMask classify_rec(TSNode condition, bool negated, int depth) const;
   bool world_rec(TSNode expr, int depth) const;
   bool world_rec_uncached(TSNode expr, int depth) const;

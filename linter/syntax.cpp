@@ -321,6 +321,7 @@ Kinds make_kinds() {
   k.raise_statement = s("raise_statement");
   k.except_clause = s("except_clause");
   k.assert_statement = s("assert_statement");
+  k.break_statement = s("break_statement");
   k.dictionary = s("dictionary");
   k.pair = s("pair");
   auto f = [&](const char* n) { return field_id(L, n); };

@@ -130,7 +130,8 @@ struct Kinds {
       list, pattern_list, tuple_pattern, list_comprehension, generator_expression,
       dictionary_comprehension, set_comprehension, typed_parameter, default_parameter,
       typed_default_parameter, parameters, return_statement, named_expression, try_statement,
-      expression_list, print_statement, exec_statement, raise_statement, except_clause, assert_statement, dictionary, pair;
+      expression_list, print_statement, exec_statement, raise_statement, except_clause, assert_statement, dictionary, pair,
+      break_statement;
   TSFieldId f_name, f_alias, f_module_name, f_function, f_arguments, f_object, f_attribute,
       f_left, f_right, f_value, f_body, f_condition, f_consequence, f_alternative, f_operator,
       f_parameters, f_definition, f_subscript, f_operators, f_argument, f_superclasses;

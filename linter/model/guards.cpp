@@ -172,9 +172,35 @@ GuardMask SemanticModel::classify_rec(TSNode c, bool neg, int depth) const {
     std::string l = lower(name);
     if (is_rank_value(c)) return neg ? (kGuardMainProcess | kGuardRankDependent) : kGuardRankDependent;
     if (!neg && (contains(l, "last") || contains(l, "final"))) return kGuardFinalStep;
+    if (!neg && s == k.identifier && ends_enclosing_loop(c)) return kGuardFinalStep;
     return 0;
   }
   return 0;
+}
+
+// True when the flag `name` (an identifier) ends the loop that holds it: that
+// loop's body has a statement `if name: break` at its top level, so the flag is
+// true on the loop's last iteration only (`done = cur >= total ... if done: break`).
+bool SemanticModel::ends_enclosing_loop(TSNode name) const {
+  const Kinds& k = kinds();
+  int r = region_of(name);
+  while (r > 0 && regions_[r].kind != Region::Kind::Loop) {
+    if (regions_[r].kind == Region::Kind::Function || regions_[r].kind == Region::Kind::Class) return false;
+    r = regions_[r].parent;
+  }
+  if (r <= 0) return false;
+  TSNode body = field(regions_[r].node, k.f_body);
+  if (node_is_null(body)) return false;
+  std::string_view flag = text(name);
+  for (TSNode stmt : children(body)) {
+    if (node_symbol(stmt) != k.if_statement) continue;
+    TSNode cond = field(stmt, k.f_condition);
+    TSNode then = field(stmt, k.f_consequence);
+    if (node_is_null(cond) || node_is_null(then) || node_symbol(cond) != k.identifier || text(cond) != flag) continue;
+    if (ts_node_named_child_count(then) >= 1 && node_symbol(ts_node_named_child(then, 0)) == k.break_statement)
+      return true;
+  }
+  return false;
 }
 
 GuardMask SemanticModel::enclosing_guards(TSNode node) const {
