@@ -11,6 +11,8 @@ cd "$(dirname "$0")/.."
 target_mb=${1:-20}
 rm -rf "$out/torch" "$out/mixed"
 mkdir -p "$out/torch" "$out/mixed"
+# each corpus is a project of its own (linter/project.hpp), not part of the repository's
+for d in "$out/torch" "$out/mixed"; do echo "# a ddplint benchmark corpus" > "$d/pyproject.toml"; done
 
 perl -e '
   use strict; use warnings;

@@ -12,7 +12,19 @@
 
 namespace ddplint::cli {
 
+const ProjectFacts* FileLinter::facts_of(const std::string& path, std::shared_ptr<const Project>& keep) const {
+  if (options_.no_project) return nullptr;
+  keep = projects_.project_of(path);
+  std::error_code ec;
+  return keep ? keep->facts_for(std::filesystem::absolute(path, ec).lexically_normal()) : nullptr;
+}
+
 FileOutcome FileLinter::lint_source(SourceFile source, const FileSettings& settings, bool write_back) const {
+  return lint_source(std::move(source), settings, write_back, nullptr);
+}
+
+FileOutcome FileLinter::lint_source(SourceFile source, const FileSettings& settings, bool write_back,
+                                    const ProjectFacts* facts) const {
   const RuleSelection& selection = settings.selection;
   FileOutcome o;
   o.path = source.path();
@@ -22,13 +34,13 @@ FileOutcome FileLinter::lint_source(SourceFile source, const FileSettings& setti
   std::optional<FixOutcome> fixed;
   if (options_.fixing()) {
     original = std::string(source.text());
-    fixed.emplace(fix_source(std::move(source), rules_, selection, options_.unsafe_fixes, settings.options));
+    fixed.emplace(fix_source(std::move(source), rules_, selection, options_.unsafe_fixes, settings.options, facts));
     result = std::move(fixed->remaining);
     shown = &fixed->source;
     o.fixed = fixed->fixed;
     o.fixed_total = fixed->fixed_total;
   } else {
-    result = lint(source, rules_, selection, settings.options);
+    result = lint(source, rules_, selection, settings.options, true, facts);
   }
   if (!result.error.empty()) {
     o.err = "ddplint: " + o.path + ": " + result.error + "\n";
@@ -76,7 +88,9 @@ FileOutcome FileLinter::lint_path(const DiscoveredPath& entry, const FileSetting
     o.error = true;
     return o;
   }
-  return lint_source(SourceFile(entry.path, std::move(*bytes)), settings, true);
+  std::shared_ptr<const Project> project;
+  const ProjectFacts* facts = facts_of(entry.path, project);
+  return lint_source(SourceFile(entry.path, std::move(*bytes)), settings, true, facts);
 }
 
 bool lint_stdin(const std::vector<std::string>& paths, const CheckOptions& options, Configurations& configs,

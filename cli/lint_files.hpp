@@ -11,6 +11,7 @@
 #include "cli/options.hpp"
 #include "cli/report.hpp"
 #include "linter/discovery.hpp"
+#include "linter/project.hpp"
 
 namespace ddplint::cli {
 
@@ -24,12 +25,19 @@ class FileLinter {
   /// `source` linted under `settings`; `write_back`: the file on disk to
   /// replace with the fixed text (false for standard input).
   FileOutcome lint_source(SourceFile source, const FileSettings& settings, bool write_back) const;
+  /// lint_source with the project facts of the file (`facts` may be null).
+  FileOutcome lint_source(SourceFile source, const FileSettings& settings, bool write_back,
+                          const ProjectFacts* facts) const;
 
   /// The discovered path read and linted; an unreadable one gives an error outcome.
   FileOutcome lint_path(const DiscoveredPath& entry, const FileSettings& settings) const;
 
  private:
+  // The project facts of the file at `path` (null with --no-project or none);
+  // `keep` holds the project they belong to.
+  const ProjectFacts* facts_of(const std::string& path, std::shared_ptr<const Project>& keep) const;
   const CheckOptions& options_;
+  mutable ProjectSet projects_;
   std::span<const Rule> rules_;
   const Report& report_;
 };

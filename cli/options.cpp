@@ -57,6 +57,8 @@ void add_check_options(CLI::App& app, CheckOptions& o) {
                  "instead of the closest one to each file")
       ->type_name("PATH");
   app.add_flag("--isolated", o.isolated, "Ignore every configuration file");
+  app.add_flag("--no-project", o.no_project,
+               "Lint each file alone, without the facts of its project (the other modules it imports or is imported by)");
   app.add_flag("--force-exclude", o.force_exclude,
                "Apply exclude patterns and .gitignore to paths named on the command line too (as a pre-commit hook needs)");
   app.add_flag_callback("--respect-gitignore", [&o] { o.respect_gitignore = true; },

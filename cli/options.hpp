@@ -32,6 +32,7 @@ struct CheckOptions {
   std::string config_path;                            ///< --config
   std::string output_file;                            ///< -o/--output-file
   bool exit_zero = false, quiet = false, isolated = false, statistics = false;
+  bool no_project = false;  ///< --no-project: each file linted alone
   bool fix = false, unsafe_fixes = false, diff = false, show_fixes = false, force_exclude = false;
   std::optional<bool> respect_gitignore;  ///< --[no-]respect-gitignore: overrides the configuration
   unsigned jobs = 1;                      ///< -j: files linted in parallel (default: the usable cores)

@@ -41,9 +41,10 @@ struct FixOutcome {
 /// Lints `source` and applies its fixes (safe ones; unsafe ones too if
 /// `include_unsafe`), re-linting and repeating until no fix applies or
 /// kMaxFixPasses passes. A source with a syntax error (DDP001) or that cannot
-/// be linted is returned unchanged.
+/// be linted is returned unchanged. `project`: the file's project facts (see lint()).
 FixOutcome fix_source(SourceFile source, std::span<const Rule> rules, const RuleSelection& selection,
-                      bool include_unsafe, const RuleOptions& options = RuleOptions{});
+                      bool include_unsafe, const RuleOptions& options = RuleOptions{},
+                      const ProjectFacts* project = nullptr);
 
 /// A unified diff (`--- a/PATH`, `+++ b/PATH`, hunks with 3 lines of context)
 /// from `before` to `after`, computed with the dtl library; "" when they are equal.

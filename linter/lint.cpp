@@ -54,13 +54,14 @@ const RunPlan& plan_for(std::span<const Rule> rules, const RuleSelection& select
 // rule runs: skipping those whose own `needs` are absent cost more in searches
 // than it saved (bench/README.md, "Seventh round").
 LintResult lint_decoded(const SourceFile& source, const SyntaxTree& tree, std::span<const Rule> rules,
-                        const RunPlan& plan, Prefilter::Scan& scan, const RuleOptions& options) {
+                        const RunPlan& plan, Prefilter::Scan& scan, const RuleOptions& options,
+                        const ProjectFacts* project) {
   LintResult result;
   if (!tree) {
     result.error = "tree-sitter could not parse the file";
     return result;
   }
-  SemanticModel model(source, tree);
+  SemanticModel model(source, tree, project);
   std::vector<Diagnostic> found;
   const std::vector<RunPlan::Run>& run = plan.run;
   for (std::size_t i = 0; i < rules.size(); ++i) {
@@ -73,7 +74,14 @@ LintResult lint_decoded(const SourceFile& source, const SyntaxTree& tree, std::s
   Suppressions noqa = Suppressions::collect(model);
   const LineIndex& lines = source.lines();
   for (Diagnostic& d : found) {
-    if (!noqa.suppresses(d, lines.line_of(d.start))) result.diagnostics.push_back(std::move(d));
+    if (noqa.suppresses(d, lines.line_of(d.start))) continue;
+    if (project != nullptr && !project->step_entries.empty()) {
+      // per step only because another file calls this function every step: say where
+      TSNode at = ts_node_descendant_for_byte_range(ts_tree_root_node(tree.get()), d.start, d.end);
+      if (const ProjectCaller* caller = model.step_caller_elsewhere(at))
+        d.message += " (every step through " + caller->path + ":" + std::to_string(caller->line) + ")";
+    }
+    result.diagnostics.push_back(std::move(d));
   }
   std::stable_sort(result.diagnostics.begin(), result.diagnostics.end(), [](const Diagnostic& a, const Diagnostic& b) {
     if (a.start != b.start) return a.start < b.start;
@@ -85,28 +93,29 @@ LintResult lint_decoded(const SourceFile& source, const SyntaxTree& tree, std::s
 }  // namespace
 
 LintResult lint(const SourceFile& source, std::span<const Rule> rules, const RuleSelection& selection,
-                const RuleOptions& options, bool prefilter) {
+                const RuleOptions& options, bool prefilter, const ProjectFacts* project) {
   std::string detail;
   if (source.check_decodable(&detail) != DecodeError::None) return LintResult{{}, detail};
   const RunPlan& plan = plan_for(rules, selection);
   Prefilter::Scan scan(plan.prefilter, source.text());
-  if (prefilter && !scan.may_fire()) {
+  if (project != nullptr && project->empty()) project = nullptr;
+  if (prefilter && project == nullptr && !scan.may_fire()) {
     LintResult skipped;
     skipped.skipped = true;
     return skipped;
   }
   ParseArenaScope arena;  // (outlives the tree: declared before it)
   SyntaxTree tree = parse_python(source);
-  return lint_decoded(source, tree, rules, plan, scan, options);
+  return lint_decoded(source, tree, rules, plan, scan, options, project);
 }
 
 LintResult lint(const SourceFile& source, const SyntaxTree& tree, std::span<const Rule> rules,
-                const RuleSelection& selection, const RuleOptions& options) {
+                const RuleSelection& selection, const RuleOptions& options, const ProjectFacts* project) {
   std::string detail;
   if (source.check_decodable(&detail) != DecodeError::None) return LintResult{{}, detail};
   const RunPlan& plan = plan_for(rules, selection);
   Prefilter::Scan scan(plan.prefilter, source.text());
-  return lint_decoded(source, tree, rules, plan, scan, options);
+  return lint_decoded(source, tree, rules, plan, scan, options, project);
 }
 
 }  // namespace ddplint

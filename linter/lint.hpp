@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "linter/diagnostic.hpp"
+#include "linter/project_facts.hpp"
 #include "linter/selection.hpp"
 #include "linter/source.hpp"
 #include "linter/syntax.hpp"
@@ -31,13 +32,20 @@ struct LintResult {
 /// for any input bytes. `prefilter = false` parses every file (the soundness
 /// checks compare both). The file is parsed in the thread's parse arena
 /// (ParseArenaScope, linter/syntax.hpp); its tree does not outlive the call.
+/// `project` (may be null): what the file's project says about it
+/// (linter/project.hpp); a file with project facts is always parsed (its
+/// findings may come from facts its own bytes do not show). A finding that is
+/// per-step only through a call in another file says so: the message ends
+/// with "(every step through PATH:LINE)".
 LintResult lint(const SourceFile& source, std::span<const Rule> rules, const RuleSelection& selection,
-                const RuleOptions& options = RuleOptions{}, bool prefilter = true);
+                const RuleOptions& options = RuleOptions{}, bool prefilter = true,
+                const ProjectFacts* project = nullptr);
 
 /// The same as lint() above for a source already parsed into `tree` (the
 /// language server keeps a tree per buffer and reparses incrementally).
 /// `tree` must be parse_python(source[, previous]).
 LintResult lint(const SourceFile& source, const SyntaxTree& tree, std::span<const Rule> rules,
-                const RuleSelection& selection, const RuleOptions& options = RuleOptions{});
+                const RuleSelection& selection, const RuleOptions& options = RuleOptions{},
+                const ProjectFacts* project = nullptr);
 
 }  // namespace ddplint

@@ -13,6 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "linter/project_facts.hpp"
 #include "linter/source.hpp"
 #include "linter/syntax.hpp"
 #include "linter/value.hpp"
@@ -77,6 +78,8 @@ class AliasTable {
     }
     entries_.emplace_back(local, target);
   }
+  /// Every (local name, target) pair, in the order first bound.
+  std::span<const std::pair<std::string_view, std::string_view>> entries() const { return entries_; }
 
  private:
   std::pmr::vector<std::pair<std::string_view, std::string_view>> entries_;
@@ -257,7 +260,9 @@ class ModelArena {
 class SemanticModel {
  public:
   /// Builds the model in one walk over `tree`. `source` and `tree` must outlive it.
-  SemanticModel(const SourceFile& source, const SyntaxTree& tree);
+  /// `project` (may be null) gives what the rest of the file's project says
+  /// about it (linter/project.hpp); it must outlive the model too.
+  SemanticModel(const SourceFile& source, const SyntaxTree& tree, const ProjectFacts* project = nullptr);
   SemanticModel(const SemanticModel&) = delete;
   SemanticModel& operator=(const SemanticModel&) = delete;
 
@@ -306,6 +311,8 @@ class SemanticModel {
     const std::string_view* target = aliases_.find(local);
     return target != nullptr && *target == module;
   }
+  /// The file's imports: local name -> imported module or object.
+  const AliasTable& imports() const { return aliases_; }
   /// Dotted path of a plain name or attribute chain (`args.batch_size`), or empty.
   std::string path_of(TSNode expr) const;
   /// path_of(expr) as a view: into the text when the chain is written plainly
@@ -426,6 +433,21 @@ class SemanticModel {
   /// True if the process group backend is explicitly gloo-only.
   bool gloo_backend() const { return gloo_; }
 
+  // --- the project --------------------------------------------------------------
+  /// The project facts the model was built with (empty when linted alone).
+  const ProjectFacts& project() const { return project_ ? *project_ : no_project_facts(); }
+  /// What function `f` (index into functions()) does, from this file and the
+  /// project facts: Direct when it runs backward() or an optimizer step itself
+  /// (or through a callee that does), InLoop when it runs a training loop.
+  ProjectFacts::Trains function_trains(int f) const {
+    return f >= 0 && static_cast<std::size_t>(f) < function_trains_.size() ? function_trains_[f] : ProjectFacts::Trains::None;
+  }
+  /// True for a function defined at the top level of the module (not a method or a nested function).
+  bool is_top_level_function(int f) const;
+  /// When `node` runs on every training step only because another file calls
+  /// its enclosing top-level function every step: that call. Null otherwise.
+  const ProjectCaller* step_caller_elsewhere(TSNode node) const;
+
  private:
   friend class ModelBuilder;
   // A copy of `s` that lives as long as the model (canonical names, paths
@@ -527,6 +549,9 @@ class SemanticModel {
   std::pmr::vector<std::uint8_t> step_loop_{arena_.get()}, training_loop_{arena_.get()};
   std::pmr::vector<std::pmr::vector<int>> callers_{arena_.get()};  // function index -> call indices
   bool distributed_ = false, cuda_ = false, wraps_ddp_ = false, gloo_ = false, trains_ = false;
+  const ProjectFacts* project_ = nullptr;
+  std::pmr::vector<ProjectFacts::Trains> function_trains_{arena_.get()};
+  static const ProjectFacts& no_project_facts();
 };
 
 /// Normalises a dotted name to its public spelling (see canonical_name).

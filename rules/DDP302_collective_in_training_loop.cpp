@@ -36,9 +36,17 @@ std::pair<std::string, std::uint32_t> result_carrier(const SemanticModel& model,
   if (node_symbol(e) != k.identifier) return {"", node_end_byte(call.node)};
   std::string_view text = model.text(e);
   BindingList bindings = model.bindings_of(text, call.region);
-  if (bindings.size() == 1 && bindings[0]->kind == Binding::Kind::LoopTarget) {
-    for (TSNode f = ts_node_parent(bindings[0]->target); !node_is_null(f); f = ts_node_parent(f)) {
+  for (const Binding* b : bindings) {
+    // a parameter: the caller's object, which the caller reads after the call
+    // (in another file, or in this one): what it feeds is not known here
+    if (b->kind == Binding::Kind::Parameter) return {};
+  }
+  for (const Binding* b : bindings) {
+    if (b->kind != Binding::Kind::LoopTarget || node_is_null(b->target)) continue;
+    // the loop that binds the name around this call: `for t in tensors: all_reduce(t)`
+    for (TSNode f = ts_node_parent(b->target); !node_is_null(f); f = ts_node_parent(f)) {
       if (node_symbol(f) != k.for_statement) continue;
+      if (node_start_byte(call.node) < node_start_byte(f) || node_end_byte(call.node) > node_end_byte(f)) break;
       TSNode iterable = field(f, k.f_right);
       // `d`, `d.values()`, `d.items()`, `list(d.values())`: the entries of `d`, read after the loop
       for (int guard = 0; guard < 4 && !node_is_null(iterable) && node_symbol(iterable) == k.call; ++guard) {
@@ -49,9 +57,10 @@ std::pair<std::string, std::uint32_t> result_carrier(const SemanticModel& model,
         else break;
       }
       if (node_is_null(iterable) || node_symbol(iterable) != k.identifier) return {};
+      for (const Binding* ib : model.bindings_of(model.text(iterable), call.region))
+        if (ib->kind == Binding::Kind::Parameter) return {};  // the caller's container
       return {std::string(model.text(iterable)), node_end_byte(f)};
     }
-    return {};
   }
   return {std::string(text), node_end_byte(call.node)};
 }

@@ -15,6 +15,7 @@
 
 #include "linter/fixes.hpp"
 #include "linter/lint.hpp"
+#include "linter/project.hpp"
 #include "rules/registry.hpp"
 
 using namespace ddplint;
@@ -41,6 +42,17 @@ std::vector<fs::path> python_files(const fs::path& root) {
   return out;
 }
 
+// The project facts of a fixture (fixtures/ is one project, each folder of
+// fixtures/projects/ another: they carry their own pyproject.toml), as the CLI computes them.
+const ProjectFacts* facts_of(const fs::path& path) {
+  static ProjectSet projects;
+  static std::vector<std::shared_ptr<const Project>> kept;  // the facts stay valid for the whole test
+  auto project = projects.project_of(path);
+  if (!project) return nullptr;
+  if (std::find(kept.begin(), kept.end(), project) == kept.end()) kept.push_back(project);
+  return project->facts_for(fs::absolute(path).lexically_normal());
+}
+
 std::string check_file(const fs::path& path) {
   std::string error;
   auto bytes = read_file(path.string(), error);
@@ -63,7 +75,7 @@ std::string check_file(const fs::path& path) {
   RuleSelection selection(select, {});
   if (!opt_in.empty()) selection.add_layer({}, opt_in, {});
   SourceFile source(path.string(), std::move(*bytes));
-  LintResult result = lint(source, rules::all(), selection);
+  LintResult result = lint(source, rules::all(), selection, RuleOptions{}, true, facts_of(path));
   if (!result.error.empty()) return "not linted: " + result.error;
   std::set<Finding> actual;
   std::map<Finding, std::string> messages;
@@ -98,7 +110,8 @@ std::string check_fixes(const fs::path& path, std::size_t& fixes_checked) {
   std::vector<std::string> every;
   for (const Rule& r : rules::all()) every.emplace_back(r.info.code);
   all.add_layer({}, every, {});
-  LintResult before = lint(source, rules::all(), all);
+  const ProjectFacts* facts = facts_of(path);
+  LintResult before = lint(source, rules::all(), all, RuleOptions{}, true, facts);
   std::ostringstream out;
   bool had_syntax_error = count_code(before, "DDP001") > 0;
   for (const Diagnostic& d : before.diagnostics) {
@@ -107,7 +120,7 @@ std::string check_fixes(const fs::path& path, std::size_t& fixes_checked) {
     std::vector<Edit> edits = d.fix->edits;
     std::sort(edits.begin(), edits.end(), [](const Edit& a, const Edit& b) { return a.start < b.start; });
     SourceFile fixed(path.string(), apply_edits(source.text(), edits));
-    LintResult after = lint(fixed, rules::all(), all);
+    LintResult after = lint(fixed, rules::all(), all, RuleOptions{}, true, facts);
     auto row = source.lines().position(d.start).row;
     if (!had_syntax_error && count_code(after, "DDP001") > 0)
       out << "  " << path.string() << ":" << row << ": fix of " << d.rule->code << " makes a syntax error\n";
@@ -116,11 +129,13 @@ std::string check_fixes(const fs::path& path, std::size_t& fixes_checked) {
   }
   // what --fix (and --fix --unsafe-fixes) does: every applicable fix, re-linted until stable
   for (bool unsafe : {false, true}) {
-    FixOutcome fixed = fix_source(SourceFile(path.string(), std::string(source.text())), rules::all(), all, unsafe);
+    FixOutcome fixed = fix_source(SourceFile(path.string(), std::string(source.text())), rules::all(), all, unsafe,
+                                  RuleOptions{}, facts);
     if (!fixed.changed) continue;
     if (!had_syntax_error && count_code(fixed.remaining, "DDP001") > 0)
       out << "  " << path.string() << ": all fixes together make a syntax error (unsafe: " << unsafe << ")\n";
-    FixOutcome again = fix_source(SourceFile(path.string(), std::string(fixed.source.text())), rules::all(), all, unsafe);
+    FixOutcome again = fix_source(SourceFile(path.string(), std::string(fixed.source.text())), rules::all(), all, unsafe,
+                                  RuleOptions{}, facts);
     if (again.changed)
       out << "  " << path.string() << ": a second --fix still changes the file (unsafe: " << unsafe << ")\n";
   }

@@ -243,7 +243,11 @@ class ModelBuilder {
     std::string_view module;
     if (from) {
       mod = field(stmt, k_.f_module_name);
-      if (node_is_null(mod) || node_symbol(mod) != k_.dotted_name) return;  // relative import
+      if (node_is_null(mod)) return;
+      // `from .engine import f` / `from .. import misc`: kept with their dots
+      // (`.engine.f`, `..misc`), which no library name starts with; the project
+      // index resolves them against the file's package
+      if (node_symbol(mod) != k_.dotted_name && ts_node_type(mod) != std::string_view("relative_import")) return;
       module = node_text(mod, text);
     }
     // whitespace inside dotted names is legal (`torch . nn`): stripped from what is kept
@@ -259,8 +263,10 @@ class ModelBuilder {
       built.assign(name);
       return keep_stripped();
     };
-    auto joined = [&](std::string_view name) {  // `module.name`
-      built.assign(module).append(".").append(name);
+    auto joined = [&](std::string_view name) {  // `module.name` (`..name` after a bare `..`)
+      built.assign(module);
+      if (built.empty() || built.back() != '.') built.append(".");
+      built.append(name);
       return keep_stripped();
     };
     for (TSNode child : children(stmt)) {
@@ -816,6 +822,7 @@ class ModelBuilder {
       }
     }
     if (m_.argparse_.contains("local_rank")) m_.distributed_ = true;
+    if (m_.project_ && m_.project_->cuda) m_.cuda_ = true;  // a CUDA script of the project calls into this file
 
     m_.analyse_loops();
   }
@@ -890,9 +897,14 @@ ModelArena::~ModelArena() {
   if (holds_thread_buffer_) thread_buffer.in_use = false;
 }
 
-SemanticModel::SemanticModel(const SourceFile& source, const SyntaxTree& tree)
-    : arena_(source.text().size()), source_(source) {
+SemanticModel::SemanticModel(const SourceFile& source, const SyntaxTree& tree, const ProjectFacts* project)
+    : arena_(source.text().size()), source_(source), project_(project) {
   ModelBuilder(*this, tree).run();
+}
+
+const ProjectFacts& SemanticModel::no_project_facts() {
+  static const ProjectFacts none;
+  return none;
 }
 
 }  // namespace ddplint

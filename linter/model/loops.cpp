@@ -132,6 +132,15 @@ void SemanticModel::analyse_loops() {
       trains_ = true;
       int f = mark(c.region, true);
       if (f >= 0) work.push_back(f);
+    } else if (project_ && !project_->callees.empty() && !c.canonical.empty()) {
+      // a function of another module of the project: `engine.train_one_epoch(...)`
+      // runs a training loop; `train_step(model, batch)` steps the optimizer
+      auto it = project_->callees.find(c.canonical);
+      if (it != project_->callees.end() && it->second != ProjectFacts::Trains::None) {
+        trains_ = true;
+        int f = mark(c.region, it->second == ProjectFacts::Trains::Direct);
+        if (f >= 0) work.push_back(f);
+      }
     }
     auto targets = resolve_local_function(c);
     if (!targets.empty()) {
@@ -153,6 +162,40 @@ void SemanticModel::analyse_loops() {
       if (f >= 0) work.push_back(f);
     }
   }
+  function_trains_.assign(functions_.size(), ProjectFacts::Trains::None);
+  for (std::size_t f = 0; f < functions_.size(); ++f) {
+    if (trains_direct[f]) function_trains_[f] = ProjectFacts::Trains::Direct;
+    else if (trains_any[f]) function_trains_[f] = ProjectFacts::Trains::InLoop;
+  }
+}
+
+bool SemanticModel::is_top_level_function(int f) const {
+  if (f < 0 || static_cast<std::size_t>(f) >= functions_.size()) return false;
+  return regions_[functions_[f].region].parent == 0;
+}
+
+// The caller in another file that runs function region `reg`'s function every
+// step, when it is a top-level function the project facts name.
+namespace {
+// `step`: from the calls made every step, else from those made in a training loop.
+const ProjectCaller* entry_of(const ProjectFacts* project, bool step, std::string_view name) {
+  if (project == nullptr) return nullptr;
+  const auto& entries = step ? project->step_entries : project->loop_entries;
+  if (entries.empty()) return nullptr;
+  auto it = entries.find(name);
+  return it == entries.end() ? nullptr : &it->second;
+}
+}  // namespace
+
+const ProjectCaller* SemanticModel::step_caller_elsewhere(TSNode node) const {
+  if (project_ == nullptr || project_->step_entries.empty()) return nullptr;
+  for (int r = region_of(node); r >= 0; r = regions_[r].parent) {
+    const Region& reg = regions_[r];
+    if (reg.kind == Region::Kind::Loop && (step_loop_[r] || training_loop_[r])) return nullptr;
+    if (reg.kind == Region::Kind::Function && is_top_level_function(reg.function))
+      return entry_of(project_, true, functions_[reg.function].name);
+  }
+  return nullptr;
 }
 
 bool SemanticModel::runs_every_step(TSNode node, GuardMask exempt) const {
@@ -183,6 +226,11 @@ bool SemanticModel::runs_every_step_from(int region, GuardMask exempt, int depth
           cycle = true;  // answers that met this cycle are provisional
           return false;
         }
+        // called every step by a training loop of another file of the project
+        // (a call with no guard of any kind, so it holds whatever `exempt` is)
+        if (is_top_level_function(reg.function) &&
+            entry_of(project_, true, functions_[reg.function].name) != nullptr)
+          return true;
         visiting.push_back(reg.function);
         bool any = false, saw_cycle = false;
         for (int ci : callers_[reg.function]) {
@@ -220,6 +268,10 @@ bool SemanticModel::in_training_loop(TSNode node) const {
       if (reg.kind == Region::Kind::Function) {
         if (auto m = memo.find(reg.function); m != memo.end()) return m->second;
         if (std::find(visiting.begin(), visiting.end(), reg.function) != visiting.end()) return false;
+        if (project_ && is_top_level_function(reg.function) &&
+            (entry_of(project_, true, functions_[reg.function].name) ||
+             entry_of(project_, false, functions_[reg.function].name)))
+          return true;
         visiting.push_back(reg.function);
         bool any = false;
         for (int ci : callers_[reg.function]) any = any || rec(calls_[ci].region, depth + 1);

@@ -1,0 +1,344 @@
+#include "linter/project.hpp"
+
+#include <algorithm>
+#include <set>
+#include <string_view>
+#include <system_error>
+#include <unordered_map>
+
+#include "linter/config.hpp"
+#include "linter/discovery.hpp"
+#include "linter/source.hpp"
+#include "linter/syntax.hpp"
+
+namespace ddplint {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// Every guard kind: a call under any classified `if` is not "every step" for
+// another file (a rule there may exempt any of them).
+constexpr GuardMask kAnyGuard = kGuardPeriodic | kGuardFinalStep | kGuardMainProcess | kGuardRankDependent |
+                                kGuardOffByDefault;
+
+bool is_project_marker_folder(const fs::path& dir) {
+  std::error_code ec;
+  for (const char* marker : {"pyproject.toml", "setup.py", "setup.cfg", ".git"}) {
+    if (fs::exists(dir / marker, ec)) return true;
+  }
+  return false;
+}
+
+std::vector<std::string> split_dots(std::string_view name) {
+  std::vector<std::string> parts;
+  std::size_t start = 0;
+  while (start <= name.size()) {
+    std::size_t dot = name.find('.', start);
+    if (dot == std::string_view::npos) dot = name.size();
+    parts.emplace_back(name.substr(start, dot - start));
+    start = dot + 1;
+  }
+  return parts;
+}
+
+// The modules one file imports, read from its import statements' lines: the
+// edges the index then checks with the model. A sound over-approximation of
+// the file's `import`/`from` statements (a word `import` in a docstring adds a
+// candidate that resolves to nothing or to a file that is then summarised for
+// nothing; it decides no fact), like the prefilter.
+std::vector<std::string> imported_modules(std::string_view text) {
+  std::vector<std::string> out;
+  std::size_t pos = 0;
+  auto ident = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.'; };
+  while (pos < text.size()) {
+    std::size_t eol = text.find('\n', pos);
+    if (eol == std::string_view::npos) eol = text.size();
+    std::string_view line = text.substr(pos, eol - pos);
+    pos = eol + 1;
+    std::size_t i = line.find_first_not_of(" \t");
+    if (i == std::string_view::npos) continue;
+    line.remove_prefix(i);
+    auto words = [&](std::string_view rest, auto&& each) {  // comma-separated dotted names
+      std::size_t j = 0;
+      while (j < rest.size()) {
+        while (j < rest.size() && (rest[j] == ' ' || rest[j] == ',' || rest[j] == '(' || rest[j] == '\t')) ++j;
+        std::size_t k = j;
+        while (k < rest.size() && ident(rest[k])) ++k;
+        if (k == j) break;
+        std::string_view word = rest.substr(j, k - j);
+        j = k;
+        while (j < rest.size() && rest[j] == ' ') ++j;
+        if (rest.substr(j, 3) == "as ") {  // skip the alias
+          j += 3;
+          while (j < rest.size() && rest[j] == ' ') ++j;
+          while (j < rest.size() && ident(rest[j])) ++j;
+        }
+        each(word);
+      }
+    };
+    if (line.starts_with("import ")) {
+      words(line.substr(7), [&](std::string_view w) { out.emplace_back(w); });
+    } else if (line.starts_with("from ")) {
+      std::string_view rest = line.substr(5);
+      std::size_t k = 0;
+      while (k < rest.size() && ident(rest[k])) ++k;
+      std::string module(rest.substr(0, k));
+      if (module.empty()) continue;
+      std::size_t imp = rest.find(" import ", k);
+      out.push_back(module);
+      if (imp == std::string_view::npos) continue;
+      words(rest.substr(imp + 8), [&](std::string_view w) {  // `from pkg import mod`: mod may be a module
+        out.push_back(module.back() == '.' ? module + std::string(w) : module + "." + std::string(w));
+      });
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+FileSummary summarize(const SemanticModel& model) {
+  FileSummary s;
+  s.cuda = model.uses_cuda();
+  for (std::size_t f = 0; f < model.functions().size(); ++f) {
+    if (!model.is_top_level_function(static_cast<int>(f))) continue;
+    s.functions.push_back({std::string(model.functions()[f].name), model.function_trains(static_cast<int>(f))});
+  }
+  std::unordered_map<std::string_view, std::size_t> seen;
+  const LineIndex& lines = model.source().lines();
+  for (const CallSite& c : model.calls()) {
+    if (c.canonical.empty()) continue;
+    auto [it, fresh] = seen.emplace(c.canonical, s.calls.size());
+    if (fresh) s.calls.push_back({std::string(c.canonical), lines.line_of(ts_node_start_byte(c.node)) + 1, false, false});
+    FileSummary::Call& call = s.calls[it->second];
+    if (!call.every_step && model.runs_every_step(c.node, kAnyGuard)) {
+      call.every_step = true;
+      call.line = lines.line_of(ts_node_start_byte(c.node)) + 1;
+    }
+    if (!call.in_training_loop && model.in_training_loop(c.node)) call.in_training_loop = true;
+  }
+  for (const auto& [local, target] : model.imports().entries()) s.imports.emplace_back(local, target);
+  return s;
+}
+
+fs::path project_root(const fs::path& file) {
+  std::error_code ec;
+  fs::path absolute = fs::absolute(file, ec).lexically_normal();
+  fs::path own = absolute.parent_path();
+  for (fs::path dir = own; !dir.empty(); dir = dir.parent_path()) {
+    if (is_project_marker_folder(dir)) return dir;
+    if (dir == dir.root_path() || dir.parent_path() == dir) break;
+  }
+  return own;
+}
+
+namespace {
+
+struct ModuleFile {
+  fs::path path;          // absolute, normal
+  std::string relative;   // shown in messages: relative to the root, generic separators
+  std::string bytes;
+  bool on_edge = false;
+  FileSummary summary;
+  ProjectFacts facts;
+  bool summarised = false;
+};
+
+class Solver {
+ public:
+  Solver(const fs::path& root, std::vector<ModuleFile>& files) : root_(root), files_(files) {
+    for (std::size_t i = 0; i < files_.size(); ++i) by_path_.emplace(files_[i].path.native(), i);
+  }
+
+  // The file of module `dotted` imported from file `from`, or -1. Absolute
+  // names resolve from the importing file's folder first (the entry script's
+  // folder is first on sys.path), then from the root; relative ones (`.m`,
+  // `..m`) from the file's package.
+  long module_file(std::size_t from, std::string_view dotted) const {
+    std::size_t dots = 0;
+    while (dots < dotted.size() && dotted[dots] == '.') ++dots;
+    std::string_view rest = dotted.substr(dots);
+    std::vector<fs::path> bases;
+    fs::path dir = files_[from].path.parent_path();
+    if (dots > 0) {
+      for (std::size_t up = 1; up < dots; ++up) dir = dir.parent_path();
+      bases.push_back(dir);
+    } else {
+      bases.push_back(dir);
+      if (dir != root_) bases.push_back(root_);
+    }
+    for (const fs::path& base : bases) {
+      fs::path p = base;
+      if (!rest.empty())
+        for (const std::string& part : split_dots(rest)) p /= part;
+      if (!rest.empty()) {
+        fs::path file = p;
+        file += ".py";
+        if (auto it = by_path_.find(file.native()); it != by_path_.end()) return static_cast<long>(it->second);
+      }
+      if (auto it = by_path_.find((p / "__init__.py").native()); it != by_path_.end())
+        return static_cast<long>(it->second);
+    }
+    return -1;
+  }
+
+  // The file and top-level function that `canonical` (a call's name in file
+  // `from`) names: the longest module prefix that is a project file, then one
+  // name defined there, or imported there and resolved again (a package's
+  // `__init__.py` re-exporting `from .builder import build_model`).
+  std::pair<long, std::string> function_of(std::size_t from, const std::string& canonical, int depth = 0) const {
+    if (depth > 4) return {-1, {}};
+    std::size_t last = canonical.rfind('.');
+    if (last == std::string::npos || last == 0) return {-1, {}};
+    std::string module = canonical.substr(0, last);
+    std::string name = canonical.substr(last + 1);
+    if (name.empty()) return {-1, {}};
+    long file = module_file(from, module);
+    if (file < 0) return {-1, {}};
+    const ModuleFile& m = files_[static_cast<std::size_t>(file)];
+    if (!m.summarised) return {-1, {}};
+    for (const FileSummary::Function& f : m.summary.functions)
+      if (f.name == name) return {file, name};
+    for (const auto& [local, target] : m.summary.imports)
+      if (local == name && target != canonical) return function_of(static_cast<std::size_t>(file), target, depth + 1);
+    return {-1, {}};
+  }
+
+  const FileSummary::Function* function(long file, const std::string& name) const {
+    for (const FileSummary::Function& f : files_[static_cast<std::size_t>(file)].summary.functions)
+      if (f.name == name) return &f;
+    return nullptr;
+  }
+
+  // The facts each file on an edge takes from the summaries as they stand.
+  std::vector<ProjectFacts> facts() const {
+    std::vector<ProjectFacts> out(files_.size());
+    for (std::size_t a = 0; a < files_.size(); ++a) {
+      const ModuleFile& caller = files_[a];
+      if (!caller.summarised) continue;
+      for (const FileSummary::Call& call : caller.summary.calls) {
+        auto [b, name] = function_of(a, call.canonical);
+        if (b < 0 || static_cast<std::size_t>(b) == a) continue;
+        const FileSummary::Function* f = function(b, name);
+        if (f == nullptr) continue;
+        ProjectFacts& callee = out[static_cast<std::size_t>(b)];
+        if (f->trains != ProjectFacts::Trains::None) out[a].callees.emplace(call.canonical, f->trains);
+        // a CUDA caller only: a helper that a CPU smoke test calls every step
+        // and a CUDA script calls every 100 steps is not per step on the GPU
+        if (!caller.summary.cuda) continue;
+        callee.cuda = true;
+        if (call.every_step) callee.step_entries.emplace(name, ProjectCaller{caller.relative, call.line});
+        if (call.in_training_loop) callee.loop_entries.emplace(name, ProjectCaller{caller.relative, call.line});
+      }
+    }
+    return out;
+  }
+
+ private:
+  fs::path root_;
+  std::vector<ModuleFile>& files_;
+  std::unordered_map<fs::path::string_type, std::size_t> by_path_;
+};
+
+void summarise(ModuleFile& m) {
+  SourceFile source(m.relative, m.bytes);
+  m.summarised = false;
+  if (source.check_decodable() != DecodeError::None) return;
+  ParseArenaScope arena;
+  SyntaxTree tree = parse_python(source);
+  if (!tree) return;
+  SemanticModel model(source, tree, m.facts.empty() ? nullptr : &m.facts);
+  m.summary = summarize(model);
+  m.summarised = true;
+}
+
+}  // namespace
+
+Project::Project(fs::path root) : root_(std::move(root)) {
+  std::vector<ModuleFile> files;
+  // the root's Python files, leaving out the default folders and nested projects
+  ExcludeFn excluded = [&](const fs::path& path, bool is_dir) {
+    if (!is_dir) return false;
+    std::string name = path.filename().string();
+    if (std::find(kDefaultExclude.begin(), kDefaultExclude.end(), name) != kDefaultExclude.end()) return true;
+    if (!name.empty() && name[0] == '.') return true;
+    std::error_code ec;
+    fs::path absolute = fs::absolute(path, ec).lexically_normal();
+    return absolute != root_ && is_project_marker_folder(absolute);
+  };
+  PathWalk walk({root_.string()}, excluded);
+  while (auto entry = walk.next()) {
+    if (!entry->error.empty()) continue;
+    fs::path p(entry->path);
+    if (p.extension() != ".py") continue;
+    if (files.size() >= kMaxFiles) {
+      file_count_ = 0;
+      return;  // too large to index: no facts
+    }
+    std::error_code ec;
+    ModuleFile m;
+    m.path = fs::absolute(p, ec).lexically_normal();
+    m.relative = m.path.lexically_relative(root_).generic_string();
+    std::string err;
+    auto bytes = read_file(m.path.string(), err);
+    if (!bytes) continue;
+    m.bytes = std::move(*bytes);
+    files.push_back(std::move(m));
+  }
+  file_count_ = files.size();
+  Solver solver(root_, files);
+  // edges: a file that imports another file of the project, and that file
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    for (const std::string& module : imported_modules(files[i].bytes)) {
+      long target = solver.module_file(i, module);
+      if (target < 0 || static_cast<std::size_t>(target) == i) continue;
+      files[i].on_edge = true;
+      files[static_cast<std::size_t>(target)].on_edge = true;
+    }
+  }
+  std::vector<std::size_t> changed;
+  for (std::size_t i = 0; i < files.size(); ++i)
+    if (files[i].on_edge) changed.push_back(i);
+  summarised_ = changed.size();
+  for (rounds_ = 0; rounds_ < kMaxRounds && !changed.empty(); ++rounds_) {
+    for (std::size_t i : changed) summarise(files[i]);
+    std::vector<ProjectFacts> next = solver.facts();
+    changed.clear();
+    for (std::size_t i = 0; i < files.size(); ++i) {
+      if (!files[i].on_edge || next[i] == files[i].facts) continue;
+      files[i].facts = std::move(next[i]);
+      changed.push_back(i);
+    }
+  }
+  for (ModuleFile& m : files) {
+    if (!m.facts.empty()) facts_.emplace(m.path.native(), std::move(m.facts));
+  }
+}
+
+const ProjectFacts* Project::facts_for(const fs::path& file) const {
+  auto it = facts_.find(file.native());
+  return it == facts_.end() ? nullptr : &it->second;
+}
+
+std::shared_ptr<const Project> ProjectSet::project_of(const fs::path& file) {
+  fs::path root = project_root(file);
+  std::shared_ptr<Slot> slot;
+  {
+    std::lock_guard lock(mutex_);
+    auto it = std::find_if(entries_.begin(), entries_.end(), [&](const Entry& e) { return e.root == root; });
+    if (it != entries_.end()) {
+      Entry e = std::move(*it);
+      entries_.erase(it);
+      entries_.push_back(std::move(e));
+    } else {
+      if (entries_.size() >= kKept) entries_.erase(entries_.begin());
+      entries_.push_back(Entry{root, std::make_shared<Slot>()});
+    }
+    slot = entries_.back().slot;
+  }
+  std::call_once(slot->once, [&] { slot->project = std::make_shared<const Project>(root); });
+  return slot->project;
+}
+
+}  // namespace ddplint

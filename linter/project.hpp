@@ -1,0 +1,111 @@
+// One project, not one file: the index of a project's Python modules, the
+// summary of each module, and the facts that flow between them (which
+// functions of other modules train, which of a file's functions another file
+// calls every training step, which files run on CUDA).
+//
+// A file's findings are a function of its project, never of the command line:
+// `ddplint engine.py` and `ddplint .` give engine.py the same facts.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "linter/project_facts.hpp"
+#include "linter/semantic_model.hpp"
+
+namespace ddplint {
+
+/// What the project index needs to know of one module, from its model.
+struct FileSummary {
+  /// A top-level function and what it does (from the model, with the facts it was built with).
+  struct Function {
+    std::string name;
+    ProjectFacts::Trains trains = ProjectFacts::Trains::None;
+  };
+  /// Calls whose callee has a canonical name (through the file's imports):
+  /// one entry per name, at its first call; the flags ORed over its calls.
+  struct Call {
+    std::string canonical;    ///< `engine.train_one_epoch`, `.misc.f`, `torch.save`
+    std::uint32_t line = 0;   ///< 1-based line of the first call that sets `every_step` (else of the first call)
+    bool every_step = false;  ///< some call runs on every training step, under no guard of any kind
+    bool in_training_loop = false;  ///< some call is inside a training loop (step or epoch level)
+  };
+  std::vector<Function> functions;
+  std::vector<Call> calls;
+  /// The file's imports (local name -> target), for names other modules import from it.
+  std::vector<std::pair<std::string, std::string>> imports;
+  bool cuda = false;  ///< SemanticModel::uses_cuda(), project facts included
+};
+
+/// The summary of `model`'s file.
+FileSummary summarize(const SemanticModel& model);
+
+/// The project of `file`: the nearest folder at or above the file's folder
+/// holding `pyproject.toml`, `setup.py`, `setup.cfg` or `.git`, else the
+/// file's own folder. Absolute and lexically normal.
+std::filesystem::path project_root(const std::filesystem::path& file);
+
+/// The index of one project: every `*.py` file under its root (leaving out
+/// kDefaultExclude folders and folders that are projects of their own), and
+/// the facts each file takes from the others.
+class Project {
+ public:
+  /// Projects with more Python files than this are not indexed (their files
+  /// get no project facts, as if linted alone).
+  static constexpr std::size_t kMaxFiles = 20000;
+  /// Rounds of the fixed point (facts flow one call edge per round; a chain
+  /// main.py -> engine.py -> utils.py needs two). Past this, facts found so far stand.
+  static constexpr int kMaxRounds = 8;
+
+  /// Indexes the project at `root` (absolute, normal): reads its files,
+  /// finds the import edges between them, summarises the files on an edge and
+  /// solves the facts. Files that cannot be read or parsed add nothing.
+  explicit Project(std::filesystem::path root);
+
+  /// Facts for `file` (absolute, normal), or nullptr when it has none.
+  const ProjectFacts* facts_for(const std::filesystem::path& file) const;
+  const std::filesystem::path& root() const { return root_; }
+  /// Python files found under the root (0 when it had more than kMaxFiles).
+  std::size_t file_count() const { return file_count_; }
+  /// Files on an import edge with another file of the project (those summarised).
+  std::size_t summarised_count() const { return summarised_; }
+  /// Rounds the fixed point took.
+  int rounds() const { return rounds_; }
+
+ private:
+  std::filesystem::path root_;
+  std::map<std::string, ProjectFacts, std::less<>> facts_;  // absolute path -> non-empty facts
+  std::size_t file_count_ = 0, summarised_ = 0;
+  int rounds_ = 0;
+};
+
+/// The projects of a run, each indexed once, shared by the threads that lint
+/// its files. Holds the last kKept projects (a run walks files folder by
+/// folder, so a project's files come together): memory does not grow with
+/// the number of projects.
+class ProjectSet {
+ public:
+  static constexpr std::size_t kKept = 4;
+  /// The project of `file` (indexing it on first use; thread-safe).
+  std::shared_ptr<const Project> project_of(const std::filesystem::path& file);
+
+ private:
+  struct Slot {
+    std::once_flag once;
+    std::shared_ptr<const Project> project;
+  };
+  struct Entry {
+    std::filesystem::path root;
+    std::shared_ptr<Slot> slot;
+  };
+  std::mutex mutex_;
+  std::vector<Entry> entries_;  // most recently used last
+};
+
+}  // namespace ddplint

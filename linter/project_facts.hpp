@@ -1,0 +1,45 @@
+// What a file's semantic model takes from the rest of its project (see
+// linter/project.hpp, which computes it): the functions of other modules this
+// file calls, and the calls other modules make into this file.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+namespace ddplint {
+
+/// Where another file of the project calls a function of this file.
+struct ProjectCaller {
+  std::string path;        ///< the calling file, as the project index names it (relative to the project root)
+  std::uint32_t line = 0;  ///< 1-based line of the call
+};
+
+/// Project facts for one file. Empty (the default) for a file linted alone.
+/// Every fact is an over-approximation only where the index proved it: an
+/// import the index cannot resolve adds nothing, so rules stay silent on it.
+struct ProjectFacts {
+  /// What a function of another module does, keyed by the canonical name this
+  /// file's imports give the call (`engine.train_one_epoch`, `.misc.f`).
+  enum class Trains : std::uint8_t {
+    None,     ///< neither backward() nor an optimizer step
+    InLoop,   ///< runs a training loop (calling it once is not a step)
+    Direct,   ///< runs backward() or an optimizer step itself: each call is a step
+  };
+  std::map<std::string, Trains, std::less<>> callees;
+  /// This file's top-level functions called on every step of a training loop
+  /// in another file that runs on CUDA (with no guard of any kind between), by name.
+  std::map<std::string, ProjectCaller, std::less<>> step_entries;
+  /// This file's top-level functions called inside a training loop of another
+  /// file that runs on CUDA (at epoch or step level), by name.
+  std::map<std::string, ProjectCaller, std::less<>> loop_entries;
+  /// A file that moves work to CUDA calls into this one (transitively).
+  bool cuda = false;
+
+  bool empty() const { return callees.empty() && step_entries.empty() && loop_entries.empty() && !cuda; }
+  bool operator==(const ProjectFacts&) const = default;
+};
+
+inline bool operator==(const ProjectCaller& a, const ProjectCaller& b) { return a.path == b.path && a.line == b.line; }
+
+}  // namespace ddplint

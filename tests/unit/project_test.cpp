@@ -1,0 +1,147 @@
+// The project index: roots, import resolution, facts across files, cycles and
+// missing modules, and that a file's facts do not depend on what was named.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <unistd.h>
+
+#include "linter/lint.hpp"
+#include "linter/project.hpp"
+#include "rules/registry.hpp"
+
+using namespace ddplint;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct TempProject {
+  fs::path root;
+  TempProject() {
+    root = fs::temp_directory_path() / ("ddplint_project_test_" + std::to_string(::getpid()) + "_" +
+                                        std::to_string(counter()++));
+    fs::remove_all(root);
+    fs::create_directories(root);
+    write("pyproject.toml", "");
+  }
+  ~TempProject() {
+    std::error_code ec;
+    fs::remove_all(root, ec);
+  }
+  static int& counter() {
+    static int n = 0;
+    return n;
+  }
+  void write(const std::string& relative, const std::string& text) const {
+    fs::path p = root / relative;
+    fs::create_directories(p.parent_path());
+    std::ofstream(p) << text;
+  }
+  fs::path path(const std::string& relative) const { return (root / relative).lexically_normal(); }
+};
+
+const char* kMain =
+    "import torch\n"
+    "import engine\n"
+    "model = torch.nn.Linear(4, 4).cuda()\n"
+    "opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+    "for epoch in range(10):\n"
+    "    engine.train_one_epoch(model, opt)\n";
+const char* kEngine =
+    "from util import helpers\n"
+    "def train_one_epoch(model, opt):\n"
+    "    for x in range(100):\n"
+    "        loss = model(x).sum()\n"
+    "        loss.backward()\n"
+    "        opt.step()\n"
+    "        helpers.norms(model)\n";
+const char* kHelpers =
+    "def norms(model):\n"
+    "    return [p.grad.norm().item() for p in model.parameters()]\n";
+
+}  // namespace
+
+TEST_CASE("project root: the nearest folder with a marker, else the file's folder") {
+  TempProject t;
+  t.write("a/b/c.py", "");
+  CHECK(project_root(t.path("a/b/c.py")) == t.root.lexically_normal());
+  t.write("a/setup.cfg", "");
+  CHECK(project_root(t.path("a/b/c.py")) == t.path("a"));
+}
+
+TEST_CASE("facts flow main -> engine -> helpers: training callees, CUDA, per-step entries") {
+  TempProject t;
+  t.write("main.py", kMain);
+  t.write("engine.py", kEngine);
+  t.write("util/__init__.py", "");
+  t.write("util/helpers.py", kHelpers);
+  Project p(t.root.lexically_normal());
+  CHECK(p.file_count() == 4);
+  const ProjectFacts* main_facts = p.facts_for(t.path("main.py"));
+  REQUIRE(main_facts != nullptr);
+  REQUIRE(main_facts->callees.count("engine.train_one_epoch") == 1);
+  CHECK(main_facts->callees.at("engine.train_one_epoch") == ProjectFacts::Trains::InLoop);
+  const ProjectFacts* engine_facts = p.facts_for(t.path("engine.py"));
+  REQUIRE(engine_facts != nullptr);
+  CHECK(engine_facts->cuda);
+  CHECK(engine_facts->loop_entries.count("train_one_epoch") == 1);
+  CHECK(engine_facts->step_entries.empty());  // called once per epoch, not per step
+  const ProjectFacts* helper_facts = p.facts_for(t.path("util/helpers.py"));
+  REQUIRE(helper_facts != nullptr);
+  CHECK(helper_facts->cuda);  // through engine.py, which inherits it from main.py
+  REQUIRE(helper_facts->step_entries.count("norms") == 1);
+  CHECK(helper_facts->step_entries.at("norms").path == "engine.py");
+  CHECK(helper_facts->step_entries.at("norms").line == 7);
+  CHECK(p.rounds() >= 2);
+}
+
+TEST_CASE("a helper's finding names the call that makes it per step, whatever file was named") {
+  TempProject t;
+  t.write("main.py", kMain);
+  t.write("engine.py", kEngine);
+  t.write("util/__init__.py", "");
+  t.write("util/helpers.py", kHelpers);
+  ProjectSet set;
+  auto project = set.project_of(t.path("util/helpers.py"));
+  REQUIRE(project);
+  CHECK(set.project_of(t.path("main.py")) == project);  // one index per root
+  SourceFile source(t.path("util/helpers.py").string(), kHelpers);
+  RuleSelection selection({"DDP401"}, {});
+  LintResult alone = lint(source, rules::all(), selection);
+  CHECK(alone.diagnostics.empty());
+  LintResult in_project =
+      lint(source, rules::all(), selection, RuleOptions{}, true, project->facts_for(t.path("util/helpers.py")));
+  REQUIRE(in_project.diagnostics.size() == 1);
+  CHECK(in_project.diagnostics[0].message.find("(every step through engine.py:7)") != std::string::npos);
+}
+
+TEST_CASE("cycles, missing modules and a CPU-only caller add no facts that are not proven") {
+  TempProject t;
+  t.write("a.py", "import b\nimport missing_module\ndef f():\n    b.g()\n");
+  t.write("b.py", "import a\ndef g():\n    a.f()\n");
+  t.write("cpu.py",
+          "import torch\nfrom helpers import norms\nmodel = torch.nn.Linear(2, 2)\n"
+          "opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+          "for x in range(3):\n    model(x).sum().backward()\n    opt.step()\n    norms(model)\n");
+  t.write("helpers.py", kHelpers);
+  Project p(t.root.lexically_normal());
+  CHECK(p.facts_for(t.path("a.py")) == nullptr);
+  CHECK(p.facts_for(t.path("b.py")) == nullptr);
+  CHECK(p.facts_for(t.path("helpers.py")) == nullptr);  // per step only on the CPU
+  CHECK(p.rounds() <= Project::kMaxRounds);
+}
+
+TEST_CASE("relative imports and package re-exports resolve") {
+  TempProject t;
+  t.write("pkg/__init__.py", "from .step import train_step\n");
+  t.write("pkg/step.py", "def train_step(model, opt):\n    model(1).sum().backward()\n    opt.step()\n");
+  t.write("run.py",
+          "import torch\nfrom pkg import train_step\nmodel = torch.nn.Linear(2, 2).cuda()\n"
+          "opt = torch.optim.SGD(model.parameters(), lr=0.1)\nfor i in range(9):\n    train_step(model, opt)\n");
+  Project p(t.root.lexically_normal());
+  const ProjectFacts* run = p.facts_for(t.path("run.py"));
+  REQUIRE(run != nullptr);
+  REQUIRE(run->callees.count("pkg.train_step") == 1);
+  CHECK(run->callees.at("pkg.train_step") == ProjectFacts::Trains::Direct);
+}
