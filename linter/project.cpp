@@ -138,8 +138,8 @@ namespace {
 struct ModuleFile {
   fs::path path;          // absolute, normal
   std::string relative;   // shown in messages: relative to the root, generic separators
-  std::string bytes;
   bool on_edge = false;
+  std::size_t component = 0;  // files joined by import edges (either way) share one
   FileSummary summary;
   ProjectFacts facts;
   bool summarised = false;
@@ -242,8 +242,11 @@ class Solver {
 };
 
 void summarise(ModuleFile& m) {
-  SourceFile source(m.relative, m.bytes);
   m.summarised = false;
+  std::string err;
+  auto bytes = read_file(m.path.string(), err);
+  if (!bytes) return;
+  SourceFile source(m.relative, std::move(*bytes));
   if (source.check_decodable() != DecodeError::None) return;
   ParseArenaScope arena;
   SyntaxTree tree = parse_python(source);
@@ -255,8 +258,15 @@ void summarise(ModuleFile& m) {
 
 }  // namespace
 
-Project::Project(fs::path root) : root_(std::move(root)) {
+struct Project::State {
   std::vector<ModuleFile> files;
+  std::unique_ptr<Solver> solver;
+  std::unordered_map<fs::path::string_type, std::size_t> index;  // absolute path -> file
+  std::vector<std::uint8_t> solved;                             // per component
+};
+
+Project::Project(fs::path root) : root_(std::move(root)), state_(std::make_unique<State>()) {
+  std::vector<ModuleFile>& files = state_->files;
   // the root's Python files, leaving out the default folders and nested projects
   ExcludeFn excluded = [&](const fs::path& path, bool is_dir) {
     if (!is_dir) return false;
@@ -273,6 +283,7 @@ Project::Project(fs::path root) : root_(std::move(root)) {
     fs::path p(entry->path);
     if (p.extension() != ".py") continue;
     if (files.size() >= kMaxFiles) {
+      files.clear();
       file_count_ = 0;
       return;  // too large to index: no facts
     }
@@ -280,43 +291,75 @@ Project::Project(fs::path root) : root_(std::move(root)) {
     ModuleFile m;
     m.path = fs::absolute(p, ec).lexically_normal();
     m.relative = m.path.lexically_relative(root_).generic_string();
-    std::string err;
-    auto bytes = read_file(m.path.string(), err);
-    if (!bytes) continue;
-    m.bytes = std::move(*bytes);
     files.push_back(std::move(m));
   }
   file_count_ = files.size();
-  Solver solver(root_, files);
-  // edges: a file that imports another file of the project, and that file
+  state_->solver = std::make_unique<Solver>(root_, files);
+  // edges: a file that imports another file of the project, and that file;
+  // components of the undirected graph (union-find), each solved on first use
+  std::vector<std::size_t> parent(files.size());
+  for (std::size_t i = 0; i < parent.size(); ++i) parent[i] = i;
+  auto find = [&](std::size_t x) {
+    while (parent[x] != x) x = parent[x] = parent[parent[x]];
+    return x;
+  };
   for (std::size_t i = 0; i < files.size(); ++i) {
-    for (const std::string& module : imported_modules(files[i].bytes)) {
-      long target = solver.module_file(i, module);
+    std::string err;
+    auto bytes = read_file(files[i].path.string(), err);
+    if (!bytes) continue;
+    for (const std::string& module : imported_modules(*bytes)) {
+      long target = state_->solver->module_file(i, module);
       if (target < 0 || static_cast<std::size_t>(target) == i) continue;
       files[i].on_edge = true;
       files[static_cast<std::size_t>(target)].on_edge = true;
+      parent[find(i)] = find(static_cast<std::size_t>(target));
     }
   }
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    files[i].component = find(i);
+    state_->index.emplace(files[i].path.native(), i);
+  }
+  state_->solved.assign(files.size(), 0);
+}
+
+Project::~Project() = default;
+
+// Summarises the files of one component and solves their facts.
+void Project::solve(std::size_t component) const {
+  std::vector<ModuleFile>& files = state_->files;
   std::vector<std::size_t> changed;
   for (std::size_t i = 0; i < files.size(); ++i)
-    if (files[i].on_edge) changed.push_back(i);
-  summarised_ = changed.size();
-  for (rounds_ = 0; rounds_ < kMaxRounds && !changed.empty(); ++rounds_) {
+    if (files[i].on_edge && files[i].component == component) changed.push_back(i);
+  summarised_ += changed.size();
+  int rounds = 0;
+  for (; rounds < kMaxRounds && !changed.empty(); ++rounds) {
     for (std::size_t i : changed) summarise(files[i]);
-    std::vector<ProjectFacts> next = solver.facts();
+    std::vector<ProjectFacts> next = state_->solver->facts();
     changed.clear();
     for (std::size_t i = 0; i < files.size(); ++i) {
-      if (!files[i].on_edge || next[i] == files[i].facts) continue;
+      if (!files[i].on_edge || files[i].component != component || next[i] == files[i].facts) continue;
       files[i].facts = std::move(next[i]);
       changed.push_back(i);
     }
   }
-  for (ModuleFile& m : files) {
-    if (!m.facts.empty()) facts_.emplace(m.path.native(), std::move(m.facts));
+  rounds_ = std::max(rounds_, rounds);
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    if (files[i].component != component) continue;
+    files[i].summary = FileSummary{};  // only the facts are kept
+    if (!files[i].facts.empty()) facts_.emplace(files[i].path.native(), std::move(files[i].facts));
   }
 }
 
 const ProjectFacts* Project::facts_for(const fs::path& file) const {
+  std::lock_guard lock(mutex_);
+  auto at = state_->index.find(file.native());
+  if (at == state_->index.end()) return nullptr;
+  const ModuleFile& m = state_->files[at->second];
+  if (!m.on_edge) return nullptr;
+  if (!state_->solved[m.component]) {
+    solve(m.component);
+    state_->solved[m.component] = 1;
+  }
   auto it = facts_.find(file.native());
   return it == facts_.end() ? nullptr : &it->second;
 }

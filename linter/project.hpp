@@ -63,26 +63,44 @@ class Project {
   /// main.py -> engine.py -> utils.py needs two). Past this, facts found so far stand.
   static constexpr int kMaxRounds = 8;
 
-  /// Indexes the project at `root` (absolute, normal): reads its files,
-  /// finds the import edges between them, summarises the files on an edge and
-  /// solves the facts. Files that cannot be read or parsed add nothing.
+  /// Indexes the project at `root` (absolute, normal): lists its files and
+  /// finds the import edges between them (a scan of import lines, no parse).
+  /// Files that cannot be read or parsed add nothing.
   explicit Project(std::filesystem::path root);
+  ~Project();
+  Project(const Project&) = delete;
+  Project& operator=(const Project&) = delete;
 
-  /// Facts for `file` (absolute, normal), or nullptr when it has none.
+  /// Facts for `file` (absolute, normal), or nullptr when it has none. The
+  /// first question about a file summarises (parses) the files joined to it by
+  /// import edges, either way, and solves their facts; files of the project
+  /// that no edge joins to it are never parsed for it. Thread-safe; the facts
+  /// live as long as the Project.
   const ProjectFacts* facts_for(const std::filesystem::path& file) const;
   const std::filesystem::path& root() const { return root_; }
   /// Python files found under the root (0 when it had more than kMaxFiles).
   std::size_t file_count() const { return file_count_; }
-  /// Files on an import edge with another file of the project (those summarised).
-  std::size_t summarised_count() const { return summarised_; }
-  /// Rounds the fixed point took.
-  int rounds() const { return rounds_; }
+  /// Files summarised so far (those of the components asked about).
+  std::size_t summarised_count() const {
+    std::lock_guard lock(mutex_);
+    return summarised_;
+  }
+  /// Most rounds a component's fixed point took so far.
+  int rounds() const {
+    std::lock_guard lock(mutex_);
+    return rounds_;
+  }
 
  private:
+  struct State;
+  void solve(std::size_t component) const;  // with mutex_ held
   std::filesystem::path root_;
-  std::map<std::string, ProjectFacts, std::less<>> facts_;  // absolute path -> non-empty facts
-  std::size_t file_count_ = 0, summarised_ = 0;
-  int rounds_ = 0;
+  std::unique_ptr<State> state_;
+  mutable std::mutex mutex_;
+  mutable std::map<std::string, ProjectFacts, std::less<>> facts_;  // absolute path -> non-empty facts
+  std::size_t file_count_ = 0;
+  mutable std::size_t summarised_ = 0;
+  mutable int rounds_ = 0;
 };
 
 /// The projects of a run, each indexed once, shared by the threads that lint
