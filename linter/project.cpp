@@ -103,7 +103,9 @@ FileSummary summarize(const SemanticModel& model) {
   s.cuda = model.uses_cuda();
   for (std::size_t f = 0; f < model.functions().size(); ++f) {
     if (!model.is_top_level_function(static_cast<int>(f))) continue;
-    s.functions.push_back({std::string(model.functions()[f].name), model.function_trains(static_cast<int>(f))});
+    FileSummary::Function fn{std::string(model.functions()[f].name), model.function_trains(static_cast<int>(f)), {}};
+    for (std::string_view p : model.parameter_names(static_cast<int>(f))) fn.parameters.emplace_back(p);
+    s.functions.push_back(std::move(fn));
   }
   std::unordered_map<std::string_view, std::size_t> seen;
   const LineIndex& lines = model.source().lines();
@@ -112,9 +114,18 @@ FileSummary summarize(const SemanticModel& model) {
     auto [it, fresh] = seen.emplace(c.canonical, s.calls.size());
     if (fresh) s.calls.push_back({std::string(c.canonical), lines.line_of(ts_node_start_byte(c.node)) + 1, false, false});
     FileSummary::Call& call = s.calls[it->second];
-    if (!call.every_step && model.runs_every_step(c.node, kAnyGuard)) {
+    if (model.runs_every_step(c.node, kAnyGuard)) {
+      if (!call.every_step) call.line = lines.line_of(ts_node_start_byte(c.node)) + 1;
       call.every_step = true;
-      call.line = lines.line_of(ts_node_start_byte(c.node)) + 1;
+      // what each call made every step passes: host values or maybe tensors
+      if (model.has_unpacked_arguments(c)) call.unpacked = true;
+      int position = 0;
+      for (const Argument& a : model.arguments(c)) {
+        std::string key = a.kind == Argument::Kind::Keyword ? std::string(a.keyword) : "#" + std::to_string(position++);
+        bool host = model.certainly_host_value(a.value);
+        auto [at, fresh_key] = call.host_arguments.emplace(key, host);
+        if (!fresh_key) at->second = at->second && host;
+      }
     }
     if (!call.in_training_loop && model.in_training_loop(c.node)) call.in_training_loop = true;
   }
@@ -214,6 +225,7 @@ class Solver {
   // The facts each file on an edge takes from the summaries as they stand.
   std::vector<ProjectFacts> facts() const {
     std::vector<ProjectFacts> out(files_.size());
+    std::vector<std::set<std::string, std::less<>>> host_seen(files_.size());  // per callee: functions met
     for (std::size_t a = 0; a < files_.size(); ++a) {
       const ModuleFile& caller = files_[a];
       if (!caller.summarised) continue;
@@ -228,7 +240,28 @@ class Solver {
         // and a CUDA script calls every 100 steps is not per step on the GPU
         if (!caller.summary.cuda) continue;
         callee.cuda = true;
-        if (call.every_step) callee.step_entries.emplace(name, ProjectCaller{caller.relative, call.line});
+        if (call.every_step) {
+          callee.step_entries.emplace(name, ProjectCaller{caller.relative, call.line});
+          // the parameters this caller passes host values (or leaves to their defaults)
+          std::set<std::string, std::less<>> host;
+          if (!call.unpacked) {
+            for (std::size_t i = 0; i < f->parameters.size(); ++i) {
+              const std::string& p = f->parameters[i];
+              auto by_position = call.host_arguments.find("#" + std::to_string(i));
+              auto by_name = call.host_arguments.find(p);
+              bool passed_tensor = (by_position != call.host_arguments.end() && !by_position->second) ||
+                                   (by_name != call.host_arguments.end() && !by_name->second);
+              if (!passed_tensor) host.insert(p);
+            }
+          }
+          // every per-step CUDA caller must agree: the intersection
+          auto [at, first] = host_seen[static_cast<std::size_t>(b)].insert(name);
+          auto& known = callee.host_parameters[name];
+          if (first) known = std::move(host);
+          else std::erase_if(known, [&](const std::string& p) { return !host.contains(p); });
+          if (known.empty()) callee.host_parameters.erase(name);
+          (void)at;
+        }
         if (call.in_training_loop) callee.loop_entries.emplace(name, ProjectCaller{caller.relative, call.line});
       }
     }

@@ -27,6 +27,7 @@ struct FileSummary {
   struct Function {
     std::string name;
     ProjectFacts::Trains trains = ProjectFacts::Trains::None;
+    std::vector<std::string> parameters;  ///< named parameters in order (`self`, `*args`, `**kwargs` left out)
   };
   /// Calls whose callee has a canonical name (through the file's imports):
   /// one entry per name, at its first call; the flags ORed over its calls.
@@ -35,6 +36,11 @@ struct FileSummary {
     std::uint32_t line = 0;   ///< 1-based line of the first call that sets `every_step` (else of the first call)
     bool every_step = false;  ///< some call runs on every training step, under no guard of any kind
     bool in_training_loop = false;  ///< some call is inside a training loop (step or epoch level)
+    /// Over the calls made every step: for each argument passed (`#0`, `#1`
+    /// by position, else its keyword), true when every such call passes a
+    /// host value there (SemanticModel::certainly_host_value).
+    std::map<std::string, bool, std::less<>> host_arguments;
+    bool unpacked = false;  ///< some call made every step passes `*args` or `**kwargs`
   };
   std::vector<Function> functions;
   std::vector<Call> calls;

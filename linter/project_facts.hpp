@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 
 namespace ddplint {
@@ -33,10 +34,18 @@ struct ProjectFacts {
   /// This file's top-level functions called inside a training loop of another
   /// file that runs on CUDA (at epoch or step level), by name.
   std::map<std::string, ProjectCaller, std::less<>> loop_entries;
+  /// For this file's functions in step_entries: the parameters that every
+  /// call made every step by a CUDA file passes a host value (a Python number
+  /// or string, a container of them, the result of `.item()`, or the
+  /// parameter's default), by function and parameter name. `.item()` on such a
+  /// value is no host-device sync.
+  std::map<std::string, std::set<std::string, std::less<>>, std::less<>> host_parameters;
   /// A file that moves work to CUDA calls into this one (transitively).
   bool cuda = false;
 
-  bool empty() const { return callees.empty() && step_entries.empty() && loop_entries.empty() && !cuda; }
+  bool empty() const {
+    return callees.empty() && step_entries.empty() && loop_entries.empty() && host_parameters.empty() && !cuda;
+  }
   bool operator==(const ProjectFacts&) const = default;
 };
 

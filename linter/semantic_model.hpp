@@ -444,6 +444,20 @@ class SemanticModel {
   }
   /// True for a function defined at the top level of the module (not a method or a nested function).
   bool is_top_level_function(int f) const;
+  /// True when `expr` is certainly a host value, not a tensor: a number,
+  /// string, bool or None literal, an f-string, arithmetic of such values, a
+  /// list/tuple/set/dict of them, `.item()`, `.tolist()`, `float()`/`int()`/
+  /// `len()`/`round()`/`str()`/`bool()` of anything, `range()` items, or a name bound once to one.
+  bool certainly_host_value(TSNode expr) const;
+  /// True when `expr` (through method calls and attributes, to the name they
+  /// start from) holds only values that come from parameters the project
+  /// facts call host (ProjectFacts::host_parameters), directly, through a loop
+  /// over them (`for k, v in values.items()`), or through assignments of host
+  /// values (`v = v.item()`).
+  bool from_host_parameter(TSNode expr) const;
+  /// The named parameters of function `f` in order, leaving out `self`/`cls`
+  /// of a method and `*args`/`**kwargs`.
+  std::vector<std::string_view> parameter_names(int f) const;
   /// When `node` runs on every training step only because another file calls
   /// its enclosing top-level function every step: that call. Null otherwise.
   const ProjectCaller* step_caller_elsewhere(TSNode node) const;
@@ -466,6 +480,8 @@ class SemanticModel {
   Value argparse_uncached(const std::string& dest, int depth) const;
   bool rank_rec(TSNode expr, int depth) const;
   bool ends_enclosing_loop(TSNode name) const;
+  bool host_value_rec(TSNode expr, int depth, int& budget) const;
+  bool host_parameter_rec(TSNode expr, int depth, int& budget) const;
   GuardMask classify_rec(TSNode condition, bool negated, int depth) const;
   bool world_rec(TSNode expr, int depth) const;
   bool world_rec_uncached(TSNode expr, int depth) const;

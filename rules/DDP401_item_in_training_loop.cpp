@@ -72,6 +72,7 @@ void check(const SemanticModel& model, RuleContext& ctx) {
     if (node_is_null(call->receiver) || model.positional_count(*call) != 0) continue;
     if (!model.runs_every_step(call->node, kRareGuards)) continue;
     if (host_tensor(model, call->receiver)) continue;  // a CPU tensor: no GPU work to wait for
+    if (model.from_host_parameter(call->receiver)) continue;  // every per-step caller passes a host value
     if (in_run_ending_branch(model, call->node)) continue;  // runs once, before the run stops
     if (feeds_finiteness_check(model, *call)) continue;
     if (!drained_known) {

@@ -78,6 +78,7 @@ void check(const SemanticModel& model, RuleContext& ctx) {
     if (!transfer || node_is_null(c.receiver)) continue;
     if (inner.contains(node_start_byte(c.node) ^ (node_end_byte(c.node) << 1))) continue;
     if (host_receiver(model, c.receiver)) continue;
+    if (model.from_host_parameter(c.receiver)) continue;  // every per-step caller passes a host value
     if (!model.runs_every_step(c.node, kRareGuards)) continue;
     auto [start, end] = first_line_range(model, c.node);
     std::string what = c.method == "to" ? ".to(\"cpu\")" : "." + std::string(c.method) + "()";

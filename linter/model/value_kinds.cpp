@@ -227,3 +227,170 @@ bool SemanticModel::indexed_device_rec_uncached(TSNode expr, int depth) const {
 }
 
 }  // namespace ddplint
+
+namespace ddplint {
+
+using namespace model_detail;
+
+// Both walks follow every binding of a name, so a budget of visits (not only
+// the depth) bounds them: `x = x + 1` would otherwise branch at every level.
+constexpr int kHostBudget = 256;
+
+bool SemanticModel::certainly_host_value(TSNode expr) const {
+  int budget = kHostBudget;
+  return host_value_rec(expr, 0, budget);
+}
+
+bool SemanticModel::host_value_rec(TSNode expr, int depth, int& budget) const {
+  const Kinds& k = kinds();
+  if (node_is_null(expr) || depth > kMaxDepth || --budget < 0) return false;
+  TSSymbol s = node_symbol(expr);
+  if (s == k.integer || s == k.float_ || s == k.string || s == k.concatenated_string || s == k.true_ ||
+      s == k.false_ || s == k.none)
+    return true;
+  if (s == k.parenthesized_expression || s == k.unary_operator)
+    return ts_node_named_child_count(expr) == 1 && host_value_rec(ts_node_named_child(expr, 0), depth + 1, budget);
+  if (s == k.binary_operator)
+    return host_value_rec(field(expr, k.f_left), depth + 1, budget) && host_value_rec(field(expr, k.f_right), depth + 1, budget);
+  if (s == k.list || s == k.tuple || s == k.dictionary || ts_node_type(expr) == std::string_view("set")) {
+    for (TSNode child : children(expr)) {
+      TSNode v = node_symbol(child) == k.pair ? field(child, k.f_value) : child;
+      if (!host_value_rec(v, depth + 1, budget)) return false;  // a splat or a tensor entry
+    }
+    return true;
+  }
+  if (s == k.call) {
+    const CallSite* c = call_at(expr);
+    if (c == nullptr) return false;
+    if (!node_is_null(c->receiver) && (c->method == "item" || c->method == "tolist")) return true;
+    TSNode fn = field(expr, k.f_function);
+    if (node_symbol(fn) == k.identifier && aliases_.find(text(fn)) == nullptr) {
+      std::string_view name = text(fn);
+      if (name == "float" || name == "int" || name == "len" || name == "round" || name == "str" || name == "bool")
+        return bindings_of(name, region_of(expr)).empty();  // the builtin, not a name of the file
+    }
+    return false;
+  }
+  if (s == k.identifier) {
+    // every binding of the name holds a host value (`last = 0.0` ... `last = loss.item()`)
+    BindingList bs = bindings_of(text(expr), region_of(expr));
+    if (bs.empty()) return false;
+    for (const Binding* b : bs) {
+      if (b->kind == Binding::Kind::Assign || b->kind == Binding::Kind::Augmented) {
+        if (!host_value_rec(b->value, depth + 1, budget)) return false;
+        continue;
+      }
+      if (b->kind != Binding::Kind::LoopTarget || node_is_null(b->target)) return false;
+      // `for i in range(n)`: integers
+      TSNode f = ts_node_parent(b->target);
+      if (node_is_null(f) || node_symbol(f) != k.for_statement || !node_eq(field(f, k.f_left), b->target)) return false;
+      TSNode it = field(f, k.f_right);
+      if (node_symbol(it) != k.call) return false;
+      TSNode fn = field(it, k.f_function);
+      if (node_symbol(fn) != k.identifier || text(fn) != "range" || !bindings_of("range", region_of(expr)).empty())
+        return false;
+    }
+    return true;
+  }
+  return false;
+}
+
+bool SemanticModel::from_host_parameter(TSNode expr) const {
+  if (project_ == nullptr || project_->host_parameters.empty()) return false;
+  int budget = kHostBudget;
+  return host_parameter_rec(expr, 0, budget);
+}
+
+bool SemanticModel::host_parameter_rec(TSNode expr, int depth, int& budget) const {
+  const Kinds& k = kinds();
+  if (node_is_null(expr) || depth > kMaxDepth || --budget < 0) return false;
+  // `v.detach().float()`, `p.grad`: the name the chain starts from
+  for (int guard = 0; guard < 16; ++guard) {
+    TSSymbol s = node_symbol(expr);
+    if (s == k.call) {
+      TSNode fn = field(expr, k.f_function);
+      if (node_symbol(fn) != k.attribute) break;
+      expr = field(fn, k.f_object);
+    } else if (s == k.attribute) {
+      expr = field(expr, k.f_object);
+    } else if (s == k.parenthesized_expression && ts_node_named_child_count(expr) == 1) {
+      expr = ts_node_named_child(expr, 0);
+    } else {
+      break;
+    }
+  }
+  if (node_is_null(expr) || node_symbol(expr) != k.identifier) return false;
+  std::string_view name = text(expr);
+  int region = region_of(expr);
+  BindingList bs = bindings_of(name, region);
+  if (bs.empty()) return false;
+  for (const Binding* b : bs) {
+    switch (b->kind) {
+      case Binding::Kind::Parameter: {
+        int scope = regions_[region].scope;
+        int f = regions_[scope].kind == Region::Kind::Function ? regions_[scope].function : -1;
+        if (!is_top_level_function(f)) return false;
+        auto it = project_->host_parameters.find(functions_[f].name);
+        if (it == project_->host_parameters.end() || !it->second.contains(name)) return false;
+        break;
+      }
+      case Binding::Kind::Assign:
+      case Binding::Kind::Augmented:
+        if (!host_value_rec(b->value, depth + 1, budget) && !host_parameter_rec(b->value, depth + 1, budget)) return false;
+        break;
+      case Binding::Kind::LoopTarget: {
+        TSNode f = b->target;
+        while (!node_is_null(f) && node_symbol(f) != k.for_statement) f = ts_node_parent(f);
+        if (node_is_null(f)) return false;
+        TSNode it = field(f, k.f_right);
+        // `values.items()`, `enumerate(values)`, `sorted(values)`: the entries of `values`
+        for (int guard = 0; guard < 4 && !node_is_null(it) && node_symbol(it) == k.call; ++guard) {
+          TSNode fn = field(it, k.f_function);
+          if (node_symbol(fn) == k.attribute) it = field(fn, k.f_object);
+          else if (ts_node_named_child_count(field(it, k.f_arguments)) == 1)
+            it = ts_node_named_child(field(it, k.f_arguments), 0);
+          else break;
+        }
+        if (!host_parameter_rec(it, depth + 1, budget)) return false;
+        break;
+      }
+      default:
+        return false;
+    }
+  }
+  return true;
+}
+
+std::vector<std::string_view> SemanticModel::parameter_names(int f) const {
+  const Kinds& k = kinds();
+  std::vector<std::string_view> out;
+  if (f < 0 || static_cast<std::size_t>(f) >= functions_.size()) return out;
+  TSNode params = field(functions_[f].node, k.f_parameters);
+  if (node_is_null(params)) return out;
+  bool method = !is_top_level_function(f) && regions_[functions_[f].region].parent >= 0 &&
+                regions_[regions_[functions_[f].region].parent].kind == Region::Kind::Class;
+  bool first = true;
+  for (TSNode p : children(params)) {
+    TSSymbol s = node_symbol(p);
+    TSNode name{};
+    if (s == k.identifier) name = p;
+    else if (s == k.default_parameter || s == k.typed_default_parameter) name = field(p, k.f_name);
+    else if (s == k.typed_parameter && ts_node_named_child_count(p) > 0 &&
+             node_symbol(ts_node_named_child(p, 0)) == k.identifier)
+      name = ts_node_named_child(p, 0);
+    if (node_is_null(name) || node_symbol(name) != k.identifier) {
+      if (ts_node_type(p) == std::string_view("keyword_separator") || ts_node_type(p) == std::string_view("positional_separator")) continue;
+      first = false;
+      continue;  // `*args`, `**kwargs`
+    }
+    if (first && method) {
+      first = false;
+      continue;  // self / cls
+    }
+    first = false;
+    out.push_back(text(name));
+  }
+  return out;
+}
+
+}  // namespace ddplint

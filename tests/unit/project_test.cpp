@@ -145,3 +145,30 @@ TEST_CASE("relative imports and package re-exports resolve") {
   REQUIRE(run->callees.count("pkg.train_step") == 1);
   CHECK(run->callees.at("pkg.train_step") == ProjectFacts::Trains::Direct);
 }
+
+#include "parsed_model.hpp"
+
+TEST_CASE("certainly_host_value: literals, containers, .item(), builtins, every binding host; bounded") {
+  ddplint::testing::ParsedModel p(
+      "import torch\n"
+      "last = 0.0\n"
+      "last = loss.item()\n"
+      "t = torch.zeros(3)\n"
+      "x = 1\n" + [] {
+        std::string s;
+        for (int i = 0; i < 40; ++i) s += "x = x + x\n";
+        return s;
+      }() +
+      "f(3, 'a', {'lr': 1e-3, 'n': [1, 2]}, last, len(q), t, x, float(t), (1, t))\n");
+  const CallSite& c = p.call("f(3");
+  auto host = [&](int i) { return p.model.certainly_host_value(p.model.argument(c, "", i)); };
+  CHECK(host(0));
+  CHECK(host(1));
+  CHECK(host(2));
+  CHECK(host(3));   // both bindings of `last` hold host values
+  CHECK(host(4));
+  CHECK_FALSE(host(5));  // a tensor
+  CHECK_FALSE(host(6));  // past the budget: not proven (and it returns at once)
+  CHECK(host(7));
+  CHECK_FALSE(host(8));  // a tuple holding a tensor
+}
