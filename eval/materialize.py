@@ -11,6 +11,9 @@ name (outside the repository, or in the git-ignored eval/corpus/).
       (.py, .sh, .bash, .slurm, .sbatch, .toml, .cfg, .ipynb, .md, .txt, .yaml,
       .yml) are written to OUT/owner+name/ with the commit in
       OUT/owner+name/.eval-commit. Blobs missing from a partial mirror are left out.
+      An empty OUT/owner+name/.git folder stands for the clone's: ddplint finds
+      a file's project by such markers (linter/project.hpp), so both layouts
+      give the same projects.
   eval/materialize.py --clone OUT
       clones each repository from GitHub into OUT/owner+name (needs network)
       and checks out the pinned commit.
@@ -78,6 +81,7 @@ def export(gdir, commit, out):
     cat.wait()
     with open(os.path.join(out, ".eval-commit"), "w") as f:
         f.write(commit + "\n")
+    os.makedirs(os.path.join(out, ".git"), exist_ok=True)  # the project marker a clone has
     return written, missing
 
 

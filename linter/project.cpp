@@ -98,7 +98,7 @@ std::vector<std::string> imported_modules(std::string_view text) {
 
 }  // namespace
 
-FileSummary summarize(const SemanticModel& model) {
+FileSummary summarize(const SemanticModel& model, const std::function<bool(std::string_view)>& project_call) {
   FileSummary s;
   s.cuda = model.uses_cuda();
   for (std::size_t f = 0; f < model.functions().size(); ++f) {
@@ -128,6 +128,9 @@ FileSummary summarize(const SemanticModel& model) {
       }
     }
     if (!call.in_training_loop && model.in_training_loop(c.node)) call.in_training_loop = true;
+    if (call.result_logged_only && project_call && project_call(c.canonical) &&
+        model.result_use(c.node).kind == ValueUse::Kind::Computation)
+      call.result_logged_only = false;
   }
   for (const auto& [local, target] : model.imports().entries()) s.imports.emplace_back(local, target);
   return s;
@@ -141,7 +144,14 @@ fs::path project_root(const fs::path& file) {
     if (is_project_marker_folder(dir)) return dir;
     if (dir == dir.root_path() || dir.parent_path() == dir) break;
   }
-  return own;
+  // no marker: the folder holding the file's top package (`util/misc.py` with
+  // `util/__init__.py` is imported as `util.misc` from the folder above)
+  fs::path dir = own;
+  for (int level = 0; level < 64 && fs::exists(dir / "__init__.py", ec) && dir.has_parent_path() &&
+                      dir.parent_path() != dir;
+       ++level)
+    dir = dir.parent_path();
+  return dir;
 }
 
 namespace {
@@ -236,6 +246,10 @@ class Solver {
         if (f == nullptr) continue;
         ProjectFacts& callee = out[static_cast<std::size_t>(b)];
         if (f->trains != ProjectFacts::Trains::None) out[a].callees.emplace(call.canonical, f->trains);
+        // how callers use the result: any caller, CUDA or not (a result that
+        // feeds a computation anywhere is not only for the logs)
+        auto use = callee.result_uses.emplace(name, ProjectFacts::ResultUse{true, {caller.relative, call.line}}).first;
+        use->second.logging_only = use->second.logging_only && call.result_logged_only;
         // a CUDA caller only: a helper that a CPU smoke test calls every step
         // and a CUDA script calls every 100 steps is not per step on the GPU
         if (!caller.summary.cuda) continue;
@@ -274,7 +288,7 @@ class Solver {
   std::unordered_map<fs::path::string_type, std::size_t> by_path_;
 };
 
-void summarise(ModuleFile& m) {
+void summarise(ModuleFile& m, const Solver& solver, std::size_t index) {
   m.summarised = false;
   std::string err;
   auto bytes = read_file(m.path.string(), err);
@@ -285,7 +299,10 @@ void summarise(ModuleFile& m) {
   SyntaxTree tree = parse_python(source);
   if (!tree) return;
   SemanticModel model(source, tree, m.facts.empty() ? nullptr : &m.facts);
-  m.summary = summarize(model);
+  m.summary = summarize(model, [&](std::string_view canonical) {
+    std::size_t last = canonical.rfind('.');
+    return last != std::string_view::npos && last > 0 && solver.module_file(index, canonical.substr(0, last)) >= 0;
+  });
   m.summarised = true;
 }
 
@@ -366,7 +383,7 @@ void Project::solve(std::size_t component) const {
   summarised_ += changed.size();
   int rounds = 0;
   for (; rounds < kMaxRounds && !changed.empty(); ++rounds) {
-    for (std::size_t i : changed) summarise(files[i]);
+    for (std::size_t i : changed) summarise(files[i], *state_->solver, i);
     std::vector<ProjectFacts> next = state_->solver->facts();
     changed.clear();
     for (std::size_t i = 0; i < files.size(); ++i) {

@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -41,6 +42,9 @@ struct FileSummary {
     /// host value there (SemanticModel::certainly_host_value).
     std::map<std::string, bool, std::less<>> host_arguments;
     bool unpacked = false;  ///< some call made every step passes `*args` or `**kwargs`
+    /// Every call's result feeds only logging or nothing (SemanticModel::result_use);
+    /// computed only for calls the summary was asked about (`project_call`).
+    bool result_logged_only = true;
   };
   std::vector<Function> functions;
   std::vector<Call> calls;
@@ -49,12 +53,15 @@ struct FileSummary {
   bool cuda = false;  ///< SemanticModel::uses_cuda(), project facts included
 };
 
-/// The summary of `model`'s file.
-FileSummary summarize(const SemanticModel& model);
+/// The summary of `model`'s file. `project_call` (may be empty) says which
+/// canonical names may be functions of the project: only their results' uses
+/// are followed (value flow costs more than the rest of a summary).
+FileSummary summarize(const SemanticModel& model, const std::function<bool(std::string_view)>& project_call = {});
 
 /// The project of `file`: the nearest folder at or above the file's folder
 /// holding `pyproject.toml`, `setup.py`, `setup.cfg` or `.git`, else the
-/// file's own folder. Absolute and lexically normal.
+/// file's own folder, or the folder above its top package when that folder
+/// is a package (has `__init__.py`). Absolute and lexically normal.
 std::filesystem::path project_root(const std::filesystem::path& file);
 
 /// The index of one project: every `*.py` file under its root (leaving out

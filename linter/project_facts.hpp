@@ -14,6 +14,7 @@ namespace ddplint {
 struct ProjectCaller {
   std::string path;        ///< the calling file, as the project index names it (relative to the project root)
   std::uint32_t line = 0;  ///< 1-based line of the call
+  bool operator==(const ProjectCaller&) const = default;
 };
 
 /// Project facts for one file. Empty (the default) for a file linted alone.
@@ -40,15 +41,22 @@ struct ProjectFacts {
   /// parameter's default), by function and parameter name. `.item()` on such a
   /// value is no host-device sync.
   std::map<std::string, std::set<std::string, std::less<>>, std::less<>> host_parameters;
+  /// How the other files of the project use the results of this file's
+  /// top-level functions they call, by function name.
+  struct ResultUse {
+    bool logging_only = true;  ///< every such call's result feeds only logging, or nothing
+    ProjectCaller caller;      ///< one such call
+    bool operator==(const ResultUse&) const = default;
+  };
+  std::map<std::string, ResultUse, std::less<>> result_uses;
   /// A file that moves work to CUDA calls into this one (transitively).
   bool cuda = false;
 
   bool empty() const {
-    return callees.empty() && step_entries.empty() && loop_entries.empty() && host_parameters.empty() && !cuda;
+    return callees.empty() && step_entries.empty() && loop_entries.empty() && host_parameters.empty() && result_uses.empty() &&
+           !cuda;
   }
   bool operator==(const ProjectFacts&) const = default;
 };
-
-inline bool operator==(const ProjectCaller& a, const ProjectCaller& b) { return a.path == b.path && a.line == b.line; }
 
 }  // namespace ddplint

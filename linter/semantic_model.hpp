@@ -207,6 +207,8 @@ struct ValueUse {
   };
   Kind kind = Kind::Nothing;
   TSNode sink{};  ///< for Logging: one logging call it reaches; for Computation: where it is used (may be null)
+  /// For Logging decided in another file (a return to callers there): one of those calls.
+  const ProjectCaller* caller = nullptr;
 };
 
 /// A function defined in the file.
@@ -286,6 +288,9 @@ class SemanticModel {
   /// needs "only logging" stays silent when unsure. Bounded: past its budget
   /// the answer is Computation.
   ValueUse value_use(std::string_view name, int region, std::uint32_t after) const;
+  /// What the value of expression `node` (a call's result) goes on to feed,
+  /// as value_use follows it.
+  ValueUse result_use(TSNode node) const;
   /// True when `word` occurs in the code itself: in a name, an attribute, a
   /// string used as a value (`os.environ["CUDA_VISIBLE_DEVICES"]`), anything
   /// but a comment or a docstring (a string standing alone as a statement).

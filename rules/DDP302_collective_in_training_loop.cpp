@@ -85,6 +85,11 @@ void check(const SemanticModel& model, RuleContext& ctx) {
       if (use.kind == ValueUse::Kind::Logging && !node_is_null(use.sink))
         feeds = ", and its result only feeds logging (line " +
                 std::to_string(model.source().lines().position(node_start_byte(use.sink)).row) + ")";
+      else if (use.kind == ValueUse::Kind::Logging && use.caller != nullptr)
+        feeds = ", and its result only feeds logging (returned to " + use.caller->path + ":" +
+                std::to_string(use.caller->line) + ")";
+      else if (use.kind == ValueUse::Kind::Logging)
+        feeds = ", and its result only feeds logging";
       else
         feeds = ", and its result is never read";
     }

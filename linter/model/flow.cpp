@@ -50,10 +50,11 @@ struct FlowState {
     result.kind = ValueUse::Kind::Computation;
     result.sink = at;
   }
-  void logging(TSNode at) {
+  void logging(TSNode at, const ProjectCaller* caller = nullptr) {
     if (result.kind == ValueUse::Kind::Nothing) {
       result.kind = ValueUse::Kind::Logging;
       result.sink = at;
+      result.caller = caller;
     }
   }
 };
@@ -128,7 +129,16 @@ static void follow_returns(const SemanticModel& m, int region, int depth, FlowSt
   const Region& fn_region = m.regions()[scope];
   if (scope == 0 || fn_region.function < 0) return st.computation({});
   std::span<const int> callers = m.callers_of(fn_region.function);
-  if (callers.empty()) return st.computation({});  // called from elsewhere: unknown
+  // the calls of other files of the project (their results' uses, summarised)
+  const auto& elsewhere = m.project().result_uses;
+  auto it = m.is_top_level_function(fn_region.function) ? elsewhere.find(m.functions()[fn_region.function].name)
+                                                        : elsewhere.end();
+  if (it != elsewhere.end()) {
+    if (!it->second.logging_only) return st.computation({});
+    st.logging({}, &it->second.caller);
+  } else if (callers.empty()) {
+    return st.computation({});  // called from elsewhere: unknown
+  }
   for (int c : callers) {
     if (st.result.kind == ValueUse::Kind::Computation) return;
     const CallSite& call = m.calls()[static_cast<std::size_t>(c)];
@@ -187,6 +197,12 @@ static void classify_read(const SemanticModel& m, TSNode node, int region, int d
     // a condition, an assert, a loop's iterable, a with item, anything else
     return st.computation(p);
   }
+}
+
+ValueUse SemanticModel::result_use(TSNode node) const {
+  FlowState st;
+  classify_read(*this, node, region_of(node), 0, st);
+  return st.result;
 }
 
 ValueUse SemanticModel::value_use(std::string_view name, int region, std::uint32_t after) const {
