@@ -12,9 +12,13 @@ compared so that machine noise hits both alike:
   4. peak RSS on a 37 MB corpus and on 10 times it (hard-linked copies);
   5. growth: a 10 MB file, a 50,000-line function, 5,000 nested brackets,
      1 and 5 MB of small training functions that bind the same names,
-     and time against size for 1, 2, 5 and 10 MB.
+     and time against size for 1, 2, 5 and 10 MB;
+  6. project analysis (issue 22): the torch corpus with and without it
+     (--no-project), and a generated project of N modules that import each
+     other in chains and cycles (a step loop in main.py calls into every
+     module), for N = 1,250, 2,500 and 5,000: time per module should stay flat.
 
-Usage: bench/speed.py [--runs N] [--only 1,2,3,4,5]
+Usage: bench/speed.py [--runs N] [--only 1,2,3,4,5,6]
 Needs: ./build.sh build (build/release), python3, npm (for ast-grep, once),
 GNU time (/usr/bin/time, Debian package `time`) for exact peak RSS.
 The corpora are built under bench/corpus/ (git-ignored) on first use.
@@ -231,10 +235,45 @@ def figure_5(runs):
         print(f"{name:26s} {size:6.2f} MB: {wall:5.2f} s, peak RSS {rss:6.1f} MiB ({rss / max(size, 0.01):.0f}x the file)")
 
 
+def make_project(root, modules):
+    """A project of `modules` modules m0..mN-1: each imports the next two (a
+    chain that wraps around, so cycles), defines a helper with a per-step
+    `.item()` and one that trains; main.py's CUDA step loop calls m0."""
+    shutil.rmtree(root, ignore_errors=True)
+    os.makedirs(os.path.join(root, "pkg"))
+    open(os.path.join(root, "pyproject.toml"), "w").close()
+    open(os.path.join(root, "pkg", "__init__.py"), "w").close()
+    for i in range(modules):
+        a, b = (i + 1) % modules, (i + 2) % modules
+        with open(os.path.join(root, "pkg", f"m{i}.py"), "w") as f:
+            f.write(f"from pkg import m{a}, m{b}\n\n\n"
+                    f"def helper(x, depth):\n    if depth > 0:\n        m{a}.helper(x, depth - 1)\n"
+                    f"    return x.norm().item()\n\n\n"
+                    f"def step(model, opt, x):\n    model(x).sum().backward()\n    opt.step()\n    m{b}.helper(x, 1)\n")
+    with open(os.path.join(root, "main.py"), "w") as f:
+        f.write("import torch\nfrom pkg import m0\n\nmodel = torch.nn.Linear(8, 8).cuda()\n"
+                "opt = torch.optim.SGD(model.parameters(), lr=0.1)\nfor i in range(100):\n"
+                "    x = torch.randn(4, 8, device='cuda')\n    m0.step(model, opt, x)\n")
+
+
+def figure_6(runs):
+    print("== 6. project analysis, one thread")
+    torch_corpus = os.path.join(CORPUS, "torch")
+    on, off = side_by_side([lint_cmd("-j", "1", torch_corpus), lint_cmd("-j", "1", "--no-project", torch_corpus)], runs)
+    print(f"torch corpus: {on:.2f} s with project analysis, {off:.2f} s without: {on / off:.2f}x")
+    for n in (1250, 2500, 5000):
+        root = os.path.join(CORPUS, f"project{n}")
+        make_project(root, n)
+        wall = statistics.median([run(lint_cmd("-j", "1", root))[0] for _ in range(max(1, runs // 2))])
+        _, rss, out = run(lint_cmd("-j", "1", "--format", "json", root))
+        found = out.count(b'"code"')
+        print(f"{n} modules: {wall:.2f} s, {1000 * wall / n:.2f} ms per module, peak {rss:.0f} MiB, {found} findings")
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--runs", type=int, default=5)
-    p.add_argument("--only", default="1,2,3,4,5")
+    p.add_argument("--only", default="1,2,3,4,5,6")
     a = p.parse_args()
     for tool in (BIN, BENCH):
         if not os.path.exists(tool):
@@ -242,7 +281,7 @@ def main():
     ensure_corpora()
     print(f"machine: {os.cpu_count()} cores; runs: {a.runs}")
     for n in a.only.split(","):
-        {"1": figure_1, "2": figure_2, "3": figure_3, "4": figure_4, "5": figure_5}[n.strip()](a.runs)
+        {"1": figure_1, "2": figure_2, "3": figure_3, "4": figure_4, "5": figure_5, "6": figure_6}[n.strip()](a.runs)
         sys.stdout.flush()
 
 

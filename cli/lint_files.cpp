@@ -109,7 +109,11 @@ bool lint_stdin(const std::vector<std::string>& paths, const CheckOptions& optio
   std::shared_ptr<const Config> config;
   std::string where = stdin_filename.empty() ? "stdin.py" : stdin_filename;
   if (!configs.config_of(where, config)) return false;
-  FileOutcome o = linter.lint_source(SourceFile(name, std::move(*data)), configs.settings_of(config.get(), where), false);
+  // --stdin-filename names where the text lives: it takes that file's project facts
+  std::shared_ptr<const Project> project;
+  const ProjectFacts* facts = stdin_filename.empty() ? nullptr : linter.facts_of(stdin_filename, project);
+  FileOutcome o =
+      linter.lint_source(SourceFile(name, std::move(*data)), configs.settings_of(config.get(), where), false, facts);
   report.emit(o);
   return true;
 }

@@ -32,10 +32,11 @@ class FileLinter {
   /// The discovered path read and linted; an unreadable one gives an error outcome.
   FileOutcome lint_path(const DiscoveredPath& entry, const FileSettings& settings) const;
 
- private:
-  // The project facts of the file at `path` (null with --no-project or none);
-  // `keep` holds the project they belong to.
+  /// The project facts of the file at `path` (null with --no-project or none);
+  /// `keep` holds the project they belong to.
   const ProjectFacts* facts_of(const std::string& path, std::shared_ptr<const Project>& keep) const;
+
+ private:
   const CheckOptions& options_;
   mutable ProjectSet projects_;
   std::span<const Rule> rules_;

@@ -47,6 +47,10 @@ std::vector<std::string> split_dots(std::string_view name) {
 // the file's `import`/`from` statements (a word `import` in a docstring adds a
 // candidate that resolves to nothing or to a file that is then summarised for
 // nothing; it decides no fact), like the prefilter.
+// Bounds on what one import line adds (a crafted line of 50,000 dots and
+// 10,000 names would otherwise cost seconds and hundreds of MB).
+constexpr std::size_t kMaxModuleName = 256, kMaxNamesPerImport = 256;
+
 std::vector<std::string> imported_modules(std::string_view text) {
   std::vector<std::string> out;
   std::size_t pos = 0;
@@ -60,7 +64,7 @@ std::vector<std::string> imported_modules(std::string_view text) {
     if (i == std::string_view::npos) continue;
     line.remove_prefix(i);
     auto words = [&](std::string_view rest, auto&& each) {  // comma-separated dotted names
-      std::size_t j = 0;
+      std::size_t j = 0, names = 0;
       while (j < rest.size()) {
         while (j < rest.size() && (rest[j] == ' ' || rest[j] == ',' || rest[j] == '(' || rest[j] == '\t')) ++j;
         std::size_t k = j;
@@ -68,6 +72,7 @@ std::vector<std::string> imported_modules(std::string_view text) {
         if (k == j) break;
         std::string_view word = rest.substr(j, k - j);
         j = k;
+        if (word.size() > kMaxModuleName || ++names > kMaxNamesPerImport) break;
         while (j < rest.size() && rest[j] == ' ') ++j;
         if (rest.substr(j, 3) == "as ") {  // skip the alias
           j += 3;
@@ -84,7 +89,7 @@ std::vector<std::string> imported_modules(std::string_view text) {
       std::size_t k = 0;
       while (k < rest.size() && ident(rest[k])) ++k;
       std::string module(rest.substr(0, k));
-      if (module.empty()) continue;
+      if (module.empty() || module.size() > kMaxModuleName) continue;
       std::size_t imp = rest.find(" import ", k);
       out.push_back(module);
       if (imp == std::string_view::npos) continue;
@@ -103,8 +108,11 @@ FileSummary summarize(const SemanticModel& model, const std::function<bool(std::
   s.cuda = model.uses_cuda();
   for (std::size_t f = 0; f < model.functions().size(); ++f) {
     if (!model.is_top_level_function(static_cast<int>(f))) continue;
-    FileSummary::Function fn{std::string(model.functions()[f].name), model.function_trains(static_cast<int>(f)), {}};
-    for (std::string_view p : model.parameter_names(static_cast<int>(f))) fn.parameters.emplace_back(p);
+    FileSummary::Function fn{std::string(model.functions()[f].name), model.function_trains(static_cast<int>(f)), {}, {}};
+    for (const auto& [p, default_value] : model.parameters_of(static_cast<int>(f))) {
+      fn.parameters.emplace_back(p);
+      fn.host_default.push_back(ts_node_is_null(default_value) || model.certainly_host_value(default_value));
+    }
     s.functions.push_back(std::move(fn));
   }
   std::unordered_map<std::string_view, std::size_t> seen;
@@ -122,7 +130,8 @@ FileSummary summarize(const SemanticModel& model, const std::function<bool(std::
       int position = 0;
       for (const Argument& a : model.arguments(c)) {
         std::string key = a.kind == Argument::Kind::Keyword ? std::string(a.keyword) : "#" + std::to_string(position++);
-        bool host = model.certainly_host_value(a.value);
+        // a host value, or a parameter every caller elsewhere fills with one
+        bool host = model.certainly_host_value(a.value) || model.from_host_parameter(a.value);
         auto [at, fresh_key] = call.host_arguments.emplace(key, host);
         if (!fresh_key) at->second = at->second && host;
       }
@@ -158,7 +167,8 @@ namespace {
 
 struct ModuleFile {
   fs::path path;          // absolute, normal
-  std::string relative;   // shown in messages: relative to the root, generic separators
+  std::string relative;   // relative to the root, generic separators
+  std::string shown;      // in messages: relative to the working folder
   bool on_edge = false;
   std::size_t component = 0;  // files joined by import edges (either way) share one
   FileSummary summary;
@@ -182,24 +192,28 @@ class Solver {
     std::string_view rest = dotted.substr(dots);
     std::vector<fs::path> bases;
     fs::path dir = files_[from].path.parent_path();
+    std::error_code ec;
     if (dots > 0) {
-      for (std::size_t up = 1; up < dots; ++up) dir = dir.parent_path();
+      for (std::size_t up = 1; up < dots && dir.has_parent_path() && dir != root_; ++up) dir = dir.parent_path();
       bases.push_back(dir);
+    } else if (fs::exists(dir / "__init__.py", ec)) {
+      bases.push_back(root_);  // a module of a package: its folder is not on sys.path, the root is
     } else {
-      bases.push_back(dir);
+      bases.push_back(dir);  // a script: its folder comes first on sys.path
       if (dir != root_) bases.push_back(root_);
     }
     for (const fs::path& base : bases) {
       fs::path p = base;
       if (!rest.empty())
         for (const std::string& part : split_dots(rest)) p /= part;
+      // a regular package wins over a module of the same name, as in Python
+      if (auto it = by_path_.find((p / "__init__.py").native()); it != by_path_.end())
+        return static_cast<long>(it->second);
       if (!rest.empty()) {
         fs::path file = p;
         file += ".py";
         if (auto it = by_path_.find(file.native()); it != by_path_.end()) return static_cast<long>(it->second);
       }
-      if (auto it = by_path_.find((p / "__init__.py").native()); it != by_path_.end())
-        return static_cast<long>(it->second);
     }
     return -1;
   }
@@ -248,14 +262,17 @@ class Solver {
         if (f->trains != ProjectFacts::Trains::None) out[a].callees.emplace(call.canonical, f->trains);
         // how callers use the result: any caller, CUDA or not (a result that
         // feeds a computation anywhere is not only for the logs)
-        auto use = callee.result_uses.emplace(name, ProjectFacts::ResultUse{true, {caller.relative, call.line}}).first;
+        auto use = callee.result_uses.emplace(name, ProjectFacts::ResultUse{true, {caller.shown, call.line}}).first;
         use->second.logging_only = use->second.logging_only && call.result_logged_only;
         // a CUDA caller only: a helper that a CPU smoke test calls every step
         // and a CUDA script calls every 100 steps is not per step on the GPU
         if (!caller.summary.cuda) continue;
-        callee.cuda = true;
+        // the callee runs on CUDA when the call runs in a training loop or the
+        // callee trains (a model factory called once does not make its file's
+        // own `__main__` smoke test a CUDA script)
+        if (call.in_training_loop || call.every_step || f->trains != ProjectFacts::Trains::None) callee.cuda = true;
         if (call.every_step) {
-          callee.step_entries.emplace(name, ProjectCaller{caller.relative, call.line});
+          callee.step_entries.emplace(name, ProjectCaller{caller.shown, call.line});
           // the parameters this caller passes host values (or leaves to their defaults)
           std::set<std::string, std::less<>> host;
           if (!call.unpacked) {
@@ -263,9 +280,10 @@ class Solver {
               const std::string& p = f->parameters[i];
               auto by_position = call.host_arguments.find("#" + std::to_string(i));
               auto by_name = call.host_arguments.find(p);
+              bool passed = by_position != call.host_arguments.end() || by_name != call.host_arguments.end();
               bool passed_tensor = (by_position != call.host_arguments.end() && !by_position->second) ||
                                    (by_name != call.host_arguments.end() && !by_name->second);
-              if (!passed_tensor) host.insert(p);
+              if (!passed_tensor && (passed || f->host_default[i])) host.insert(p);
             }
           }
           // every per-step CUDA caller must agree: the intersection
@@ -276,7 +294,7 @@ class Solver {
           if (known.empty()) callee.host_parameters.erase(name);
           (void)at;
         }
-        if (call.in_training_loop) callee.loop_entries.emplace(name, ProjectCaller{caller.relative, call.line});
+        if (call.in_training_loop) callee.loop_entries.emplace(name, ProjectCaller{caller.shown, call.line});
       }
     }
     return out;
@@ -327,6 +345,8 @@ Project::Project(fs::path root) : root_(std::move(root)), state_(std::make_uniqu
     fs::path absolute = fs::absolute(path, ec).lexically_normal();
     return absolute != root_ && is_project_marker_folder(absolute);
   };
+  std::error_code cwd_ec;
+  fs::path cwd = fs::current_path(cwd_ec);
   PathWalk walk({root_.string()}, excluded);
   while (auto entry = walk.next()) {
     if (!entry->error.empty()) continue;
@@ -341,6 +361,9 @@ Project::Project(fs::path root) : root_(std::move(root)), state_(std::make_uniqu
     ModuleFile m;
     m.path = fs::absolute(p, ec).lexically_normal();
     m.relative = m.path.lexically_relative(root_).generic_string();
+    // shown in messages as a path from the working folder, like the findings' own paths
+    fs::path from_cwd = m.path.lexically_relative(cwd);
+    m.shown = from_cwd.empty() ? m.path.generic_string() : from_cwd.generic_string();
     files.push_back(std::move(m));
   }
   file_count_ = files.size();

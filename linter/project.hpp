@@ -29,6 +29,7 @@ struct FileSummary {
     std::string name;
     ProjectFacts::Trains trains = ProjectFacts::Trains::None;
     std::vector<std::string> parameters;  ///< named parameters in order (`self`, `*args`, `**kwargs` left out)
+    std::vector<bool> host_default;       ///< per parameter: it has no default, or a host value as its default
   };
   /// Calls whose callee has a canonical name (through the file's imports):
   /// one entry per name, at its first call; the flags ORed over its calls.

@@ -12,7 +12,7 @@ namespace ddplint {
 
 /// Where another file of the project calls a function of this file.
 struct ProjectCaller {
-  std::string path;        ///< the calling file, as the project index names it (relative to the project root)
+  std::string path;        ///< the calling file, relative to the working folder when indexed
   std::uint32_t line = 0;  ///< 1-based line of the call
   bool operator==(const ProjectCaller&) const = default;
 };

@@ -452,7 +452,10 @@ class SemanticModel {
   /// True when `expr` is certainly a host value, not a tensor: a number,
   /// string, bool or None literal, an f-string, arithmetic of such values, a
   /// list/tuple/set/dict of them, `.item()`, `.tolist()`, `float()`/`int()`/
-  /// `len()`/`round()`/`str()`/`bool()` of anything, `range()` items, or a name bound once to one.
+  /// `len()`/`round()`/`str()`/`bool()` of anything, `range()` items, sizes
+  /// (`x.shape[0]`, `x.size(0)`, `x.numel()`), learning rates
+  /// (`opt.param_groups[0]["lr"]`, `sched.get_last_lr()[0]`), or a name every
+  /// binding of which holds one.
   bool certainly_host_value(TSNode expr) const;
   /// True when `expr` (through method calls and attributes, to the name they
   /// start from) holds only values that come from parameters the project
@@ -461,8 +464,8 @@ class SemanticModel {
   /// values (`v = v.item()`).
   bool from_host_parameter(TSNode expr) const;
   /// The named parameters of function `f` in order, leaving out `self`/`cls`
-  /// of a method and `*args`/`**kwargs`.
-  std::vector<std::string_view> parameter_names(int f) const;
+  /// of a method and `*args`/`**kwargs`, each with its default (null when none).
+  std::vector<std::pair<std::string_view, TSNode>> parameters_of(int f) const;
   /// When `node` runs on every training step only because another file calls
   /// its enclosing top-level function every step: that call. Null otherwise.
   const ProjectCaller* step_caller_elsewhere(TSNode node) const;

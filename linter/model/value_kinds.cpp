@@ -259,10 +259,26 @@ bool SemanticModel::host_value_rec(TSNode expr, int depth, int& budget) const {
     }
     return true;
   }
+  if (s == k.subscript || s == k.attribute) {
+    // `x.shape[0]`, `x.shape`, `opt.param_groups[0]["lr"]`, `sched.get_last_lr()[0]`
+    TSNode base = expr;
+    while (!node_is_null(base) && node_symbol(base) == k.subscript) base = field(base, k.f_value);
+    if (node_is_null(base)) return false;
+    if (node_symbol(base) == k.attribute) {
+      std::string_view attr = text(field(base, k.f_attribute));
+      if (attr == "shape" || attr == "param_groups" || attr == "ndim") return true;
+      return false;
+    }
+    if (node_symbol(base) == k.call && !node_eq(base, expr)) return host_value_rec(base, depth + 1, budget);
+    return false;
+  }
   if (s == k.call) {
     const CallSite* c = call_at(expr);
     if (c == nullptr) return false;
-    if (!node_is_null(c->receiver) && (c->method == "item" || c->method == "tolist")) return true;
+    if (!node_is_null(c->receiver) &&
+        (c->method == "item" || c->method == "tolist" || c->method == "size" || c->method == "numel" ||
+         c->method == "dim" || c->method == "get_last_lr"))
+      return true;
     TSNode fn = field(expr, k.f_function);
     if (node_symbol(fn) == k.identifier && aliases_.find(text(fn)) == nullptr) {
       std::string_view name = text(fn);
@@ -330,6 +346,7 @@ bool SemanticModel::host_parameter_rec(TSNode expr, int depth, int& budget) cons
         int scope = regions_[region].scope;
         int f = regions_[scope].kind == Region::Kind::Function ? regions_[scope].function : -1;
         if (!is_top_level_function(f)) return false;
+        if (!callers_of(f).empty()) return false;  // this file's own calls pass what they pass
         auto it = project_->host_parameters.find(functions_[f].name);
         if (it == project_->host_parameters.end() || !it->second.contains(name)) return false;
         break;
@@ -361,9 +378,9 @@ bool SemanticModel::host_parameter_rec(TSNode expr, int depth, int& budget) cons
   return true;
 }
 
-std::vector<std::string_view> SemanticModel::parameter_names(int f) const {
+std::vector<std::pair<std::string_view, TSNode>> SemanticModel::parameters_of(int f) const {
   const Kinds& k = kinds();
-  std::vector<std::string_view> out;
+  std::vector<std::pair<std::string_view, TSNode>> out;
   if (f < 0 || static_cast<std::size_t>(f) >= functions_.size()) return out;
   TSNode params = field(functions_[f].node, k.f_parameters);
   if (node_is_null(params)) return out;
@@ -372,9 +389,12 @@ std::vector<std::string_view> SemanticModel::parameter_names(int f) const {
   bool first = true;
   for (TSNode p : children(params)) {
     TSSymbol s = node_symbol(p);
-    TSNode name{};
+    TSNode name{}, default_value{};
     if (s == k.identifier) name = p;
-    else if (s == k.default_parameter || s == k.typed_default_parameter) name = field(p, k.f_name);
+    else if (s == k.default_parameter || s == k.typed_default_parameter) {
+      name = field(p, k.f_name);
+      default_value = field(p, k.f_value);
+    }
     else if (s == k.typed_parameter && ts_node_named_child_count(p) > 0 &&
              node_symbol(ts_node_named_child(p, 0)) == k.identifier)
       name = ts_node_named_child(p, 0);
@@ -388,7 +408,7 @@ std::vector<std::string_view> SemanticModel::parameter_names(int f) const {
       continue;  // self / cls
     }
     first = false;
-    out.push_back(text(name));
+    out.emplace_back(text(name), default_value);
   }
   return out;
 }

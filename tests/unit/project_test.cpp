@@ -91,7 +91,9 @@ TEST_CASE("facts flow main -> engine -> helpers: training callees, CUDA, per-ste
   REQUIRE(helper_facts != nullptr);
   CHECK(helper_facts->cuda);  // through engine.py, which inherits it from main.py
   REQUIRE(helper_facts->step_entries.count("norms") == 1);
-  CHECK(helper_facts->step_entries.at("norms").path == "engine.py");
+  // shown from the working folder, like the findings' own paths
+  CHECK(helper_facts->step_entries.at("norms").path ==
+        t.path("engine.py").lexically_relative(fs::current_path()).generic_string());
   CHECK(helper_facts->step_entries.at("norms").line == 7);
   CHECK(p.rounds() >= 2);
 }
@@ -113,7 +115,8 @@ TEST_CASE("a helper's finding names the call that makes it per step, whatever fi
   LintResult in_project =
       lint(source, rules::all(), selection, RuleOptions{}, true, project->facts_for(t.path("util/helpers.py")));
   REQUIRE(in_project.diagnostics.size() == 1);
-  CHECK(in_project.diagnostics[0].message.find("(every step through engine.py:7)") != std::string::npos);
+  std::string shown = t.path("engine.py").lexically_relative(fs::current_path()).generic_string();
+  CHECK(in_project.diagnostics[0].message.find("(every step through " + shown + ":7)") != std::string::npos);
 }
 
 TEST_CASE("cycles, missing modules and a CPU-only caller add no facts that are not proven") {
@@ -181,4 +184,43 @@ TEST_CASE("certainly_host_value: literals, containers, .item(), builtins, every 
   CHECK_FALSE(host(6));  // past the budget: not proven (and it returns at once)
   CHECK(host(7));
   CHECK_FALSE(host(8));  // a tuple holding a tensor
+}
+
+TEST_CASE("resolution as Python imports: a package wins over a module; a package's module imports from the root") {
+  TempProject t;
+  const char* trains = "def run(model, opt):\n    model(1).sum().backward()\n    opt.step()\n";
+  t.write("engine.py", "def run(model, opt):\n    pass\n");
+  t.write("engine/__init__.py", trains);
+  t.write("utils.py", trains);
+  t.write("pkg/__init__.py", "");
+  t.write("pkg/utils.py", "def run(model, opt):\n    pass\n");
+  t.write("pkg/loop.py", "import utils\ndef go(model, opt):\n    for i in range(3):\n        utils.run(model, opt)\n");
+  t.write("main.py",
+          "import torch\nimport engine\nfrom pkg import loop\nmodel = torch.nn.Linear(2, 2).cuda()\n"
+          "opt = torch.optim.SGD(model.parameters(), lr=0.1)\nfor i in range(9):\n    engine.run(model, opt)\n"
+          "loop.go(model, opt)\n");
+  Project p(t.root.lexically_normal());
+  const ProjectFacts* main_facts = p.facts_for(t.path("main.py"));
+  REQUIRE(main_facts != nullptr);
+  REQUIRE(main_facts->callees.count("engine.run") == 1);  // engine/__init__.py, not engine.py
+  CHECK(main_facts->callees.at("engine.run") == ProjectFacts::Trains::Direct);
+  const ProjectFacts* loop = p.facts_for(t.path("pkg/loop.py"));
+  REQUIRE(loop != nullptr);
+  REQUIRE(loop->callees.count("utils.run") == 1);  // the root's utils.py, not pkg/utils.py
+}
+
+TEST_CASE("a function called once from a CUDA file does not make its file CUDA") {
+  TempProject t;
+  t.write("model_def.py",
+          "import torch\ndef build():\n    return torch.nn.Linear(4, 4)\n"
+          "if __name__ == '__main__':\n    m = build()\n    opt = torch.optim.SGD(m.parameters(), lr=0.1)\n"
+          "    for i in range(3):\n        loss = m(torch.randn(2, 4)).sum()\n        loss.backward()\n"
+          "        opt.step()\n        print(loss.item())\n");
+  t.write("train.py",
+          "import torch\nimport model_def\nmodel = model_def.build().cuda()\n"
+          "opt = torch.optim.SGD(model.parameters(), lr=0.1)\nfor i in range(9):\n"
+          "    model(torch.randn(2, 4, device='cuda')).sum().backward()\n    opt.step()\n");
+  Project p(t.root.lexically_normal());
+  const ProjectFacts* f = p.facts_for(t.path("model_def.py"));
+  CHECK((f == nullptr || !f->cuda));
 }
