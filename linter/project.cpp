@@ -8,6 +8,7 @@
 
 #include "linter/config.hpp"
 #include "linter/discovery.hpp"
+#include "linter/gitignore.hpp"
 #include "linter/source.hpp"
 #include "linter/syntax.hpp"
 
@@ -335,15 +336,18 @@ struct Project::State {
 
 Project::Project(fs::path root) : root_(std::move(root)), state_(std::make_unique<State>()) {
   std::vector<ModuleFile>& files = state_->files;
-  // the root's Python files, leaving out the default folders and nested projects
+  // the root's Python files, leaving out the default folders, nested projects
+  // and what git ignores (a data folder of a million files is not walked)
+  GitIgnore gitignore;
   ExcludeFn excluded = [&](const fs::path& path, bool is_dir) {
-    if (!is_dir) return false;
+    if (!is_dir) return path.extension() == ".py" && gitignore.ignored(fs::absolute(path).lexically_normal(), false);
     std::string name = path.filename().string();
     if (std::find(kDefaultExclude.begin(), kDefaultExclude.end(), name) != kDefaultExclude.end()) return true;
     if (!name.empty() && name[0] == '.') return true;
     std::error_code ec;
     fs::path absolute = fs::absolute(path, ec).lexically_normal();
-    return absolute != root_ && is_project_marker_folder(absolute);
+    if (absolute == root_) return false;
+    return is_project_marker_folder(absolute) || gitignore.ignored(absolute, true);
   };
   std::error_code cwd_ec;
   fs::path cwd = fs::current_path(cwd_ec);

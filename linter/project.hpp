@@ -66,7 +66,8 @@ FileSummary summarize(const SemanticModel& model, const std::function<bool(std::
 std::filesystem::path project_root(const std::filesystem::path& file);
 
 /// The index of one project: every `*.py` file under its root (leaving out
-/// kDefaultExclude folders and folders that are projects of their own), and
+/// kDefaultExclude folders, hidden folders, what git ignores and folders that
+/// are projects of their own), and
 /// the facts each file takes from the others.
 class Project {
  public:
@@ -119,11 +120,12 @@ class Project {
 
 /// The projects of a run, each indexed once, shared by the threads that lint
 /// its files. Holds the last kKept projects (a run walks files folder by
-/// folder, so a project's files come together): memory does not grow with
-/// the number of projects.
+/// folder, so a project's files come together; 16 covers a monorepo's
+/// packages nested in a parent project): memory does not grow with the
+/// number of projects.
 class ProjectSet {
  public:
-  static constexpr std::size_t kKept = 4;
+  static constexpr std::size_t kKept = 16;
   /// The project of `file` (indexing it on first use; thread-safe).
   std::shared_ptr<const Project> project_of(const std::filesystem::path& file);
 
