@@ -338,16 +338,21 @@ Project::Project(fs::path root) : root_(std::move(root)), state_(std::make_uniqu
   std::vector<ModuleFile>& files = state_->files;
   // the root's Python files, leaving out the default folders, nested projects
   // and what git ignores (a data folder of a million files is not walked)
+  // (not when the root itself is ignored: a project kept in an ignored folder,
+  // such as a benchmark corpus, is linted on purpose)
   GitIgnore gitignore;
+  const bool use_gitignore = !gitignore.ignored(root_, true);
   ExcludeFn excluded = [&](const fs::path& path, bool is_dir) {
-    if (!is_dir) return path.extension() == ".py" && gitignore.ignored(fs::absolute(path).lexically_normal(), false);
+    if (!is_dir)
+      return use_gitignore && path.extension() == ".py" &&
+             gitignore.ignored(fs::absolute(path).lexically_normal(), false);
     std::string name = path.filename().string();
     if (std::find(kDefaultExclude.begin(), kDefaultExclude.end(), name) != kDefaultExclude.end()) return true;
     if (!name.empty() && name[0] == '.') return true;
     std::error_code ec;
     fs::path absolute = fs::absolute(path, ec).lexically_normal();
     if (absolute == root_) return false;
-    return is_project_marker_folder(absolute) || gitignore.ignored(absolute, true);
+    return is_project_marker_folder(absolute) || (use_gitignore && gitignore.ignored(absolute, true));
   };
   std::error_code cwd_ec;
   fs::path cwd = fs::current_path(cwd_ec);
