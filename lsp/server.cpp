@@ -291,7 +291,10 @@ void Server::on_notification(const std::string& method, const json& params) {
   } else if (method == "textDocument/didChange") {
     did_change(params);
   } else if (method == "textDocument/didSave") {
-    if (Document* doc = find(member(params, "textDocument"))) mark_pending(doc->uri());
+    // a saved file can change what its project says of every open buffer
+    projects_ = std::make_unique<ProjectSet>();
+    ++generation_;
+    relint_all();
   } else if (method == "textDocument/didClose") {
     did_close(params);
   } else if (method == "workspace/didChangeConfiguration") {
@@ -485,7 +488,18 @@ void Server::did_close(const json& params) {
 const LintResult& Server::lint_of(Document& doc) {
   if (const LintResult* cached = doc.cached_lint(generation_)) return *cached;
   auto [selection, options] = settings_for_document(doc);
-  LintResult result = lint(doc.source(), doc.tree(), rules_, selection, options);
+  // the buffer's file in its project: the same facts the CLI gives it
+  std::shared_ptr<const Project> project;
+  const ProjectFacts* facts = nullptr;
+  if (doc.uri().starts_with("file://")) {
+    std::error_code ec;
+    std::filesystem::path path = std::filesystem::absolute(uri_to_path(doc.uri()), ec).lexically_normal();
+    if (!ec && std::filesystem::is_regular_file(path, ec)) {
+      project = projects_->project_of(path);
+      facts = project ? project->facts_for(path) : nullptr;
+    }
+  }
+  LintResult result = lint(doc.source(), doc.tree(), rules_, selection, options, facts);
   if (!result.error.empty()) log_(doc.uri() + ": not linted: " + result.error);
   return doc.store_lint(generation_, std::move(result));
 }

@@ -17,6 +17,7 @@
 
 #include "linter/config.hpp"
 #include "linter/diagnostic.hpp"
+#include "linter/project.hpp"
 #include "linter/selection.hpp"
 #include "lsp/document.hpp"
 
@@ -134,6 +135,10 @@ class Server {
   ClientCaps caps_;
   Settings settings_;
   ConfigResolver configs_;                       ///< closest configuration file of each buffer
+  /// The projects of the buffers' files, indexed from disk on first use and
+  /// again after a save (linter/project.hpp): a buffer takes the facts of its
+  /// project as the saved files give them.
+  std::unique_ptr<ProjectSet> projects_ = std::make_unique<ProjectSet>();
   std::shared_ptr<const Config> fixed_config_;   ///< from `configPath`, when set
   std::set<std::string> reported_config_errors_; ///< shown once until the files change
   std::uint64_t generation_ = 1;  ///< bumped when settings or configuration files change

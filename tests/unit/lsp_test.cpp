@@ -4,7 +4,9 @@
 #include <doctest/doctest.h>
 
 #include <chrono>
+#include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <random>
 
 #include "linter/fixes.hpp"
@@ -624,4 +626,29 @@ TEST_CASE("configuration files: the closest one to the buffer, configPath, reloa
     CHECK(codes_of(c.publish(uri)["diagnostics"]) == std::vector<std::string>{"DDP101"});
   }
   std::filesystem::remove_all(root);
+}
+
+TEST_CASE("server: a buffer takes its project's facts, as the CLI does") {
+  namespace fs = std::filesystem;
+  fs::path helper = fs::path(DDPLINT_SOURCE_DIR) / "fixtures/projects/engine_split/util/misc.py";
+  std::string text;
+  {
+    std::ifstream in(helper);
+    text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  REQUIRE(!text.empty());
+  Client c;
+  c.initialize();
+  std::string uri = "file://" + helper.lexically_normal().string();
+  c.open(text, uri);
+  json published = c.publish(uri);
+  REQUIRE(published.is_object());
+  REQUIRE(published["diagnostics"].size() == 1);  // the helper's .item(), per step through engine.py
+  CHECK(published["diagnostics"][0]["code"] == "DDP401");
+  CHECK(published["diagnostics"][0]["message"].get<std::string>().find("(every step through ") != std::string::npos);
+  // the same text under a path outside any project: linted alone, nothing per step
+  c.open(text, "untitled:helper.py");
+  json alone = c.publish("untitled:helper.py");
+  REQUIRE(alone.is_object());
+  CHECK(alone["diagnostics"].empty());
 }
