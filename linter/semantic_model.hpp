@@ -463,6 +463,10 @@ class SemanticModel {
   /// over them (`for k, v in values.items()`), or through assignments of host
   /// values (`v = v.item()`).
   bool from_host_parameter(TSNode expr) const;
+  /// The container whose entries a loop's iterable walks: `d` for `d`,
+  /// `d.items()`, `d.values()`, `enumerate(d)`, `list(d.values())` (up to 4
+  /// calls deep); the iterable itself when no call is stripped.
+  TSNode iterated_container(TSNode iterable) const;
   /// The named parameters of function `f` in order, leaving out `self`/`cls`
   /// of a method and `*args`/`**kwargs`, each with its default (null when none).
   std::vector<std::pair<std::string_view, TSNode>> parameters_of(int f) const;

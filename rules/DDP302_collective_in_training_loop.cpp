@@ -47,15 +47,8 @@ std::pair<std::string, std::uint32_t> result_carrier(const SemanticModel& model,
     for (TSNode f = ts_node_parent(b->target); !node_is_null(f); f = ts_node_parent(f)) {
       if (node_symbol(f) != k.for_statement) continue;
       if (node_start_byte(call.node) < node_start_byte(f) || node_end_byte(call.node) > node_end_byte(f)) break;
-      TSNode iterable = field(f, k.f_right);
       // `d`, `d.values()`, `d.items()`, `list(d.values())`: the entries of `d`, read after the loop
-      for (int guard = 0; guard < 4 && !node_is_null(iterable) && node_symbol(iterable) == k.call; ++guard) {
-        TSNode fn = field(iterable, k.f_function);
-        if (node_symbol(fn) == k.attribute) iterable = field(fn, k.f_object);
-        else if (ts_node_named_child_count(field(iterable, k.f_arguments)) == 1)
-          iterable = ts_node_named_child(field(iterable, k.f_arguments), 0);
-        else break;
-      }
+      TSNode iterable = model.iterated_container(field(f, k.f_right));
       if (node_is_null(iterable) || node_symbol(iterable) != k.identifier) return {};
       for (const Binding* ib : model.bindings_of(model.text(iterable), call.region))
         if (ib->kind == Binding::Kind::Parameter) return {};  // the caller's container

@@ -359,16 +359,8 @@ bool SemanticModel::host_parameter_rec(TSNode expr, int depth, int& budget) cons
         TSNode f = b->target;
         while (!node_is_null(f) && node_symbol(f) != k.for_statement) f = ts_node_parent(f);
         if (node_is_null(f)) return false;
-        TSNode it = field(f, k.f_right);
         // `values.items()`, `enumerate(values)`, `sorted(values)`: the entries of `values`
-        for (int guard = 0; guard < 4 && !node_is_null(it) && node_symbol(it) == k.call; ++guard) {
-          TSNode fn = field(it, k.f_function);
-          if (node_symbol(fn) == k.attribute) it = field(fn, k.f_object);
-          else if (ts_node_named_child_count(field(it, k.f_arguments)) == 1)
-            it = ts_node_named_child(field(it, k.f_arguments), 0);
-          else break;
-        }
-        if (!host_parameter_rec(it, depth + 1, budget)) return false;
+        if (!host_parameter_rec(iterated_container(field(f, k.f_right)), depth + 1, budget)) return false;
         break;
       }
       default:
@@ -376,6 +368,18 @@ bool SemanticModel::host_parameter_rec(TSNode expr, int depth, int& budget) cons
     }
   }
   return true;
+}
+
+TSNode SemanticModel::iterated_container(TSNode it) const {
+  const Kinds& k = kinds();
+  for (int guard = 0; guard < 4 && !node_is_null(it) && node_symbol(it) == k.call; ++guard) {
+    TSNode fn = field(it, k.f_function);
+    if (node_symbol(fn) == k.attribute) it = field(fn, k.f_object);
+    else if (ts_node_named_child_count(field(it, k.f_arguments)) == 1)
+      it = ts_node_named_child(field(it, k.f_arguments), 0);
+    else break;
+  }
+  return it;
 }
 
 std::vector<std::pair<std::string_view, TSNode>> SemanticModel::parameters_of(int f) const {
