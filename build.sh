@@ -21,6 +21,7 @@ DEBS=(
   "doctest-dev:-"
   "libdtl-dev:-"
   "libgit2-dev:-"
+  "libxxhash-dev:-"
   "python3-jsonschema:-"
   "pre-commit:pre-commit"
   "git:git"

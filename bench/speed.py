@@ -16,9 +16,11 @@ compared so that machine noise hits both alike:
   6. project analysis (issue 22): the torch corpus with and without it
      (--no-project), and a generated project of N modules that import each
      other in chains and cycles (a step loop in main.py calls into every
-     module), for N = 1,250, 2,500 and 5,000: time per module should stay flat.
+     module), for N = 1,250, 2,500 and 5,000: time per module should stay flat;
+  7. the cache: a warm run over the torch corpus against --no-cache (outputs
+     compared), the cache's size per file, and a warm run after one edit.
 
-Usage: bench/speed.py [--runs N] [--only 1,2,3,4,5,6]
+Usage: bench/speed.py [--runs N] [--only 1,2,3,4,5,6,7]
 Needs: ./build.sh build (build/release), python3, npm (for ast-grep, once),
 GNU time (/usr/bin/time, Debian package `time`) for exact peak RSS.
 The corpora are built under bench/corpus/ (git-ignored) on first use.
@@ -88,9 +90,10 @@ def ensure_corpora():
         subprocess.run([os.path.join(ROOT, "bench/make_corpus.sh"), "20"], check=True)
 
 
-def lint_cmd(*args):
-    # the corpora are git-ignored inside this repository: lint them anyway
-    return [BIN, "--isolated", "--no-respect-gitignore", "--exit-zero", "-q", *args]
+def lint_cmd(*args, cache=False):
+    # the corpora are git-ignored inside this repository: lint them anyway;
+    # every figure but 7 measures the analysis itself, so no cache
+    return [BIN, "--isolated", "--no-respect-gitignore", "--exit-zero", "-q", *([] if cache else ["--no-cache"]), *args]
 
 
 def figure_1(runs):
@@ -270,10 +273,44 @@ def figure_6(runs):
         print(f"{n} modules: {wall:.2f} s, {1000 * wall / n:.2f} ms per module, peak {rss:.0f} MiB, {found} findings")
 
 
+def figure_7(runs):
+    print("== 7. the cache (issue 22), one thread, torch corpus")
+    torch_corpus = os.path.join(CORPUS, "torch")
+    cache_dir = os.path.join(CORPUS, ".cache7")
+    shutil.rmtree(cache_dir, ignore_errors=True)
+    cached = lint_cmd("-j", "1", "--cache-dir", cache_dir, torch_corpus, cache=True)
+    uncached = lint_cmd("-j", "1", torch_corpus)
+    cold_wall, cold_rss, cold_out = run(cached)  # fills the cache
+    warm, off = side_by_side([cached, uncached], runs)
+    _, warm_rss, warm_out = run(cached)
+    _, off_rss, off_out = run(uncached)
+    same = warm_out == off_out == cold_out
+    files = sum(1 for _, _, fs in os.walk(torch_corpus) for f in fs if f.endswith(".py"))
+    pack = sum(os.path.getsize(os.path.join(cache_dir, f)) for f in os.listdir(cache_dir) if f.startswith("pack-"))
+    print(f"cold (filling the cache): {cold_wall:.2f} s, peak {cold_rss:.0f} MiB")
+    print(f"warm: {warm:.2f} s, peak {warm_rss:.0f} MiB; --no-cache: {off:.2f} s, peak {off_rss:.0f} MiB: "
+          f"{off / warm:.1f}x faster warm; outputs identical: {same}")
+    print(f"cache: {pack / 1048576:.1f} MB for {files} files, {pack / files:.0f} bytes a file")
+    # one file edited: only it is linted again
+    victim = sorted(f for f in os.listdir(torch_corpus) if f.endswith(".py"))[0]
+    path = os.path.join(torch_corpus, victim)
+    with open(path) as f:
+        text = f.read()
+    try:
+        with open(path, "w") as f:
+            f.write(text + "\n# edited\n")
+        one_edit = run(cached)[0]
+    finally:
+        with open(path, "w") as f:
+            f.write(text)
+    print(f"warm with one file edited: {one_edit:.2f} s")
+    shutil.rmtree(cache_dir, ignore_errors=True)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--runs", type=int, default=5)
-    p.add_argument("--only", default="1,2,3,4,5,6")
+    p.add_argument("--only", default="1,2,3,4,5,6,7")
     a = p.parse_args()
     for tool in (BIN, BENCH):
         if not os.path.exists(tool):
@@ -281,7 +318,7 @@ def main():
     ensure_corpora()
     print(f"machine: {os.cpu_count()} cores; runs: {a.runs}")
     for n in a.only.split(","):
-        {"1": figure_1, "2": figure_2, "3": figure_3, "4": figure_4, "5": figure_5, "6": figure_6}[n.strip()](a.runs)
+        {"1": figure_1, "2": figure_2, "3": figure_3, "4": figure_4, "5": figure_5, "6": figure_6, "7": figure_7}[n.strip()](a.runs)
         sys.stdout.flush()
 
 

@@ -9,14 +9,41 @@
 #include <thread>
 
 #include "linter/fixes.hpp"
+#include "linter/lint_cache.hpp"
 
 namespace ddplint::cli {
 
+namespace {
+CacheSettings cache_settings_of(const CheckOptions& options) {
+  CacheSettings c;
+  if (options.no_cache) return c;
+  c.build_id = executable_build_id();
+  c.enabled = !c.build_id.empty();
+  if (!options.cache_dir.empty()) {
+    std::error_code ec;
+    c.dir = std::filesystem::absolute(options.cache_dir, ec).lexically_normal();
+  }
+  return c;
+}
+}  // namespace
+
+FileLinter::FileLinter(const CheckOptions& options, std::span<const Rule> rules, const Report& report)
+    : options_(options),
+      caches_(std::make_shared<CacheSet>(cache_settings_of(options))),
+      projects_(caches_),
+      rules_(rules),
+      report_(report) {}
+
 const ProjectFacts* FileLinter::facts_of(const std::string& path, std::shared_ptr<const Project>& keep) const {
-  if (options_.no_project) return nullptr;
-  keep = projects_.project_of(path);
   std::error_code ec;
-  return keep ? keep->facts_for(std::filesystem::absolute(path, ec).lexically_normal()) : nullptr;
+  return facts_of_absolute(std::filesystem::absolute(path, ec).lexically_normal(), keep);
+}
+
+const ProjectFacts* FileLinter::facts_of_absolute(const std::filesystem::path& absolute,
+                                                  std::shared_ptr<const Project>& keep) const {
+  if (options_.no_project) return nullptr;
+  keep = projects_.project_of(absolute);
+  return keep ? keep->facts_for(absolute) : nullptr;
 }
 
 FileOutcome FileLinter::lint_source(SourceFile source, const FileSettings& settings, bool write_back) const {
@@ -24,7 +51,8 @@ FileOutcome FileLinter::lint_source(SourceFile source, const FileSettings& setti
 }
 
 FileOutcome FileLinter::lint_source(SourceFile source, const FileSettings& settings, bool write_back,
-                                    const ProjectFacts* facts) const {
+                                    const ProjectFacts* facts, const Cache* cache,
+                                    std::string_view absolute) const {
   const RuleSelection& selection = settings.selection;
   FileOutcome o;
   o.path = source.path();
@@ -40,7 +68,7 @@ FileOutcome FileLinter::lint_source(SourceFile source, const FileSettings& setti
     o.fixed = fixed->fixed;
     o.fixed_total = fixed->fixed_total;
   } else {
-    result = lint(source, rules_, selection, settings.options, true, facts);
+    result = lint_cached(cache, source, rules_, selection, settings.options, facts, absolute);
   }
   if (!result.error.empty()) {
     o.err = "ddplint: " + o.path + ": " + result.error + "\n";
@@ -88,9 +116,19 @@ FileOutcome FileLinter::lint_path(const DiscoveredPath& entry, const FileSetting
     o.error = true;
     return o;
   }
+  std::error_code ec;
+  std::filesystem::path absolute = std::filesystem::absolute(entry.path, ec).lexically_normal();
   std::shared_ptr<const Project> project;
-  const ProjectFacts* facts = facts_of(entry.path, project);
-  return lint_source(SourceFile(entry.path, std::move(*bytes)), settings, true, facts);
+  const ProjectFacts* facts = facts_of_absolute(absolute, project);
+  // the findings go to the cache of the file's project (or, linted alone, of
+  // the project it would have)
+  std::shared_ptr<const Cache> alone;
+  const Cache* cache = project ? project->cache() : nullptr;
+  if (!project && caches_->settings().enabled) {
+    alone = caches_->cache_for(project_root(absolute));
+    cache = alone.get();
+  }
+  return lint_source(SourceFile(entry.path, std::move(*bytes)), settings, true, facts, cache, absolute.native());
 }
 
 bool lint_stdin(const std::vector<std::string>& paths, const CheckOptions& options, Configurations& configs,

@@ -19,15 +19,19 @@ namespace ddplint::cli {
 /// left with the report. Thread-safe: each call is independent.
 class FileLinter {
  public:
-  FileLinter(const CheckOptions& options, std::span<const Rule> rules, const Report& report)
-      : options_(options), rules_(rules), report_(report) {}
+  /// Keeps a cache (linter/cache.hpp) unless options.no_cache or the
+  /// executable cannot be read to name its build.
+  FileLinter(const CheckOptions& options, std::span<const Rule> rules, const Report& report);
 
   /// `source` linted under `settings`; `write_back`: the file on disk to
   /// replace with the fixed text (false for standard input).
   FileOutcome lint_source(SourceFile source, const FileSettings& settings, bool write_back) const;
-  /// lint_source with the project facts of the file (`facts` may be null).
+  /// lint_source with the project facts of the file (`facts` may be null)
+  /// and the cache for its findings (`cache` may be null: none; `absolute`:
+  /// the file's absolute path, its slot there).
   FileOutcome lint_source(SourceFile source, const FileSettings& settings, bool write_back,
-                          const ProjectFacts* facts) const;
+                          const ProjectFacts* facts, const Cache* cache = nullptr,
+                          std::string_view absolute = {}) const;
 
   /// The discovered path read and linted; an unreadable one gives an error outcome.
   FileOutcome lint_path(const DiscoveredPath& entry, const FileSettings& settings) const;
@@ -35,9 +39,13 @@ class FileLinter {
   /// The project facts of the file at `path` (null with --no-project or none);
   /// `keep` holds the project they belong to.
   const ProjectFacts* facts_of(const std::string& path, std::shared_ptr<const Project>& keep) const;
+  /// facts_of() for a path already absolute and normal.
+  const ProjectFacts* facts_of_absolute(const std::filesystem::path& absolute,
+                                        std::shared_ptr<const Project>& keep) const;
 
  private:
   const CheckOptions& options_;
+  std::shared_ptr<CacheSet> caches_;
   mutable ProjectSet projects_;
   std::span<const Rule> rules_;
   const Report& report_;

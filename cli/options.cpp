@@ -59,6 +59,12 @@ void add_check_options(CLI::App& app, CheckOptions& o) {
   app.add_flag("--isolated", o.isolated, "Ignore every configuration file");
   app.add_flag("--no-project", o.no_project,
                "Lint each file alone, without the facts of its project (the other modules it imports or is imported by)");
+  app.add_flag("--no-cache", o.no_cache,
+               "Read and write no cache (by default each project keeps its summaries and findings in .ddplint_cache/)")
+      ->envname("DDPLINT_NO_CACHE");
+  app.add_option("--cache-dir", o.cache_dir, "Keep the cache of every project in this folder instead")
+      ->type_name("PATH")
+      ->envname("DDPLINT_CACHE_DIR");
   app.add_flag("--force-exclude", o.force_exclude,
                "Apply exclude patterns and .gitignore to paths named on the command line too (as a pre-commit hook needs)");
   app.add_flag_callback("--respect-gitignore", [&o] { o.respect_gitignore = true; },

@@ -33,6 +33,8 @@ struct CheckOptions {
   std::string output_file;                            ///< -o/--output-file
   bool exit_zero = false, quiet = false, isolated = false, statistics = false;
   bool no_project = false;  ///< --no-project: each file linted alone
+  bool no_cache = false;    ///< --no-cache (or DDPLINT_NO_CACHE set): nothing read from or written to a cache
+  std::string cache_dir;    ///< --cache-dir (or DDPLINT_CACHE_DIR): one cache folder for every project
   bool fix = false, unsafe_fixes = false, diff = false, show_fixes = false, force_exclude = false;
   std::optional<bool> respect_gitignore;  ///< --[no-]respect-gitignore: overrides the configuration
   unsigned jobs = 1;                      ///< -j: files linted in parallel (default: the usable cores)

@@ -6,9 +6,13 @@
 #include <system_error>
 #include <unordered_map>
 
+#include <climits>
+#include <optional>
+
 #include "linter/config.hpp"
 #include "linter/discovery.hpp"
 #include "linter/gitignore.hpp"
+#include "linter/lint_cache.hpp"
 #include "linter/source.hpp"
 #include "linter/syntax.hpp"
 
@@ -146,10 +150,11 @@ FileSummary summarize(const SemanticModel& model, const std::function<bool(std::
   return s;
 }
 
-fs::path project_root(const fs::path& file) {
+namespace {
+
+// project_root() of a file in folder `own` (absolute, normal).
+fs::path root_of_folder(const fs::path& own) {
   std::error_code ec;
-  fs::path absolute = fs::absolute(file, ec).lexically_normal();
-  fs::path own = absolute.parent_path();
   for (fs::path dir = own; !dir.empty(); dir = dir.parent_path()) {
     if (is_project_marker_folder(dir)) return dir;
     if (dir == dir.root_path() || dir.parent_path() == dir) break;
@@ -162,6 +167,23 @@ fs::path project_root(const fs::path& file) {
        ++level)
     dir = dir.parent_path();
   return dir;
+}
+
+// `path` relative to `base` (both absolute and normal), generic separators:
+// a prefix cut when `base` is a folder above (the common case), else lexically_relative.
+std::string relative_to(const fs::path& path, const fs::path& base) {
+  const std::string& p = path.native();
+  const std::string& b = base.native();
+  if (p.size() > b.size() + 1 && p.compare(0, b.size(), b) == 0 && (p[b.size()] == '/' || b.ends_with('/')))
+    return p.substr(b.ends_with('/') ? b.size() : b.size() + 1);
+  return path.lexically_relative(base).generic_string();
+}
+
+}  // namespace
+
+fs::path project_root(const fs::path& file) {
+  std::error_code ec;
+  return root_of_folder(fs::absolute(file, ec).lexically_normal().parent_path());
 }
 
 namespace {
@@ -193,11 +215,10 @@ class Solver {
     std::string_view rest = dotted.substr(dots);
     std::vector<fs::path> bases;
     fs::path dir = files_[from].path.parent_path();
-    std::error_code ec;
     if (dots > 0) {
       for (std::size_t up = 1; up < dots && dir.has_parent_path() && dir != root_; ++up) dir = dir.parent_path();
       bases.push_back(dir);
-    } else if (fs::exists(dir / "__init__.py", ec)) {
+    } else if (by_path_.contains((dir / "__init__.py").native())) {
       bases.push_back(root_);  // a module of a package: its folder is not on sys.path, the root is
     } else {
       bases.push_back(dir);  // a script: its folder comes first on sys.path
@@ -307,22 +328,131 @@ class Solver {
   std::unordered_map<fs::path::string_type, std::size_t> by_path_;
 };
 
-void summarise(ModuleFile& m, const Solver& solver, std::size_t index) {
+// A summary as bytes for the cache, and back (std::nullopt: damaged).
+std::string encode_summary(const FileSummary* s) {
+  ByteWriter out;
+  out.flag(s != nullptr);  // false: the file could not be read, decoded or parsed
+  if (s == nullptr) return std::move(out.bytes());
+  out.number(s->functions.size());
+  for (const FileSummary::Function& f : s->functions) {
+    out.text(f.name);
+    out.number(static_cast<std::uint64_t>(f.trains));
+    out.number(f.parameters.size());
+    for (std::size_t i = 0; i < f.parameters.size(); ++i) {
+      out.text(f.parameters[i]);
+      out.flag(f.host_default[i]);
+    }
+  }
+  out.number(s->calls.size());
+  for (const FileSummary::Call& c : s->calls) {
+    out.text(c.canonical);
+    out.number(c.line);
+    out.flag(c.every_step);
+    out.flag(c.in_training_loop);
+    out.number(c.host_arguments.size());
+    for (const auto& [k, v] : c.host_arguments) {
+      out.text(k);
+      out.flag(v);
+    }
+    out.flag(c.unpacked);
+    out.flag(c.result_logged_only);
+  }
+  out.number(s->imports.size());
+  for (const auto& [local, target] : s->imports) {
+    out.text(local);
+    out.text(target);
+  }
+  out.flag(s->cuda);
+  return std::move(out.bytes());
+}
+
+// The summary in `bytes`: an empty optional when the entry says the file had none.
+std::optional<std::optional<FileSummary>> decode_summary(std::string_view bytes) {
+  ByteReader in(bytes);
+  if (!in.flag()) {
+    if (in.failed() || !in.at_end()) return std::nullopt;
+    return std::optional<FileSummary>{};
+  }
+  FileSummary s;
+  for (std::uint64_t n = in.count(3 * 8); n > 0 && !in.failed(); --n) {
+    FileSummary::Function f;
+    f.name = in.text();
+    std::uint64_t trains = in.number();
+    if (trains > 2) in.fail();
+    f.trains = static_cast<ProjectFacts::Trains>(trains);
+    for (std::uint64_t p = in.count(2 * 8); p > 0 && !in.failed(); --p) {
+      f.parameters.push_back(in.text());
+      f.host_default.push_back(in.flag());
+    }
+    s.functions.push_back(std::move(f));
+  }
+  for (std::uint64_t n = in.count(7 * 8); n > 0 && !in.failed(); --n) {
+    FileSummary::Call c;
+    c.canonical = in.text();
+    std::uint64_t line = in.number();
+    if (line > UINT32_MAX) in.fail();
+    c.line = static_cast<std::uint32_t>(line);
+    c.every_step = in.flag();
+    c.in_training_loop = in.flag();
+    for (std::uint64_t a = in.count(2 * 8); a > 0 && !in.failed(); --a) {
+      std::string k = in.text();
+      c.host_arguments.emplace(std::move(k), in.flag());
+    }
+    c.unpacked = in.flag();
+    c.result_logged_only = in.flag();
+    s.calls.push_back(std::move(c));
+  }
+  for (std::uint64_t n = in.count(2 * 8); n > 0 && !in.failed(); --n) {
+    std::string local = in.text();
+    s.imports.emplace_back(std::move(local), in.text());
+  }
+  s.cuda = in.flag();
+  if (in.failed() || !in.at_end()) return std::nullopt;
+  return std::optional<FileSummary>(std::move(s));
+}
+
+// Summarises `m` with the facts it has now, in `round` of the fixed point.
+// `cache` (may be null) holds summaries in a slot per file and round, keyed
+// by the file's bytes, the project's layout (which modules exist decides
+// which calls' results are followed) and the facts.
+void summarise(ModuleFile& m, const Solver& solver, std::size_t index, int round, const Cache* cache,
+               const CacheKey& layout) {
   m.summarised = false;
   std::string err;
   auto bytes = read_file(m.path.string(), err);
   if (!bytes) return;
+  CacheKey key;
+  std::string slot;
+  if (cache != nullptr) {
+    KeyHasher h;
+    h.add("summary").add(m.relative).add(*bytes).add(layout.hex()).add(fingerprint(m.facts.empty() ? nullptr : &m.facts));
+    key = h.finish();
+    slot = "summary:" + m.path.string() + "#" + std::to_string(round);
+    if (auto entry = cache->get(slot, key)) {
+      if (auto decoded = decode_summary(*entry)) {
+        if (*decoded) {
+          m.summary = std::move(**decoded);
+          m.summarised = true;
+        }
+        return;
+      }
+    }
+  }
+  auto store = [&](const FileSummary* s) {
+    if (cache != nullptr) cache->put(slot, key, encode_summary(s));
+  };
   SourceFile source(m.relative, std::move(*bytes));
-  if (source.check_decodable() != DecodeError::None) return;
+  if (source.check_decodable() != DecodeError::None) return store(nullptr);
   ParseArenaScope arena;
   SyntaxTree tree = parse_python(source);
-  if (!tree) return;
+  if (!tree) return store(nullptr);
   SemanticModel model(source, tree, m.facts.empty() ? nullptr : &m.facts);
   m.summary = summarize(model, [&](std::string_view canonical) {
     std::size_t last = canonical.rfind('.');
     return last != std::string_view::npos && last > 0 && solver.module_file(index, canonical.substr(0, last)) >= 0;
   });
   m.summarised = true;
+  store(&m.summary);
 }
 
 }  // namespace
@@ -332,9 +462,13 @@ struct Project::State {
   std::unique_ptr<Solver> solver;
   std::unordered_map<fs::path::string_type, std::size_t> index;  // absolute path -> file
   std::vector<std::uint8_t> solved;                             // per component
+  std::shared_ptr<const Cache> cache;                           // summaries, when the run keeps a cache
+  CacheKey layout;                                              // the files found, in order
 };
 
-Project::Project(fs::path root) : root_(std::move(root)), state_(std::make_unique<State>()) {
+Project::Project(fs::path root, std::shared_ptr<const Cache> cache)
+    : root_(std::move(root)), state_(std::make_unique<State>()) {
+  state_->cache = std::move(cache);
   std::vector<ModuleFile>& files = state_->files;
   // the root's Python files, leaving out the default folders, nested projects
   // and what git ignores (a data folder of a million files is not walked)
@@ -366,16 +500,18 @@ Project::Project(fs::path root) : root_(std::move(root)), state_(std::make_uniqu
       file_count_ = 0;
       return;  // too large to index: no facts
     }
-    std::error_code ec;
     ModuleFile m;
-    m.path = fs::absolute(p, ec).lexically_normal();
-    m.relative = m.path.lexically_relative(root_).generic_string();
+    m.path = std::move(p);  // under the root, which is absolute and normal: so is the path
+    m.relative = relative_to(m.path, root_);
     // shown in messages as a path from the working folder, like the findings' own paths
-    fs::path from_cwd = m.path.lexically_relative(cwd);
-    m.shown = from_cwd.empty() ? m.path.generic_string() : from_cwd.generic_string();
+    std::string from_cwd = cwd.empty() ? std::string() : relative_to(m.path, cwd);
+    m.shown = from_cwd.empty() ? m.path.generic_string() : from_cwd;
     files.push_back(std::move(m));
   }
   file_count_ = files.size();
+  KeyHasher layout;
+  for (const ModuleFile& m : files) layout.add(m.relative);
+  state_->layout = layout.finish();
   state_->solver = std::make_unique<Solver>(root_, files);
   // edges: a file that imports another file of the project, and that file;
   // components of the undirected graph (union-find), each solved on first use
@@ -406,6 +542,8 @@ Project::Project(fs::path root) : root_(std::move(root)), state_(std::make_uniqu
 
 Project::~Project() = default;
 
+const Cache* Project::cache() const { return state_->cache.get(); }
+
 // Summarises the files of one component and solves their facts.
 void Project::solve(std::size_t component) const {
   std::vector<ModuleFile>& files = state_->files;
@@ -415,7 +553,8 @@ void Project::solve(std::size_t component) const {
   summarised_ += changed.size();
   int rounds = 0;
   for (; rounds < kMaxRounds && !changed.empty(); ++rounds) {
-    for (std::size_t i : changed) summarise(files[i], *state_->solver, i);
+    for (std::size_t i : changed)
+      summarise(files[i], *state_->solver, i, rounds, state_->cache.get(), state_->layout);
     std::vector<ProjectFacts> next = state_->solver->facts();
     changed.clear();
     for (std::size_t i = 0; i < files.size(); ++i) {
@@ -447,10 +586,19 @@ const ProjectFacts* Project::facts_for(const fs::path& file) const {
 }
 
 std::shared_ptr<const Project> ProjectSet::project_of(const fs::path& file) {
-  fs::path root = project_root(file);
+  std::error_code ec;
+  fs::path folder = (file.is_absolute() ? file : fs::absolute(file, ec)).parent_path();
   std::shared_ptr<Slot> slot;
+  fs::path root;
   {
     std::lock_guard lock(mutex_);
+    // a folder's files share a root: looked up once per folder
+    auto known = roots_.find(folder.native());
+    if (known == roots_.end()) {
+      if (roots_.size() >= kKnownFolders) roots_.clear();
+      known = roots_.emplace(folder.native(), root_of_folder(folder.lexically_normal())).first;
+    }
+    root = known->second;
     auto it = std::find_if(entries_.begin(), entries_.end(), [&](const Entry& e) { return e.root == root; });
     if (it != entries_.end()) {
       Entry e = std::move(*it);
@@ -462,7 +610,9 @@ std::shared_ptr<const Project> ProjectSet::project_of(const fs::path& file) {
     }
     slot = entries_.back().slot;
   }
-  std::call_once(slot->once, [&] { slot->project = std::make_shared<const Project>(root); });
+  std::call_once(slot->once, [&] {
+    slot->project = std::make_shared<const Project>(root, caches_ ? caches_->cache_for(root) : nullptr);
+  });
   return slot->project;
 }
 

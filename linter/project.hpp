@@ -15,8 +15,10 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
+#include "linter/cache.hpp"
 #include "linter/project_facts.hpp"
 #include "linter/semantic_model.hpp"
 
@@ -80,8 +82,9 @@ class Project {
 
   /// Indexes the project at `root` (absolute, normal): lists its files and
   /// finds the import edges between them (a scan of import lines, no parse).
-  /// Files that cannot be read or parsed add nothing.
-  explicit Project(std::filesystem::path root);
+  /// Files that cannot be read or parsed add nothing. `cache` (may be null)
+  /// keeps the summaries between runs.
+  explicit Project(std::filesystem::path root, std::shared_ptr<const Cache> cache = nullptr);
   ~Project();
   Project(const Project&) = delete;
   Project& operator=(const Project&) = delete;
@@ -93,6 +96,8 @@ class Project {
   /// live as long as the Project.
   const ProjectFacts* facts_for(const std::filesystem::path& file) const;
   const std::filesystem::path& root() const { return root_; }
+  /// The project's cache (null when the run keeps none); also for findings.
+  const Cache* cache() const;
   /// Python files found under the root (0 when it had more than kMaxFiles).
   std::size_t file_count() const { return file_count_; }
   /// Files summarised so far (those of the components asked about).
@@ -126,6 +131,9 @@ class Project {
 class ProjectSet {
  public:
   static constexpr std::size_t kKept = 16;
+  /// Projects that keep their summaries in the caches of `caches` (may be
+  /// null: none).
+  explicit ProjectSet(std::shared_ptr<CacheSet> caches = nullptr) : caches_(std::move(caches)) {}
   /// The project of `file` (indexing it on first use; thread-safe).
   std::shared_ptr<const Project> project_of(const std::filesystem::path& file);
 
@@ -138,7 +146,10 @@ class ProjectSet {
     std::filesystem::path root;
     std::shared_ptr<Slot> slot;
   };
+  static constexpr std::size_t kKnownFolders = 4096;
+  std::shared_ptr<CacheSet> caches_;
   std::mutex mutex_;
+  std::unordered_map<std::string, std::filesystem::path> roots_;  // folder -> project_root() of its files
   std::vector<Entry> entries_;  // most recently used last
 };
 

@@ -947,3 +947,58 @@ TEST_CASE("ddplint verify: the plan, findings first, and the exits when ddplint-
   CHECK(j["findings"].size() == 2);
   CHECK(j["results"]["measurements"][0]["id"] == "cpu_cores");
 }
+
+TEST_CASE("cache: warm runs equal --no-cache runs, across files, after edits and with a damaged pack") {
+  TempDir d;
+  fs::copy(fs::path(DDPLINT_SOURCE_DIR) / "fixtures/projects/engine_split", d.path / "p", fs::copy_options::recursive);
+  const fs::path p = d.path / "p";
+  fs::remove_all(p / ".ddplint_cache");  // the checkout's own, from earlier runs over fixtures/
+  auto run = [&](std::vector<std::string> extra, const std::vector<std::string>& env = {}) {
+    std::vector<std::string> args{"--format", "json", "--exit-zero"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return ddplint(args, "", p, env);
+  };
+  const Run uncached = run({"--no-cache", "."});
+  REQUIRE(uncached.rc == 0);
+  REQUIRE(contains(uncached.out, "util/misc.py"));  // the helper's sync, per step through engine.py
+  CHECK(!fs::exists(p / ".ddplint_cache"));         // --no-cache writes nothing
+  CHECK(run({"."}, {"DDPLINT_NO_CACHE=1"}).out == uncached.out);
+  CHECK(!fs::exists(p / ".ddplint_cache"));
+  const Run cold = run({"."});
+  CHECK(cold.out == uncached.out);
+  REQUIRE(fs::exists(p / ".ddplint_cache/.gitignore"));
+  const Run warm = run({"."});
+  CHECK(warm.out == uncached.out);
+  CHECK(warm.err == uncached.err);
+  // one file named: its project's facts, from the cache
+  CHECK(run({"util/misc.py"}).out == run({"--no-cache", "util/misc.py"}).out);
+  // engine.py now calls the helper every 100 steps: misc.py's finding goes, though misc.py did not change
+  std::string engine = slurp(p / "engine.py");
+  const std::string call = "        misc.clip_and_report(model)\n";
+  REQUIRE(contains(engine, call));
+  engine.replace(engine.find(call), call.size(), "        if step % 100 == 0:\n            misc.clip_and_report(model)\n");
+  d.write("p/engine.py", engine);
+  const Run edited = run({"."});
+  CHECK(edited.out == run({"--no-cache", "."}).out);
+  CHECK(edited.out != uncached.out);
+  CHECK(!contains(edited.out, "util/misc.py"));
+  // a damaged pack: recomputed, same output
+  for (const auto& entry : fs::directory_iterator(p / ".ddplint_cache")) {
+    if (!entry.path().filename().string().starts_with("pack-")) continue;
+    std::string bytes = slurp(entry.path());
+    bytes[bytes.size() / 2] = static_cast<char>(bytes[bytes.size() / 2] ^ 1);
+    std::ofstream(entry.path(), std::ios::binary | std::ios::trunc) << bytes;
+  }
+  CHECK(run({"."}).out == edited.out);
+  // --cache-dir: one folder elsewhere
+  const Run elsewhere = run({"--cache-dir", (d.path / "shared").string(), "."});
+  CHECK(elsewhere.out == edited.out);
+  CHECK(fs::exists(d.path / "shared/.gitignore"));
+  CHECK(run({"."}, {"DDPLINT_CACHE_DIR=" + (d.path / "shared").string()}).out == edited.out);
+  // fixing with a warm cache fixes what a cold run fixes
+  fs::copy(p, d.path / "q", fs::copy_options::recursive);
+  const Run fixed_warm = ddplint({"--fix", "--exit-zero", "."}, "", p);
+  const Run fixed_cold = ddplint({"--fix", "--exit-zero", "--no-cache", "."}, "", d.path / "q");
+  CHECK(fixed_warm.out == fixed_cold.out);
+  CHECK(slurp(p / "main.py") == slurp(d.path / "q/main.py"));
+}
