@@ -3,8 +3,13 @@
 // `ddplint server` process over pipes. Prints median and p95 over N edits,
 // and the server's resident memory before and after M further edits.
 //
-// Usage: lsp_latency [--edits N] [--memory-edits M] DDPLINT_BIN SOURCE_DIR
-//   (defaults 100 and 1000; SOURCE_DIR holds examples/ and fixtures/)
+// With --workspace F, the script is train.py in a project of F files on disk
+// (pyproject.toml, a package of F - 1 helper modules that import each other
+// in a cycle, and train.py, whose CUDA step loop calls ten of them), so the
+// server lints each edit with the project facts of the file.
+//
+// Usage: lsp_latency [--edits N] [--memory-edits M] [--workspace F] DDPLINT_BIN SOURCE_DIR
+//   (defaults 100, 1000 and no workspace; SOURCE_DIR holds examples/ and fixtures/)
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -13,6 +18,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <unistd.h>
 #include <vector>
 
 #include "tests/support/lsp_client.hpp"
@@ -62,24 +68,56 @@ double percentile(std::vector<double> v, double p) {
 
 json at(std::uint32_t line, std::uint32_t character) { return {{"line", line}, {"character", character}}; }
 
+void write(const fs::path& p, const std::string& text) {
+  fs::create_directories(p.parent_path());
+  std::ofstream(p, std::ios::binary) << text;
+}
+
+// A project of `files` files under `root`; returns train.py's text: `script`
+// with a CUDA step loop that calls ten helpers of the package appended.
+std::string make_workspace(const fs::path& root, int files, const std::string& script) {
+  fs::remove_all(root);
+  write(root / "pyproject.toml", "# lsp_latency workspace\n");
+  write(root / "helpers/__init__.py", "");
+  const int modules = std::max(1, files - 3);  // pyproject.toml, __init__.py and train.py are the others
+  for (int i = 0; i < modules; ++i) {
+    int next = (i + 1) % modules;
+    write(root / ("helpers/m" + std::to_string(i) + ".py"),
+          "from helpers import m" + std::to_string(next) + "\n\n\ndef helper(x, depth=0):\n    if depth > 0:\n        m" +
+              std::to_string(next) + ".helper(x, depth - 1)\n    return x.norm().item()\n\n\n"
+          "def step(model, opt, x):\n    model(x).sum().backward()\n    opt.step()\n");
+  }
+  std::string text = "import torch\nfrom helpers import " + [&] {
+    std::string names;
+    for (int i = 0; i < std::min(10, modules); ++i) names += (i ? ", m" : "m") + std::to_string(i);
+    return names;
+  }() + "\n" + script;
+  text += "\nmodel = torch.nn.Linear(8, 8).cuda()\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+          "for i in range(100):\n    x = torch.randn(4, 8, device='cuda')\n    m0.step(model, opt, x)\n";
+  for (int i = 0; i < std::min(10, modules); ++i) text += "    m" + std::to_string(i) + ".helper(x)\n";
+  write(root / "train.py", text);
+  return text;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  int edits = 100, memory_edits = 1000;
+  int edits = 100, memory_edits = 1000, workspace = 0;
   std::vector<std::string> pos;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--edits") == 0 && i + 1 < argc) edits = std::max(1, std::atoi(argv[++i]));
     else if (std::strcmp(argv[i], "--memory-edits") == 0 && i + 1 < argc) memory_edits = std::max(0, std::atoi(argv[++i]));
+    else if (std::strcmp(argv[i], "--workspace") == 0 && i + 1 < argc) workspace = std::max(4, std::atoi(argv[++i]));
     else pos.emplace_back(argv[i]);
   }
   if (pos.size() != 2) {
-    std::fprintf(stderr, "usage: lsp_latency [--edits N] [--memory-edits M] DDPLINT_BIN SOURCE_DIR\n");
+    std::fprintf(stderr, "usage: lsp_latency [--edits N] [--memory-edits M] [--workspace F] DDPLINT_BIN SOURCE_DIR\n");
     return 2;
   }
   std::string text = training_script(pos[1]);
-  std::size_t lines = count_lines(text);
+  const fs::path ws = fs::temp_directory_path() / ("ddplint_lsp_workspace_" + std::to_string(::getpid()));
   // the edit point: the middle of the script, at the start of an indented line inside a loop body
-  std::uint32_t line = static_cast<std::uint32_t>(lines / 2);
+  std::uint32_t line = static_cast<std::uint32_t>(count_lines(text) / 2);
   {
     std::istringstream in(text);
     std::string l;
@@ -87,6 +125,12 @@ int main(int argc, char** argv) {
     while (std::getline(in, l)) all.push_back(l);
     while (line < all.size() && all[line].rfind("        ", 0) != 0) ++line;
   }
+  if (workspace > 0) {  // the same line of the script, below the imports the workspace adds in front
+    std::string bare = text;
+    text = make_workspace(ws, workspace, text);
+    line += static_cast<std::uint32_t>(count_lines(text.substr(0, text.find(bare))));
+  }
+  std::size_t lines = count_lines(text);
   const std::string typed = "        value = loss.item()\n";  // typed one character per edit, then deleted
 
   LspClient c(pos[0]);
@@ -96,7 +140,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   c.notify("initialized", json::object());
-  const std::string uri = "file:///bench/train.py";
+  const std::string uri = workspace > 0 ? "file://" + (ws / "train.py").string() : "file:///bench/train.py";
   c.notify("textDocument/didOpen", {{"textDocument", {{"uri", uri}, {"languageId", "python"}, {"version", 1}, {"text", text}}}});
   if (!c.wait_notification("textDocument/publishDiagnostics", std::chrono::seconds(30))) {
     std::fprintf(stderr, "lsp_latency: no diagnostics after didOpen\n");
@@ -142,8 +186,10 @@ int main(int argc, char** argv) {
   for (int i = 0; i < memory_edits; ++i) keystroke();
   long rss_after = c.rss_kib();
 
-  std::printf("script: %zu lines, %.1f KB; edits typed at line %u\n", lines, static_cast<double>(text.size()) / 1024.0,
+  std::printf("script: %zu lines, %.1f KB; edits typed at line %u", lines, static_cast<double>(text.size()) / 1024.0,
               line + 1);
+  if (workspace > 0) std::printf("; in a workspace of %d files with project facts", workspace);
+  std::printf("\n");
   std::printf("didChange -> publishDiagnostics over %d edits: median %.2f ms, p95 %.2f ms, max %.2f ms (%zu findings)\n",
               edits, percentile(ms, 0.5), percentile(ms, 0.95), percentile(ms, 1.0), findings);
   std::printf("server RSS: %ld KiB before, %ld KiB after %d more edits (%+ld KiB)\n", rss_before, rss_after,
@@ -151,5 +197,6 @@ int main(int argc, char** argv) {
   c.request("shutdown", nullptr);
   c.notify("exit", nullptr);
   c.wait_exit();
+  if (workspace > 0) fs::remove_all(ws);
   return 0;
 }

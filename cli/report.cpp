@@ -132,6 +132,20 @@ void Report::format(const SourceFile& shown, const LintResult& result, FileOutco
       std::string text(shown.text().substr(li.line_start(line), li.line_end(line) - li.line_start(line)));
       auto result_json = sarif_result(shown, d, index, uri, seen[{d.rule->code, text}]++);
       if (!relative) result_json["locations"][0]["physicalLocation"]["artifactLocation"].erase("uriBaseId");
+      // the calls in other files that make the finding per step
+      if (!d.related.empty()) {
+        nlohmann::ordered_json related = nlohmann::ordered_json::array();
+        for (std::size_t k = 0; k < d.related.size(); ++k) {
+          const RelatedLocation& r = d.related[k];
+          auto [related_uri, related_relative] = sarif_uri(r.path);
+          nlohmann::ordered_json artifact = {{"uri", related_uri}};
+          if (related_relative) artifact["uriBaseId"] = "%SRCROOT%";
+          related.push_back({{"id", k},
+                             {"physicalLocation", {{"artifactLocation", std::move(artifact)}, {"region", {{"startLine", r.line}}}}},
+                             {"message", {{"text", r.message}}}});
+        }
+        result_json["relatedLocations"] = std::move(related);
+      }
       o.json.push_back(std::move(result_json));
     }
   } else if (format == "full") {

@@ -56,7 +56,7 @@ def lint(binary, corpus, program, opt_in):
         commit = f.read().strip()
     if commit != program["commit"]:
         sys.exit(f"{where}: at {commit[:12]}, the manifest pins {program['commit'][:12]} (run eval/materialize.py again)")
-    proc = subprocess.run([binary, "--isolated", "--no-respect-gitignore", "--extend-select", ",".join(sorted(opt_in)),
+    proc = subprocess.run([binary, "--isolated", "--no-respect-gitignore", "--no-cache", "--extend-select", ",".join(sorted(opt_in)),
                            "--format", "json", *program["paths"]],
                           cwd=where, capture_output=True, text=True)
     if proc.returncode not in (0, 1):

@@ -61,6 +61,15 @@ struct RuleInfo {
   std::string_view needs;
 };
 
+/// A place in another file that a finding depends on (SARIF
+/// relatedLocations, LSP relatedInformation): a call in the chain that makes
+/// a helper's cost per step.
+struct RelatedLocation {
+  std::string path;        ///< relative to the working folder (as ProjectCaller::path)
+  std::uint32_t line = 0;  ///< 1-based
+  std::string message;     ///< what happens there, e.g. "calls this every training step"
+};
+
 /// A finding: the rule, the byte range in the file, and the message.
 struct Diagnostic {
   const RuleInfo* rule = nullptr;
@@ -68,6 +77,8 @@ struct Diagnostic {
   std::uint32_t end = 0;    ///< byte offset one past the last byte
   std::string message;
   std::optional<Fix> fix;
+  /// Places in other files the finding depends on, outermost first.
+  std::vector<RelatedLocation> related;
 };
 
 /// Options of rules that have some, set in configuration files.

@@ -78,8 +78,16 @@ LintResult lint_decoded(const SourceFile& source, const SyntaxTree& tree, std::s
     if (project != nullptr && !project->step_entries.empty()) {
       // per step only because another file calls this function every step: say where
       TSNode at = ts_node_descendant_for_byte_range(ts_tree_root_node(tree.get()), d.start, d.end);
-      if (const ProjectCaller* caller = model.step_caller_elsewhere(at))
-        d.message += " (every step through " + caller->path + ":" + std::to_string(caller->line) + ")";
+      if (const ProjectCaller* caller = model.step_caller_elsewhere(at)) {
+        std::string chain;
+        for (const CallLink& link : caller->before) {
+          chain += link.path + ":" + std::to_string(link.line) + " \u2192 ";
+          d.related.push_back({link.path, link.line, "calls the training loop that leads to the next call"});
+        }
+        chain += caller->path + ":" + std::to_string(caller->line);
+        d.related.push_back({caller->path, caller->line, "calls this every training step"});
+        d.message += " (every step through " + chain + ")";
+      }
     }
     result.diagnostics.push_back(std::move(d));
   }

@@ -36,7 +36,9 @@ struct LintResult {
 /// (linter/project.hpp); a file with project facts is always parsed (its
 /// findings may come from facts its own bytes do not show). A finding that is
 /// per-step only through a call in another file says so: the message ends
-/// with "(every step through PATH:LINE)".
+/// with "(every step through PATH:LINE)", or with the chain of calls that
+/// leads there ("(every step through main.py:57 → engine.py:23)"), and the
+/// same calls are the finding's related locations.
 LintResult lint(const SourceFile& source, std::span<const Rule> rules, const RuleSelection& selection,
                 const RuleOptions& options = RuleOptions{}, bool prefilter = true,
                 const ProjectFacts* project = nullptr);

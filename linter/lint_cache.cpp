@@ -14,7 +14,11 @@ using nlohmann::json;
 
 namespace {
 
-json caller_json(const ProjectCaller& c) { return json::array({c.path, c.line}); }
+json caller_json(const ProjectCaller& c) {
+  json before = json::array();
+  for (const CallLink& l : c.before) before.push_back(json::array({l.path, l.line}));
+  return json::array({c.path, c.line, std::move(before)});
+}
 
 }  // namespace
 
@@ -74,6 +78,12 @@ std::string encode_lint_result(const LintResult& result) {
     out.number(d.start);
     out.number(d.end);
     out.text(d.message);
+    out.number(d.related.size());
+    for (const RelatedLocation& r : d.related) {
+      out.text(r.path);
+      out.number(r.line);
+      out.text(r.message);
+    }
     out.flag(d.fix.has_value());
     if (!d.fix) continue;
     out.flag(d.fix->applicability == Fix::Applicability::Safe);
@@ -98,7 +108,7 @@ std::optional<LintResult> decode_lint_result(std::string_view bytes, std::span<c
     if (n > UINT32_MAX) in.fail();
     return static_cast<std::uint32_t>(n);
   };
-  std::uint64_t n = in.count(5 * 8);
+  std::uint64_t n = in.count(6 * 8);
   for (std::uint64_t i = 0; i < n && !in.failed(); ++i) {
     Diagnostic d;
     std::string code = in.text();
@@ -108,6 +118,13 @@ std::optional<LintResult> decode_lint_result(std::string_view bytes, std::span<c
     d.start = offset();
     d.end = offset();
     d.message = in.text();
+    for (std::uint64_t k = in.count(3 * 8); k > 0 && !in.failed(); --k) {
+      RelatedLocation rel;
+      rel.path = in.text();
+      rel.line = offset();
+      rel.message = in.text();
+      d.related.push_back(std::move(rel));
+    }
     if (in.flag()) {
       Fix fix;
       fix.applicability = in.flag() ? Fix::Applicability::Safe : Fix::Applicability::Unsafe;

@@ -106,6 +106,19 @@ std::vector<std::string> imported_modules(std::string_view text) {
   return out;
 }
 
+// The name of the top-level function whose body holds `node` (empty: none).
+std::string top_level_function_of(const SemanticModel& model, TSNode node) {
+  std::span<const Region> regions = model.regions();
+  for (int r = model.region_of(node); r >= 0; r = regions[static_cast<std::size_t>(r)].parent) {
+    const Region& reg = regions[static_cast<std::size_t>(r)];
+    if (reg.kind == Region::Kind::Function)
+      return model.is_top_level_function(reg.function) ? std::string(model.functions()[reg.function].name)
+                                                       : std::string();
+    if (reg.kind == Region::Kind::Class) return {};
+  }
+  return {};
+}
+
 }  // namespace
 
 FileSummary summarize(const SemanticModel& model, const std::function<bool(std::string_view)>& project_call) {
@@ -127,8 +140,12 @@ FileSummary summarize(const SemanticModel& model, const std::function<bool(std::
     auto [it, fresh] = seen.emplace(c.canonical, s.calls.size());
     if (fresh) s.calls.push_back({std::string(c.canonical), lines.line_of(ts_node_start_byte(c.node)) + 1, false, false});
     FileSummary::Call& call = s.calls[it->second];
+    if (fresh) call.function = top_level_function_of(model, c.node);
     if (model.runs_every_step(c.node, kAnyGuard)) {
-      if (!call.every_step) call.line = lines.line_of(ts_node_start_byte(c.node)) + 1;
+      if (!call.every_step) {
+        call.line = lines.line_of(ts_node_start_byte(c.node)) + 1;
+        call.function = top_level_function_of(model, c.node);
+      }
       call.every_step = true;
       // what each call made every step passes: host values or maybe tensors
       if (model.has_unpacked_arguments(c)) call.unpacked = true;
@@ -262,6 +279,25 @@ class Solver {
     return {-1, {}};
   }
 
+  // The calls in other files that lead to `function` of `caller` (as the
+  // caller's facts stand): how a step entry, else a loop entry, reaches it.
+  static std::vector<CallLink> chain_to(const ModuleFile& caller, const std::string& function) {
+    if (function.empty()) return {};
+    const ProjectCaller* up = nullptr;
+    if (auto it = caller.facts.step_entries.find(function); it != caller.facts.step_entries.end()) up = &it->second;
+    else if (auto at = caller.facts.loop_entries.find(function); at != caller.facts.loop_entries.end()) up = &at->second;
+    if (up == nullptr) return {};
+    std::vector<CallLink> chain = up->before;
+    chain.push_back(CallLink{up->path, up->line});
+    // a chain that comes back to the caller's file starts after its last
+    // visit there (an import cycle would otherwise grow it every round)
+    auto last = std::find_if(chain.rbegin(), chain.rend(), [&](const CallLink& l) { return l.path == caller.shown; });
+    chain.erase(chain.begin(), last.base());
+    if (chain.size() > ProjectFacts::kMaxChain)
+      chain.erase(chain.begin(), chain.end() - static_cast<long>(ProjectFacts::kMaxChain));
+    return chain;
+  }
+
   const FileSummary::Function* function(long file, const std::string& name) const {
     for (const FileSummary::Function& f : files_[static_cast<std::size_t>(file)].summary.functions)
       if (f.name == name) return &f;
@@ -293,8 +329,9 @@ class Solver {
         // callee trains (a model factory called once does not make its file's
         // own `__main__` smoke test a CUDA script)
         if (call.in_training_loop || call.every_step || f->trains != ProjectFacts::Trains::None) callee.cuda = true;
+        ProjectCaller here{caller.shown, call.line, chain_to(caller, call.function)};
         if (call.every_step) {
-          callee.step_entries.emplace(name, ProjectCaller{caller.shown, call.line});
+          callee.step_entries.emplace(name, here);
           // the parameters this caller passes host values (or leaves to their defaults)
           std::set<std::string, std::less<>> host;
           if (!call.unpacked) {
@@ -316,7 +353,7 @@ class Solver {
           if (known.empty()) callee.host_parameters.erase(name);
           (void)at;
         }
-        if (call.in_training_loop) callee.loop_entries.emplace(name, ProjectCaller{caller.shown, call.line});
+        if (call.in_training_loop) callee.loop_entries.emplace(name, std::move(here));
       }
     }
     return out;
@@ -356,6 +393,7 @@ std::string encode_summary(const FileSummary* s) {
     }
     out.flag(c.unpacked);
     out.flag(c.result_logged_only);
+    out.text(c.function);
   }
   out.number(s->imports.size());
   for (const auto& [local, target] : s->imports) {
@@ -386,7 +424,7 @@ std::optional<std::optional<FileSummary>> decode_summary(std::string_view bytes)
     }
     s.functions.push_back(std::move(f));
   }
-  for (std::uint64_t n = in.count(7 * 8); n > 0 && !in.failed(); --n) {
+  for (std::uint64_t n = in.count(8 * 8); n > 0 && !in.failed(); --n) {
     FileSummary::Call c;
     c.canonical = in.text();
     std::uint64_t line = in.number();
@@ -400,6 +438,7 @@ std::optional<std::optional<FileSummary>> decode_summary(std::string_view bytes)
     }
     c.unpacked = in.flag();
     c.result_logged_only = in.flag();
+    c.function = in.text();
     s.calls.push_back(std::move(c));
   }
   for (std::uint64_t n = in.count(2 * 8); n > 0 && !in.failed(); --n) {

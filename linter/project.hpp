@@ -48,6 +48,9 @@ struct FileSummary {
     /// Every call's result feeds only logging or nothing (SemanticModel::result_use);
     /// computed only for calls the summary was asked about (`project_call`).
     bool result_logged_only = true;
+    /// The top-level function of this file that makes the call at `line`
+    /// (empty: module level, a method or a nested function).
+    std::string function;
   };
   std::vector<Function> functions;
   std::vector<Call> calls;

@@ -7,13 +7,26 @@
 #include <map>
 #include <set>
 #include <string>
+#include <vector>
 
 namespace ddplint {
+
+/// One call of a chain across files: where it is.
+struct CallLink {
+  std::string path;        ///< the calling file, relative to the working folder when indexed
+  std::uint32_t line = 0;  ///< 1-based line of the call
+  bool operator==(const CallLink&) const = default;
+};
 
 /// Where another file of the project calls a function of this file.
 struct ProjectCaller {
   std::string path;        ///< the calling file, relative to the working folder when indexed
   std::uint32_t line = 0;  ///< 1-based line of the call
+  /// The calls, in other files, that lead to the function making this call,
+  /// outermost first: `main.py:57` when main.py's loop calls the engine
+  /// function that calls this file's helper (at most
+  /// ProjectFacts::kMaxChain links; a cycle ends the chain).
+  std::vector<CallLink> before;
   bool operator==(const ProjectCaller&) const = default;
 };
 
@@ -21,6 +34,8 @@ struct ProjectCaller {
 /// Every fact is an over-approximation only where the index proved it: an
 /// import the index cannot resolve adds nothing, so rules stay silent on it.
 struct ProjectFacts {
+  /// Most links kept in ProjectCaller::before.
+  static constexpr std::size_t kMaxChain = 8;
   /// What a function of another module does, keyed by the canonical name this
   /// file's imports give the call (`engine.train_one_epoch`, `.misc.f`).
   enum class Trains : std::uint8_t {

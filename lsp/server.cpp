@@ -520,6 +520,19 @@ json Server::to_lsp(const Document& doc, const Diagnostic& d) const {
   if (!docs_uri_.empty()) out["codeDescription"] = {{"href", docs_uri_ + "#" + std::string(d.rule->code)}};
   else if (!d.rule->url.empty()) out["codeDescription"] = {{"href", d.rule->url}};
   if (d.rule->deprecated_api) out["tags"] = {2};  // DiagnosticTag.Deprecated
+  // the calls in other files that make the finding per step (paths relative to
+  // the server's working folder, as the project index shows them)
+  if (!d.related.empty()) {
+    json related = json::array();
+    for (const RelatedLocation& r : d.related) {
+      std::error_code ec;
+      std::string path = std::filesystem::absolute(r.path, ec).lexically_normal().generic_string();
+      json at = {{"line", r.line > 0 ? r.line - 1 : 0}, {"character", 0}};
+      related.push_back({{"location", {{"uri", "file://" + uri_path_encode(path)}, {"range", {{"start", at}, {"end", at}}}}},
+                         {"message", r.message}});
+    }
+    out["relatedInformation"] = std::move(related);
+  }
   return out;
 }
 

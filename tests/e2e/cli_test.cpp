@@ -1002,3 +1002,25 @@ TEST_CASE("cache: warm runs equal --no-cache runs, across files, after edits and
   CHECK(fixed_warm.out == fixed_cold.out);
   CHECK(slurp(p / "main.py") == slurp(d.path / "q/main.py"));
 }
+
+TEST_CASE("project findings: the chain of calls in the message and as SARIF relatedLocations") {
+  const fs::path p = fs::path(DDPLINT_SOURCE_DIR) / "fixtures/projects/engine_split";
+  Run text = ddplint({"--no-cache", "--exit-zero", "util/misc.py"}, "", p);
+  CHECK(contains(text.out, "(every step through main.py:30 \u2192 engine.py:17)"));
+  Run sarif = ddplint({"--no-cache", "--exit-zero", "--format", "sarif", "util/misc.py"}, "", p);
+  auto log = nlohmann::json::parse(sarif.out);
+  const auto& results = log["runs"][0]["results"];
+  REQUIRE(results.size() == 1);
+  const auto& related = results[0]["relatedLocations"];
+  REQUIRE(related.size() == 2);
+  // relative to %SRCROOT%, as the result's own uri is
+  std::string own = results[0]["locations"][0]["physicalLocation"]["artifactLocation"]["uri"];
+  REQUIRE(own.ends_with("util/misc.py"));
+  std::string base = own.substr(0, own.size() - std::string("util/misc.py").size());
+  CHECK(related[0]["physicalLocation"]["artifactLocation"]["uri"] == base + "main.py");
+  CHECK(related[0]["physicalLocation"]["artifactLocation"]["uriBaseId"] == "%SRCROOT%");
+  CHECK(related[0]["physicalLocation"]["region"]["startLine"] == 30);
+  CHECK(related[1]["physicalLocation"]["artifactLocation"]["uri"] == base + "engine.py");
+  CHECK(related[1]["physicalLocation"]["region"]["startLine"] == 17);
+  CHECK(related[1]["id"] == 1);
+}

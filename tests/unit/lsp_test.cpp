@@ -646,6 +646,14 @@ TEST_CASE("server: a buffer takes its project's facts, as the CLI does") {
   REQUIRE(published["diagnostics"].size() == 1);  // the helper's .item(), per step through engine.py
   CHECK(published["diagnostics"][0]["code"] == "DDP401");
   CHECK(published["diagnostics"][0]["message"].get<std::string>().find("(every step through ") != std::string::npos);
+  // the chain as related information: main.py's epoch loop, then engine.py's per-step call
+  const json& related = published["diagnostics"][0]["relatedInformation"];
+  REQUIRE(related.size() == 2);
+  fs::path root = fs::path(DDPLINT_SOURCE_DIR) / "fixtures/projects/engine_split";
+  CHECK(related[0]["location"]["uri"] == "file://" + (root / "main.py").lexically_normal().string());
+  CHECK(related[1]["location"]["uri"] == "file://" + (root / "engine.py").lexically_normal().string());
+  CHECK(related[1]["location"]["range"]["start"]["line"] == 16);  // engine.py:17, 0-based
+  CHECK(related[1]["message"] == "calls this every training step");
   // the same text under a path outside any project: linted alone, nothing per step
   c.open(text, "untitled:helper.py");
   json alone = c.publish("untitled:helper.py");

@@ -116,7 +116,16 @@ TEST_CASE("a helper's finding names the call that makes it per step, whatever fi
       lint(source, rules::all(), selection, RuleOptions{}, true, project->facts_for(t.path("util/helpers.py")));
   REQUIRE(in_project.diagnostics.size() == 1);
   std::string shown = t.path("engine.py").lexically_relative(fs::current_path()).generic_string();
-  CHECK(in_project.diagnostics[0].message.find("(every step through " + shown + ":7)") != std::string::npos);
+  std::string main = t.path("main.py").lexically_relative(fs::current_path()).generic_string();
+  // the chain: main.py's epoch loop calls the engine, whose step loop calls the helper
+  const Diagnostic& d = in_project.diagnostics[0];
+  CHECK_MESSAGE(d.message.find("(every step through " + main + ":6 \u2192 " + shown + ":7)") != std::string::npos,
+                d.message);
+  REQUIRE(d.related.size() == 2);
+  CHECK(d.related[0].path == main);
+  CHECK(d.related[0].line == 6);
+  CHECK(d.related[1].path == shown);
+  CHECK(d.related[1].line == 7);
 }
 
 TEST_CASE("cycles, missing modules and a CPU-only caller add no facts that are not proven") {
@@ -223,4 +232,24 @@ TEST_CASE("a function called once from a CUDA file does not make its file CUDA")
   Project p(t.root.lexically_normal());
   const ProjectFacts* f = p.facts_for(t.path("model_def.py"));
   CHECK((f == nullptr || !f->cuda));
+}
+
+TEST_CASE("call chains across files: a per-step cycle converges, and no chain grows past kMaxChain") {
+  TempProject t;
+  t.write("main.py",
+          "import torch\nimport a\nmodel = torch.nn.Linear(2, 2).cuda()\n"
+          "opt = torch.optim.SGD(model.parameters(), lr=0.1)\nfor i in range(9):\n"
+          "    model(i).sum().backward()\n    opt.step()\n    a.f(model)\n");
+  t.write("a.py", "import b\nimport c\ndef f(m):\n    b.g(m)\ndef h(m):\n    c.k(m)\n    b.g(m)\n");
+  t.write("b.py", "import a\ndef g(m):\n    a.h(m)\n");
+  t.write("c.py", "def k(m):\n    return m.weight.norm().item()\n");
+  Project p(t.root.lexically_normal());
+  const ProjectFacts* c = p.facts_for(t.path("c.py"));
+  REQUIRE(c != nullptr);
+  REQUIRE(c->step_entries.count("k") == 1);
+  const ProjectCaller& k = c->step_entries.at("k");
+  CHECK(k.line == 6);  // a.py's call
+  CHECK(k.before.size() <= ProjectFacts::kMaxChain);
+  for (const CallLink& link : k.before) CHECK(link.path != k.path);  // a chain starts after its last visit to a.py
+  CHECK(p.rounds() < Project::kMaxRounds);  // converged, not cut off
 }
