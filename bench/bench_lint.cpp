@@ -7,7 +7,10 @@
 // Files are read into memory first: I/O is not timed. One thread. The
 // prefilter is on, as in the CLI (on a torch corpus it skips nothing).
 //
-// Usage: ddplint_bench [--rounds N] [--lint-only|--parse-only] [--breakdown] [--hot] FOLDER...
+// Usage: ddplint_bench [--rounds N] [--lint-only|--parse-only] [--breakdown] [--hot] [--project] FOLDER...
+// --project lints each file with its project facts, as the CLI does: each
+// round indexes the projects afresh (ProjectSet), and the index's walk, import
+// scan and summaries count in the lint's time.
 // --lint-only times the lint alone, --parse-only the parse alone (for a
 // profiler or counters: perf record, perf stat, callgrind). --breakdown times
 // the lint's own parse apart from the model and rules (the lint then skips
@@ -25,11 +28,14 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "bench/corpus.hpp"
 #include "linter/lint.hpp"
+#include "linter/project.hpp"
 #include "linter/syntax.hpp"
 #include "rules/registry.hpp"
 
@@ -45,13 +51,14 @@ double median(std::vector<double> v) {
 
 int main(int argc, char** argv) {
   int rounds = 5;
-  bool lint_only = false, parse_only = false, breakdown = false, hot = false;
+  bool lint_only = false, parse_only = false, breakdown = false, hot = false, project = false;
   std::vector<std::string> roots;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--rounds") == 0 && i + 1 < argc) rounds = std::max(1, std::atoi(argv[++i]));
     else if (std::strcmp(argv[i], "--lint-only") == 0) lint_only = true;
     else if (std::strcmp(argv[i], "--parse-only") == 0) parse_only = true;
     else if (std::strcmp(argv[i], "--breakdown") == 0) breakdown = true;
+    else if (std::strcmp(argv[i], "--project") == 0) project = true;
     else if (std::strcmp(argv[i], "--hot") == 0) hot = true;
     else roots.emplace_back(argv[i]);
   }
@@ -126,8 +133,17 @@ int main(int argc, char** argv) {
     }
   };
   double parse_in_lint = 0;  // --breakdown: the lint's own parse, timed apart
+  std::unique_ptr<ProjectSet> projects;  // --project: a new index each round, its cost in the lint's time
   auto lint_files = [&](std::size_t from, std::size_t to) {
     for (std::size_t i = from; i < to; ++i) {
+      if (project) {
+        std::error_code ec;
+        std::filesystem::path path = std::filesystem::absolute(files[i].path(), ec).lexically_normal();
+        auto p = projects->project_of(path);
+        const ProjectFacts* facts = p ? p->facts_for(path) : nullptr;
+        findings += lint(files[i], rules::all(), all, RuleOptions{}, true, facts).diagnostics.size();
+        continue;
+      }
       if (!breakdown) {
         findings += lint(files[i], rules::all(), all).diagnostics.size();
         continue;
@@ -143,6 +159,7 @@ int main(int argc, char** argv) {
   for (int r = 0; r < rounds; ++r) {
     findings = 0;
     parse_in_lint = 0;
+    projects = std::make_unique<ProjectSet>();
     double t[3] = {0, 0, 0};  // parse, parse + cursor walk, lint
     for (std::size_t from = 0, chunk = 0; from < files.size(); from += kChunk, ++chunk) {
       std::size_t to = std::min(files.size(), from + kChunk);
@@ -175,6 +192,23 @@ int main(int argc, char** argv) {
   std::printf("ddplint, all %zu rules: %.2f s  %.1f MB/s (median of %d), %zu findings\n", rules::all().size(), l,
               mb / l, rounds, findings);
   std::printf("ratio lint / parse: %.2fx (median of per-round ratios)\n", median(lint_ratio));
+  if (project && projects) {
+    // the projects of the last round: how many files were summarised, and their summaries' bytes
+    std::vector<std::shared_ptr<const Project>> seen;
+    for (const SourceFile& f : files) {
+      std::error_code ec;
+      auto of = projects->project_of(std::filesystem::absolute(f.path(), ec).lexically_normal());
+      if (of && std::find(seen.begin(), seen.end(), of) == seen.end()) seen.push_back(of);
+    }
+    std::size_t summarised = 0, summary_bytes = 0;
+    for (const auto& of : seen) {
+      summarised += of->summarised_count();
+      summary_bytes += of->summary_bytes();
+    }
+    std::printf("project summaries: %zu projects, %zu files summarised, %zu bytes, %.0f bytes a file\n", seen.size(),
+                summarised, summary_bytes,
+                summarised ? static_cast<double>(summary_bytes) / static_cast<double>(summarised) : 0.0);
+  }
   if (breakdown) {
     double pl = median(parse_in_lint_s);
     std::printf("lint breakdown: its parse (in the parse arena) %.2f s (%.2fx the parse alone), model and rules %.2f s "

@@ -99,6 +99,8 @@ def lint_cmd(*args, cache=False):
 def figure_1(runs):
     print("== 1. whole catalog vs tree-sitter parsing alone, one thread, torch corpus")
     subprocess.run([BENCH, "--rounds", str(runs), os.path.join(CORPUS, "torch")], check=True)
+    print("-- the same with project analysis (each round indexes the corpus's project afresh, counted in the lint)")
+    subprocess.run([BENCH, "--rounds", str(runs), "--project", os.path.join(CORPUS, "torch")], check=True)
 
 
 def figure_2(runs):
@@ -270,7 +272,11 @@ def figure_6(runs):
         wall = statistics.median([run(lint_cmd("-j", "1", root))[0] for _ in range(max(1, runs // 2))])
         _, rss, out = run(lint_cmd("-j", "1", "--format", "json", root))
         found = out.count(b'"code"')
-        print(f"{n} modules: {wall:.2f} s, {1000 * wall / n:.2f} ms per module, peak {rss:.0f} MiB, {found} findings")
+        summaries = subprocess.run([BENCH, "--rounds", "1", "--lint-only", "--project", root], capture_output=True,
+                                   text=True).stdout
+        per_file = next((l.split(", ")[-1] for l in summaries.splitlines() if l.startswith("project summaries")), "?")
+        print(f"{n} modules: {wall:.2f} s, {1000 * wall / n:.2f} ms per module, peak {rss:.0f} MiB, {found} findings; "
+              f"summaries {per_file}")
 
 
 def figure_7(runs):

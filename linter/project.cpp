@@ -605,6 +605,7 @@ void Project::solve(std::size_t component) const {
   rounds_ = std::max(rounds_, rounds);
   for (std::size_t i = 0; i < files.size(); ++i) {
     if (files[i].component != component) continue;
+    if (files[i].summarised) summary_bytes_ += encode_summary(&files[i].summary).size();
     files[i].summary = FileSummary{};  // only the facts are kept
     if (!files[i].facts.empty()) facts_.emplace(files[i].path.native(), std::move(files[i].facts));
   }

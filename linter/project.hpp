@@ -108,6 +108,13 @@ class Project {
     std::lock_guard lock(mutex_);
     return summarised_;
   }
+  /// Bytes of the summaries of the files summarised so far (each file's
+  /// summary as the cache stores it, at the fixed point): what a file's summary
+  /// costs while its component is solved (they are dropped after; the facts stay).
+  std::size_t summary_bytes() const {
+    std::lock_guard lock(mutex_);
+    return summary_bytes_;
+  }
   /// Most rounds a component's fixed point took so far.
   int rounds() const {
     std::lock_guard lock(mutex_);
@@ -123,6 +130,7 @@ class Project {
   mutable std::map<std::string, ProjectFacts, std::less<>> facts_;  // absolute path -> non-empty facts
   std::size_t file_count_ = 0;
   mutable std::size_t summarised_ = 0;
+  mutable std::size_t summary_bytes_ = 0;
   mutable int rounds_ = 0;
 };
 
