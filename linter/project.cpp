@@ -454,11 +454,18 @@ std::optional<std::optional<FileSummary>> decode_summary(std::string_view bytes)
 // `cache` (may be null) holds summaries in a slot per file and round, keyed
 // by the file's bytes, the project's layout (which modules exist decides
 // which calls' results are followed) and the facts.
-void summarise(ModuleFile& m, const Solver& solver, std::size_t index, int round, const Cache* cache,
-               const CacheKey& layout) {
-  m.summarised = false;
+// The bytes of `path`: the overlay's text when it has one, else the file's.
+std::optional<std::string> read_module(const fs::path& path, const SourceOverlay& overlay) {
+  if (overlay)
+    if (auto text = overlay(path)) return text;
   std::string err;
-  auto bytes = read_file(m.path.string(), err);
+  return read_file(path.string(), err);
+}
+
+void summarise(ModuleFile& m, const Solver& solver, std::size_t index, int round, const Cache* cache,
+               const CacheKey& layout, const SourceOverlay& overlay) {
+  m.summarised = false;
+  auto bytes = read_module(m.path, overlay);
   if (!bytes) return;
   CacheKey key;
   std::string slot;
@@ -503,11 +510,13 @@ struct Project::State {
   std::vector<std::uint8_t> solved;                             // per component
   std::shared_ptr<const Cache> cache;                           // summaries, when the run keeps a cache
   CacheKey layout;                                              // the files found, in order
+  SourceOverlay overlay;                                        // unsaved buffers, read instead of the files
 };
 
-Project::Project(fs::path root, std::shared_ptr<const Cache> cache)
+Project::Project(fs::path root, std::shared_ptr<const Cache> cache, SourceOverlay overlay)
     : root_(std::move(root)), state_(std::make_unique<State>()) {
   state_->cache = std::move(cache);
+  state_->overlay = std::move(overlay);
   std::vector<ModuleFile>& files = state_->files;
   // the root's Python files, leaving out the default folders, nested projects
   // and what git ignores (a data folder of a million files is not walked)
@@ -561,8 +570,7 @@ Project::Project(fs::path root, std::shared_ptr<const Cache> cache)
     return x;
   };
   for (std::size_t i = 0; i < files.size(); ++i) {
-    std::string err;
-    auto bytes = read_file(files[i].path.string(), err);
+    auto bytes = read_module(files[i].path, state_->overlay);
     if (!bytes) continue;
     for (const std::string& module : imported_modules(*bytes)) {
       long target = state_->solver->module_file(i, module);
@@ -593,7 +601,7 @@ void Project::solve(std::size_t component) const {
   int rounds = 0;
   for (; rounds < kMaxRounds && !changed.empty(); ++rounds) {
     for (std::size_t i : changed)
-      summarise(files[i], *state_->solver, i, rounds, state_->cache.get(), state_->layout);
+      summarise(files[i], *state_->solver, i, rounds, state_->cache.get(), state_->layout, state_->overlay);
     std::vector<ProjectFacts> next = state_->solver->facts();
     changed.clear();
     for (std::size_t i = 0; i < files.size(); ++i) {
@@ -651,7 +659,7 @@ std::shared_ptr<const Project> ProjectSet::project_of(const fs::path& file) {
     slot = entries_.back().slot;
   }
   std::call_once(slot->once, [&] {
-    slot->project = std::make_shared<const Project>(root, caches_ ? caches_->cache_for(root) : nullptr);
+    slot->project = std::make_shared<const Project>(root, caches_ ? caches_->cache_for(root) : nullptr, overlay_);
   });
   return slot->project;
 }

@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -70,6 +71,10 @@ FileSummary summarize(const SemanticModel& model, const std::function<bool(std::
 /// is a package (has `__init__.py`). Absolute and lexically normal.
 std::filesystem::path project_root(const std::filesystem::path& file);
 
+/// Text that stands for a file's bytes on disk (an editor's unsaved buffer),
+/// by absolute normal path; std::nullopt: read the file.
+using SourceOverlay = std::function<std::optional<std::string>(const std::filesystem::path&)>;
+
 /// The index of one project: every `*.py` file under its root (leaving out
 /// kDefaultExclude folders, hidden folders, what git ignores and folders that
 /// are projects of their own), and
@@ -86,8 +91,11 @@ class Project {
   /// Indexes the project at `root` (absolute, normal): lists its files and
   /// finds the import edges between them (a scan of import lines, no parse).
   /// Files that cannot be read or parsed add nothing. `cache` (may be null)
-  /// keeps the summaries between runs.
-  explicit Project(std::filesystem::path root, std::shared_ptr<const Cache> cache = nullptr);
+  /// keeps the summaries between runs. `overlay` (may be empty) gives the
+  /// text of files whose buffers differ from the disk: it is read instead, for
+  /// the import edges and the summaries (files not on disk are not added).
+  explicit Project(std::filesystem::path root, std::shared_ptr<const Cache> cache = nullptr,
+                   SourceOverlay overlay = {});
   ~Project();
   Project(const Project&) = delete;
   Project& operator=(const Project&) = delete;
@@ -143,8 +151,9 @@ class ProjectSet {
  public:
   static constexpr std::size_t kKept = 16;
   /// Projects that keep their summaries in the caches of `caches` (may be
-  /// null: none).
-  explicit ProjectSet(std::shared_ptr<CacheSet> caches = nullptr) : caches_(std::move(caches)) {}
+  /// null: none) and read files through `overlay` (may be empty; see Project).
+  explicit ProjectSet(std::shared_ptr<CacheSet> caches = nullptr, SourceOverlay overlay = {})
+      : caches_(std::move(caches)), overlay_(std::move(overlay)) {}
   /// The project of `file` (indexing it on first use; thread-safe).
   std::shared_ptr<const Project> project_of(const std::filesystem::path& file);
 
@@ -159,6 +168,7 @@ class ProjectSet {
   };
   static constexpr std::size_t kKnownFolders = 4096;
   std::shared_ptr<CacheSet> caches_;
+  SourceOverlay overlay_;
   std::mutex mutex_;
   std::unordered_map<std::string, std::filesystem::path> roots_;  // folder -> project_root() of its files
   std::vector<Entry> entries_;  // most recently used last

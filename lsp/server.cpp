@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "linter/fixes.hpp"
+#include "linter/lint_cache.hpp"
 #include "linter/output.hpp"
 #include "linter/lint.hpp"
 #include "linter/suppressions.hpp"
@@ -135,6 +136,11 @@ std::string uri_to_path(std::string_view uri) {
 Server::Server(std::span<const Rule> rules, std::function<void(const json&)> send,
                std::function<void(const std::string&)> log)
     : rules_(rules), send_(std::move(send)), log_(std::move(log)), configs_(rules) {
+  CacheSettings cache;
+  cache.build_id = executable_build_id();
+  cache.enabled = !cache.build_id.empty();
+  caches_ = std::make_shared<CacheSet>(std::move(cache));
+  projects_ = new_index();
   // docs/rules.md beside the executable: installed (PREFIX/bin/ddplint and
   // PREFIX/share/doc/ddplint/rules.md) or in the source tree (build/release/ddplint)
   std::error_code ec;
@@ -292,9 +298,9 @@ void Server::on_notification(const std::string& method, const json& params) {
     did_change(params);
   } else if (method == "textDocument/didSave") {
     // a saved file can change what its project says of every open buffer
-    projects_ = std::make_unique<ProjectSet>();
-    ++generation_;
-    relint_all();
+    index_stale_ = true;
+    index_due_ = std::chrono::steady_clock::now();
+    refresh_index();
   } else if (method == "textDocument/didClose") {
     did_close(params);
   } else if (method == "workspace/didChangeConfiguration") {
@@ -475,30 +481,73 @@ void Server::did_change(const json& params) {
   }
   const json& version = member(params.at("textDocument"), "version");
   if (version.is_number_integer()) doc->set_version(version.get<std::int64_t>());
+  if (doc->uri().starts_with("file://")) {  // other buffers' facts may follow from it
+    index_stale_ = true;
+    index_due_ = std::chrono::steady_clock::now() + std::max(kIndexDelay, std::chrono::milliseconds(settings_.debounce_ms));
+  }
   mark_pending(doc->uri());
+}
+
+std::unique_ptr<ProjectSet> Server::new_index() {
+  return std::make_unique<ProjectSet>(caches_, [this](const std::filesystem::path& path) -> std::optional<std::string> {
+    for (const auto& [uri, doc] : documents_) {
+      if (!uri.starts_with("file://")) continue;
+      if (std::filesystem::path(doc->source().path()).lexically_normal() == path) return std::string(doc->text());
+    }
+    return std::nullopt;
+  });
+}
+
+void Server::refresh_index() {
+  if (!index_stale_) return;
+  index_stale_ = false;
+  projects_ = new_index();
+  // the buffers whose facts the edit changed: linted again now
+  bool changed = false;
+  for (auto& [uri, doc] : documents_) {
+    auto seen = linted_facts_.find(uri);
+    if (seen == linted_facts_.end()) continue;  // not linted yet: it is pending
+    std::shared_ptr<const Project> project;
+    if (fingerprint(facts_of(*doc, project)) == seen->second) continue;
+    changed = true;
+    if (!caps_.pull_diagnostics) pending_[uri] = std::chrono::steady_clock::now();
+  }
+  if (changed && caps_.pull_diagnostics && caps_.diagnostic_refresh) request("workspace/diagnostic/refresh", nullptr);
+}
+
+const ProjectFacts* Server::facts_of(const Document& doc, std::shared_ptr<const Project>& keep) {
+  if (!doc.uri().starts_with("file://")) return nullptr;
+  std::error_code ec;
+  std::filesystem::path path = std::filesystem::absolute(uri_to_path(doc.uri()), ec).lexically_normal();
+  if (ec || !std::filesystem::is_regular_file(path, ec)) return nullptr;
+  keep = projects_->project_of(path);
+  return keep ? keep->facts_for(path) : nullptr;
 }
 
 void Server::did_close(const json& params) {
   std::string uri = params.at("textDocument").at("uri").get<std::string>();
   if (documents_.erase(uri) == 0) return;
   pending_.erase(uri);
+  linted_facts_.erase(uri);
+  if (uri.starts_with("file://")) {  // the file is read from disk again
+    index_stale_ = true;
+    index_due_ = std::chrono::steady_clock::now() + kIndexDelay;
+  }
   if (!caps_.pull_diagnostics) notify("textDocument/publishDiagnostics", {{"uri", uri}, {"diagnostics", json::array()}});
 }
 
 const LintResult& Server::lint_of(Document& doc) {
-  if (const LintResult* cached = doc.cached_lint(generation_)) return *cached;
-  auto [selection, options] = settings_for_document(doc);
-  // the buffer's file in its project: the same facts the CLI gives it
+  // the buffer's file in its project: the same facts the CLI gives it, from
+  // the open buffers as they were when the index was last made
   std::shared_ptr<const Project> project;
-  const ProjectFacts* facts = nullptr;
-  if (doc.uri().starts_with("file://")) {
-    std::error_code ec;
-    std::filesystem::path path = std::filesystem::absolute(uri_to_path(doc.uri()), ec).lexically_normal();
-    if (!ec && std::filesystem::is_regular_file(path, ec)) {
-      project = projects_->project_of(path);
-      facts = project ? project->facts_for(path) : nullptr;
-    }
-  }
+  const ProjectFacts* facts = facts_of(doc, project);
+  std::string facts_seen = fingerprint(facts);
+  auto seen = linted_facts_.find(doc.uri());
+  if (const LintResult* cached = doc.cached_lint(generation_); cached && seen != linted_facts_.end() &&
+                                                                 seen->second == facts_seen)
+    return *cached;
+  linted_facts_[doc.uri()] = std::move(facts_seen);
+  auto [selection, options] = settings_for_document(doc);
   LintResult result = lint(doc.source(), doc.tree(), rules_, selection, options, facts);
   if (!result.error.empty()) log_(doc.uri() + ": not linted: " + result.error);
   return doc.store_lint(generation_, std::move(result));
@@ -548,13 +597,20 @@ void Server::publish(Document& doc) {
 }
 
 std::chrono::steady_clock::time_point Server::next_due() const {
-  auto due = std::chrono::steady_clock::time_point::max();
+  auto due = index_stale_ ? index_due_ : std::chrono::steady_clock::time_point::max();
   for (const auto& [uri, t] : pending_) due = std::min(due, t);
   return due;
 }
 
 void Server::publish_due(std::chrono::steady_clock::time_point now,
                          const std::function<bool(const std::string& uri)>& superseded) {
+  if (index_stale_ && index_due_ <= now) {
+    try {
+      refresh_index();  // marks the buffers whose facts changed as due
+    } catch (const std::exception& e) {
+      log_(std::string("project index failed: ") + e.what());
+    }
+  }
   for (auto it = pending_.begin(); it != pending_.end();) {
     if (it->second > now || (superseded && superseded(it->first))) {
       ++it;

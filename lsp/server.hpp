@@ -73,9 +73,15 @@ class Server {
   bool exit_requested() const { return exit_requested_; }
   int exit_code() const { return shutdown_ ? 0 : 1; }
 
-  /// Buffers changed since their diagnostics were last pushed.
-  bool has_pending() const { return !pending_.empty(); }
-  /// When the earliest pending buffer is due (its last change + debounce).
+  /// Buffers changed since their diagnostics were last pushed, or an index
+  /// to make again after an edit.
+  bool has_pending() const { return !pending_.empty() || index_stale_; }
+  /// Idle time after the last edit to a buffer of a file on disk before the
+  /// project index is made again (a keystroke is linted at once with the
+  /// index as it stands; the buffers whose facts the edit changes follow).
+  static constexpr std::chrono::milliseconds kIndexDelay{300};
+  /// When the earliest pending buffer is due (its last change + debounce), or
+  /// the index (the last edit + kIndexDelay).
   std::chrono::steady_clock::time_point next_due() const;
   /// Lints and pushes diagnostics for each pending buffer that is due at
   /// `now`, except those for which `superseded(uri)` says a newer change is
@@ -126,6 +132,14 @@ class Server {
   void publish(Document& doc);
   void mark_pending(const std::string& uri);
   std::string result_id(const Document& doc) const;
+  /// The project facts of the buffer's file (null: none, or not a file on disk);
+  /// `keep` holds their project.
+  const ProjectFacts* facts_of(const Document& doc, std::shared_ptr<const Project>& keep);
+  /// A fresh index whose files read open buffers instead of the disk.
+  std::unique_ptr<ProjectSet> new_index();
+  /// After an edit: the index again, with the buffers as they are now; every
+  /// other open buffer whose facts changed is linted again.
+  void refresh_index();
 
   std::span<const Rule> rules_;
   std::function<void(const json&)> send_;
@@ -135,10 +149,18 @@ class Server {
   ClientCaps caps_;
   Settings settings_;
   ConfigResolver configs_;                       ///< closest configuration file of each buffer
-  /// The projects of the buffers' files, indexed from disk on first use and
-  /// again after a save (linter/project.hpp): a buffer takes the facts of its
-  /// project as the saved files give them.
-  std::unique_ptr<ProjectSet> projects_ = std::make_unique<ProjectSet>();
+  /// The summaries of the projects' files, kept across re-indexing (in
+  /// memory, and in each project's .ddplint_cache/ when the server exits): a
+  /// re-index parses only the files that changed.
+  std::shared_ptr<CacheSet> caches_;
+  /// The projects of the buffers' files (linter/project.hpp), their files read
+  /// from the open buffers where there is one, else from disk: indexed on
+  /// first use and again after an edit to a buffer of a file on disk or a save.
+  std::unique_ptr<ProjectSet> projects_;
+  bool index_stale_ = false;  ///< a buffer of a file on disk changed since the index was made
+  std::chrono::steady_clock::time_point index_due_{};  ///< when to make it again
+  /// The facts (fingerprint) each buffer's findings were computed with, by URI.
+  std::map<std::string, std::string> linted_facts_;
   std::shared_ptr<const Config> fixed_config_;   ///< from `configPath`, when set
   std::set<std::string> reported_config_errors_; ///< shown once until the files change
   std::uint64_t generation_ = 1;  ///< bumped when settings or configuration files change

@@ -660,3 +660,47 @@ TEST_CASE("server: a buffer takes its project's facts, as the CLI does") {
   REQUIRE(alone.is_object());
   CHECK(alone["diagnostics"].empty());
 }
+
+TEST_CASE("server: editing one buffer updates the findings of the open buffers that depend on it, unsaved") {
+  namespace fs = std::filesystem;
+  fs::path root = fs::path(DDPLINT_SOURCE_DIR) / "fixtures/projects/engine_split";
+  auto slurp = [](const fs::path& p) {
+    std::ifstream in(p);
+    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  };
+  const std::string helper_text = slurp(root / "util/misc.py"), engine_text = slurp(root / "engine.py");
+  const std::string helper_uri = "file://" + (root / "util/misc.py").lexically_normal().string();
+  const std::string engine_uri = "file://" + (root / "engine.py").lexically_normal().string();
+  Client c;
+  c.initialize();
+  c.open(helper_text, helper_uri);
+  c.open(engine_text, engine_uri);
+  json first = c.publish(helper_uri);
+  REQUIRE(first.is_object());
+  REQUIRE(first["diagnostics"].size() == 1);  // clip_and_report's .item(), every step through engine.py
+  // engine.py's buffer now calls the helper every 100 steps (not saved: the file on disk is unchanged)
+  const std::string call = "        misc.clip_and_report(model)\n";
+  std::size_t at = engine_text.find(call);
+  REQUIRE(at != std::string::npos);
+  std::uint32_t line = static_cast<std::uint32_t>(std::count(engine_text.begin(), engine_text.begin() + static_cast<long>(at), '\n'));
+  c.notify("textDocument/didChange",
+           {{"textDocument", {{"uri", engine_uri}, {"version", 2}}},
+            {"contentChanges", json::array({{{"range", range(line, 0, line, 0)}, {"text", "        if step % 100 == 0:\n    "}}})}});
+  json engine_after = c.publish(engine_uri);
+  REQUIRE(engine_after.is_object());
+  CHECK(engine_after["version"] == 2);
+  json helper_after = c.publish(helper_uri);
+  REQUIRE(helper_after.is_object());  // published again, though its own text did not change
+  CHECK(helper_after["diagnostics"].empty());
+  // the edit undone: the finding is back
+  c.notify("textDocument/didChange", {{"textDocument", {{"uri", engine_uri}, {"version", 3}}},
+                                      {"contentChanges", json::array({{{"text", engine_text}}})}});
+  (void)c.publish(engine_uri);
+  json helper_back = c.publish(helper_uri);
+  REQUIRE(helper_back.is_object());
+  CHECK(helper_back["diagnostics"].size() == 1);
+  // closing the edited buffer: the file on disk counts again (no change, so no new publish needed)
+  c.notify("textDocument/didClose", {{"textDocument", {{"uri", engine_uri}}}});
+  json after_close = c.publish(helper_uri);
+  CHECK((after_close.is_null() || after_close["diagnostics"].size() == 1));
+}
