@@ -56,32 +56,90 @@ std::vector<std::string> split_dots(std::string_view name) {
 // 10,000 names would otherwise cost seconds and hundreds of MB).
 constexpr std::size_t kMaxModuleName = 256, kMaxNamesPerImport = 256;
 
-std::vector<std::string> imported_modules(std::string_view text) {
-  std::vector<std::string> out;
+// Logical lines of `text` for the import scan: physical lines joined where a
+// `(` is still open or a line ends in `\`, split at `;`, with a leading
+// `try:`/`else:`/`finally:` or an `if ...:` one-liner's condition dropped.
+// Line breaks are `\n`, `\r\n` or a lone `\r`, as Python reads them.
+template <class Each>
+void import_statements(std::string_view text, Each&& each) {
+  std::string logical;
+  int depth = 0;
+  auto flush = [&] {
+    std::string_view rest(logical);
+    for (;;) {  // `;`-joined statements
+      std::size_t semi = rest.find(';');
+      std::string_view stmt = rest.substr(0, semi);
+      std::size_t i = stmt.find_first_not_of(" \t");
+      if (i != std::string_view::npos) {
+        stmt.remove_prefix(i);
+        for (std::string_view head : {"try:", "else:", "finally:"})
+          if (stmt.starts_with(head)) {
+            stmt.remove_prefix(head.size());
+            stmt.remove_prefix(std::min(stmt.size(), stmt.find_first_not_of(" \t")));
+          }
+        if (stmt.starts_with("if ")) {  // `if TYPE_CHECKING: import x`
+          std::size_t colon = stmt.find(": ");
+          if (colon != std::string_view::npos) {
+            stmt.remove_prefix(colon + 1);
+            stmt.remove_prefix(std::min(stmt.size(), stmt.find_first_not_of(" \t")));
+          }
+        }
+        each(stmt);
+      }
+      if (semi == std::string_view::npos) break;
+      rest.remove_prefix(semi + 1);
+    }
+    logical.clear();
+    depth = 0;
+  };
   std::size_t pos = 0;
-  auto ident = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.'; };
   while (pos < text.size()) {
-    std::size_t eol = text.find('\n', pos);
+    std::size_t eol = text.find_first_of("\r\n", pos);
     if (eol == std::string_view::npos) eol = text.size();
     std::string_view line = text.substr(pos, eol - pos);
-    pos = eol + 1;
-    std::size_t i = line.find_first_not_of(" \t");
-    if (i == std::string_view::npos) continue;
-    line.remove_prefix(i);
+    pos = eol + (text.substr(eol, 2) == "\r\n" ? 2 : 1);
+    if (std::size_t hash = line.find('#'); hash != std::string_view::npos) line = line.substr(0, hash);
+    bool continued = !line.empty() && line.back() == '\\';
+    if (continued) line.remove_suffix(1);
+    // only a statement that may import is kept (and joined with its continuation lines)
+    if (logical.empty()) {
+      std::size_t i = line.find_first_not_of(" \t");
+      std::string_view start = i == std::string_view::npos ? std::string_view() : line.substr(i);
+      if (!(start.starts_with("from ") || start.starts_with("import ") || start.starts_with("try:") ||
+            start.starts_with("if ") || start.starts_with("else:")))
+        continue;
+    }
+    logical.append(line);
+    logical.push_back(' ');
+    for (char c : line) depth += c == '(' ? 1 : c == ')' ? -1 : 0;
+    if (depth <= 0 && !continued) flush();
+    else if (logical.size() > 4 * kMaxModuleName * kMaxNamesPerImport) flush();  // bounded
+  }
+  if (!logical.empty()) flush();
+}
+
+std::vector<std::string> imported_modules(std::string_view text) {
+  std::vector<std::string> out;
+  // identifier bytes: ASCII letters, digits, `_`, `.`, and any byte of a
+  // non-ASCII (UTF-8) name
+  auto ident = [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || static_cast<unsigned char>(c) >= 0x80;
+  };
+  import_statements(text, [&](std::string_view line) {
     auto words = [&](std::string_view rest, auto&& each) {  // comma-separated dotted names
       std::size_t j = 0, names = 0;
       while (j < rest.size()) {
-        while (j < rest.size() && (rest[j] == ' ' || rest[j] == ',' || rest[j] == '(' || rest[j] == '\t')) ++j;
+        while (j < rest.size() && (rest[j] == ' ' || rest[j] == ',' || rest[j] == '(' || rest[j] == ')' || rest[j] == '\t')) ++j;
         std::size_t k = j;
         while (k < rest.size() && ident(rest[k])) ++k;
         if (k == j) break;
         std::string_view word = rest.substr(j, k - j);
         j = k;
         if (word.size() > kMaxModuleName || ++names > kMaxNamesPerImport) break;
-        while (j < rest.size() && rest[j] == ' ') ++j;
-        if (rest.substr(j, 3) == "as ") {  // skip the alias
+        while (j < rest.size() && (rest[j] == ' ' || rest[j] == '\t')) ++j;
+        if (rest.substr(j, 3) == "as " || rest.substr(j, 3) == "as\t") {  // skip the alias
           j += 3;
-          while (j < rest.size() && rest[j] == ' ') ++j;
+          while (j < rest.size() && (rest[j] == ' ' || rest[j] == '\t')) ++j;
           while (j < rest.size() && ident(rest[j])) ++j;
         }
         each(word);
@@ -91,18 +149,19 @@ std::vector<std::string> imported_modules(std::string_view text) {
       words(line.substr(7), [&](std::string_view w) { out.emplace_back(w); });
     } else if (line.starts_with("from ")) {
       std::string_view rest = line.substr(5);
+      rest.remove_prefix(std::min(rest.size(), rest.find_first_not_of(" \t")));
       std::size_t k = 0;
       while (k < rest.size() && ident(rest[k])) ++k;
       std::string module(rest.substr(0, k));
-      if (module.empty() || module.size() > kMaxModuleName) continue;
-      std::size_t imp = rest.find(" import ", k);
+      if (module.empty() || module.size() > kMaxModuleName) return;
+      std::size_t imp = rest.find(" import", k);
       out.push_back(module);
-      if (imp == std::string_view::npos) continue;
-      words(rest.substr(imp + 8), [&](std::string_view w) {  // `from pkg import mod`: mod may be a module
+      if (imp == std::string_view::npos) return;
+      words(rest.substr(imp + 7), [&](std::string_view w) {  // `from pkg import mod`: mod may be a module
         out.push_back(module.back() == '.' ? module + std::string(w) : module + "." + std::string(w));
       });
     }
-  }
+  });
   return out;
 }
 
@@ -219,7 +278,13 @@ struct ModuleFile {
 class Solver {
  public:
   Solver(const fs::path& root, std::vector<ModuleFile>& files) : root_(root), files_(files) {
-    for (std::size_t i = 0; i < files_.size(); ++i) by_path_.emplace(files_[i].path.native(), i);
+    for (std::size_t i = 0; i < files_.size(); ++i) {
+      by_path_.emplace(files_[i].path.native(), i);
+      if (files_[i].relative.starts_with("src/")) has_src_ = true;
+    }
+    // a `src/` layout: `src/` is not a package, its packages are installed
+    // (`package_dir={"": "src"}`), so `import pkg` finds `src/pkg`
+    if (by_path_.contains((root_ / "src" / "__init__.py").native())) has_src_ = false;
   }
 
   // The file of module `dotted` imported from file `from`, or -1. Absolute
@@ -241,6 +306,7 @@ class Solver {
       bases.push_back(dir);  // a script: its folder comes first on sys.path
       if (dir != root_) bases.push_back(root_);
     }
+    if (dots == 0 && has_src_) bases.push_back(root_ / "src");  // then the installed src/ layout
     for (const fs::path& base : bases) {
       fs::path p = base;
       if (!rest.empty())
@@ -363,6 +429,7 @@ class Solver {
   fs::path root_;
   std::vector<ModuleFile>& files_;
   std::unordered_map<fs::path::string_type, std::size_t> by_path_;
+  bool has_src_ = false;
 };
 
 // A summary as bytes for the cache, and back (std::nullopt: damaged).

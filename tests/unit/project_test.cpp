@@ -253,3 +253,38 @@ TEST_CASE("call chains across files: a per-step cycle converges, and no chain gr
   for (const CallLink& link : k.before) CHECK(link.path != k.path);  // a chain starts after its last visit to a.py
   CHECK(p.rounds() < Project::kMaxRounds);  // converged, not cut off
 }
+
+TEST_CASE("import edges: parenthesised and continued imports, `;`, one-liners, CR line breaks, a src/ layout") {
+  const char* kStep = "def train_step(model, opt):\n    model(1).sum().backward()\n    opt.step()\n";
+  auto trains = [&](const char* importer, const std::string& canonical, bool src_layout = false) {
+    TempProject t;
+    std::string dir = src_layout ? "src/" : "";
+    t.write(dir + "pkg/__init__.py", "");
+    t.write(dir + "pkg/steps.py", kStep);
+    t.write("run.py", importer);
+    Project p(t.root.lexically_normal());
+    const ProjectFacts* run = p.facts_for(t.path("run.py"));
+    return run != nullptr && run->callees.count(canonical) == 1 &&
+           run->callees.at(canonical) == ProjectFacts::Trains::Direct;
+  };
+  const std::string loop = "import torch\nmodel = torch.nn.Linear(2, 2).cuda()\n"
+                           "opt = torch.optim.SGD(model.parameters(), lr=0.1)\nfor i in range(9):\n";
+  CHECK(trains(("from pkg import (\n    other,\n    steps,  # the training step\n)\n" + loop +
+                "    steps.train_step(model, opt)\n").c_str(),
+               "pkg.steps.train_step"));
+  CHECK(trains(("from pkg import other, \\\n    steps\n" + loop + "    steps.train_step(model, opt)\n").c_str(),
+               "pkg.steps.train_step"));
+  CHECK(trains(("import os; import pkg.steps as s\n" + loop + "    s.train_step(model, opt)\n").c_str(),
+               "pkg.steps.train_step"));
+  CHECK(trains(("try: from pkg import steps\nexcept ImportError: steps = None\n" + loop +
+                "    steps.train_step(model, opt)\n").c_str(),
+               "pkg.steps.train_step"));
+  std::string cr = "from pkg import steps\n" + loop + "    steps.train_step(model, opt)\n";
+  std::replace(cr.begin(), cr.end(), '\n', '\r');
+  CHECK(trains(cr.c_str(), "pkg.steps.train_step"));
+  CHECK(trains(("from pkg import steps\n" + loop + "    steps.train_step(model, opt)\n").c_str(),
+               "pkg.steps.train_step", true));
+  // a name in a comment or a string is not an import that adds facts
+  CHECK_FALSE(trains(("# from pkg import steps\n" + loop + "    steps.train_step(model, opt)\n").c_str(),
+                     "pkg.steps.train_step"));
+}
