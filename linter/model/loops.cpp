@@ -18,8 +18,13 @@ bool SemanticModel::training_call(const CallSite& c) const {
   // The MAE/DeiT/ConvNeXt engine's `loss_scaler(loss, optimizer, ...)`: a
   // loss-scaler object called with the optimizer runs backward and the step
   // (timm's NativeScaler.__call__: scaler.scale(loss).backward(), then
-  // scaler.step(optimizer) when update_grad)
-  if (!node_is_null(c.callee) && contains(lower(last_name(c.callee)), "scaler") && c.argument_count >= 2) {
+  // scaler.step(optimizer) when update_grad). Not a function this file
+  // defines (its body says what it does: `_make_train_step_no_scaler(task,
+  // optimizer)` builds a step, it does not take one), nor a name that says
+  // there is none (`..._no_scaler`).
+  std::string callee = node_is_null(c.callee) ? std::string() : lower(last_name(c.callee));
+  if (contains(callee, "scaler") && !contains(callee, "no_scaler") && !contains(callee, "without_scaler") &&
+      c.argument_count >= 2 && resolve_local_function(c).empty()) {
     for (const Argument& a : arguments(c)) {
       std::string name = lower(last_name(a.value));
       if (contains(name, "optim") || name == "opt") return true;
