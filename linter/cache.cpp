@@ -1,6 +1,7 @@
 #include "linter/cache.hpp"
 
 #include <elf.h>
+#include <sys/stat.h>
 #include <fcntl.h>
 #include <link.h>
 #include <unistd.h>
@@ -26,7 +27,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr std::string_view kMagic = "DDPLINT-CACHE\x02\n";
+constexpr std::string_view kMagic = "DDPLINT-CACHE\x03\n";  // then the pack's whole size (8 bytes)
 // A pack larger than this is not read (a project at Project::kMaxFiles files
 // with a few kB of findings each stays well under it).
 constexpr std::uint64_t kMaxPack = 1ull << 30;
@@ -43,11 +44,39 @@ CacheKey checksum(std::string_view bytes) {
   return CacheKey{h.high64, h.low64};
 }
 
-// The whole file at `path`, up to `limit` bytes (more: std::nullopt).
-std::optional<std::string> read_all(const fs::path& path, std::uint64_t limit) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+// The whole file at `path`, up to `limit` bytes (more: std::nullopt). Only
+// a regular file is read (a FIFO or a device in its place is not opened for
+// reading: it could block or never end). `head`, when given, must be the
+// first bytes of the file, followed by its whole size as 8 little-endian
+// bytes; a file that does not start so is not read further.
+std::optional<std::string> read_all(const fs::path& path, std::uint64_t limit, std::string_view head = {}) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return std::nullopt;
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || static_cast<std::uint64_t>(st.st_size) > limit) {
+    ::close(fd);
+    return std::nullopt;
+  }
   std::string out;
+  if (!head.empty()) {  // the header first: a big file that is not a pack costs one read
+    std::string first(head.size() + 8, '\0');
+    std::size_t got = 0;
+    while (got < first.size()) {
+      ssize_t n = ::read(fd, first.data() + got, first.size() - got);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      got += static_cast<std::size_t>(n);
+    }
+    std::uint64_t declared = 0;
+    for (int i = 7; got == first.size() && i >= 0; --i)
+      declared = (declared << 8) | static_cast<unsigned char>(first[head.size() + static_cast<std::size_t>(i)]);
+    if (got != first.size() || std::string_view(first).substr(0, head.size()) != head ||
+        declared != static_cast<std::uint64_t>(st.st_size)) {
+      ::close(fd);
+      return std::string(first.data(), got);  // not a pack: the caller rejects it
+    }
+    out = std::move(first);
+  }
   char buf[65536];
   for (;;) {
     ssize_t n = ::read(fd, buf, sizeof buf);
@@ -214,7 +243,7 @@ fs::path Cache::pack_path() const {
 }
 
 bool Cache::read_pack(Table& into) const {
-  auto bytes = read_all(pack_path(), kMaxPack);
+  auto bytes = read_all(pack_path(), kMaxPack, kMagic);
   if (!bytes) return false;
   std::string_view all(*bytes);
   auto reject = [&] {
@@ -222,12 +251,13 @@ bool Cache::read_pack(Table& into) const {
     ++rejected_;
     return false;
   };
-  if (all.size() < kMagic.size() + 16 || !all.starts_with(kMagic)) return reject();
+  if (all.size() < kMagic.size() + 8 + 16 || !all.starts_with(kMagic)) return reject();
   std::string_view body = all.substr(0, all.size() - 16);
   ByteReader trailer(all.substr(all.size() - 16));
   CacheKey sum{trailer.number(), trailer.number()};
   if (checksum(body) != sum) return reject();
   ByteReader in(body.substr(kMagic.size()));
+  if (in.number() != all.size()) return reject();
   if (in.text() != build_id_) return reject();
   std::uint64_t n = in.count(8 + 16 + 8);
   for (std::uint64_t i = 0; i < n && !in.failed(); ++i) {
@@ -287,6 +317,7 @@ bool Cache::flush() const {
     dirty_.clear();
     ByteWriter out;
     out.bytes() = std::string(kMagic);
+    out.number(0);  // the pack's size, set below
     out.text(build_id_);
     out.number(merged.size());
     for (const auto& [slot, entry] : merged) {
@@ -295,35 +326,47 @@ bool Cache::flush() const {
       out.number(entry.key.low);
       out.text(entry.payload);
     }
+    std::uint64_t total = out.bytes().size() + 16;
+    for (int i = 0; i < 8; ++i) out.bytes()[kMagic.size() + static_cast<std::size_t>(i)] = static_cast<char>((total >> (8 * i)) & 0xff);
     CacheKey sum = checksum(out.bytes());
     out.number(sum.high);
     out.number(sum.low);
     std::error_code ec;
-    bool fresh = !fs::exists(dir_, ec);
+    const bool fresh = !fs::exists(dir_, ec);
     fs::create_directories(dir_, ec);
     if (ec) return false;
-    if (fresh) {  // a new cache folder: git ignores it, backup tools may skip it
-      (void)write_all(dir_ / ".gitignore", "# Automatically created by ddplint.\n*\n");
-      (void)write_all(dir_ / "CACHEDIR.TAG",
-                      "Signature: 8a477f597d28d172789f06886806bc55\n"
-                      "# This file is a cache directory tag created by ddplint.\n");
-    }
     // a name no other writer uses: process, thread and a counter
     static std::atomic<std::uint64_t> counter{0};
+    auto put_atomically = [&](const fs::path& path, std::string_view bytes) {
+      fs::path tmp = path;
+      tmp += ".tmp." + std::to_string(::getpid()) + "." +
+             std::to_string(std::hash<std::thread::id>{}(std::this_thread::get_id())) + "." +
+             std::to_string(counter.fetch_add(1));
+      std::error_code e;
+      if (!write_all(tmp, bytes)) {
+        fs::remove(tmp, e);
+        return false;
+      }
+      fs::rename(tmp, path, e);
+      if (e) fs::remove(tmp, e);
+      return !e;
+    };
+    // the folder's tags, put back whenever one is missing or empty (a full
+    // disk, a user's rm): git ignores the folder, backup tools may skip it
+    // (not in an existing folder the user named with --cache-dir, such as `.`)
+    if (fresh || dir_.filename() == ".ddplint_cache" || fs::exists(dir_ / "CACHEDIR.TAG", ec)) {
+      const std::pair<const char*, std::string_view> tags[] = {
+          {".gitignore", "# Automatically created by ddplint.\n*\n"},
+          {"CACHEDIR.TAG",
+           "Signature: 8a477f597d28d172789f06886806bc55\n# This file is a cache directory tag created by ddplint.\n"}};
+      for (const auto& [name, text] : tags) {
+        std::error_code e;
+        auto size = fs::file_size(dir_ / name, e);
+        if (e || size == 0) (void)put_atomically(dir_ / name, text);
+      }
+    }
     fs::path path = pack_path();
-    fs::path tmp = path;
-    tmp += ".tmp." + std::to_string(::getpid()) + "." +
-           std::to_string(std::hash<std::thread::id>{}(std::this_thread::get_id())) + "." +
-           std::to_string(counter.fetch_add(1));
-    if (!write_all(tmp, out.bytes())) {
-      fs::remove(tmp, ec);
-      return false;
-    }
-    fs::rename(tmp, path, ec);
-    if (ec) {
-      fs::remove(tmp, ec);
-      return false;
-    }
+    if (!put_atomically(path, out.bytes())) return false;
     // the packs of other builds are never read again: removed (a run of
     // another build at the same time only loses its entries, recomputed)
     for (fs::directory_iterator it(dir_, ec), end; !ec && it != end; it.increment(ec)) {

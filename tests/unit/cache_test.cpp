@@ -4,6 +4,7 @@
 // results through the cache equal results without it.
 #include <doctest/doctest.h>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -318,4 +319,50 @@ TEST_CASE("project summaries through the cache: the same facts cold, warm and af
   CHECK(edited != without);
   auto cache = std::make_shared<const Cache>(dir, "b1");
   CHECK(facts_of(Project(root, cache)) == edited);
+}
+
+TEST_CASE("cache: a FIFO or a huge file in place of the pack is not read, and is replaced") {
+  TempDir t;
+  fs::path dir = t.root / ".ddplint_cache";
+  write_three(dir);
+  fs::path pack = Cache(dir, "b1").pack_path();
+  fs::remove(pack);
+  REQUIRE(::mkfifo(pack.c_str(), 0644) == 0);
+  {
+    Cache c(dir, "b1");
+    CHECK(!c.get("a", key_of("ka")));  // returns at once: a FIFO is not opened for reading
+    c.put("a", key_of("ka"), "payload a");
+  }
+  CHECK(fs::is_regular_file(pack));
+  CHECK(Cache(dir, "b1").get("a", key_of("ka")) == std::optional<std::string>("payload a"));
+  // 200 MB (sparse) that starts like a pack: rejected after reading its header
+  {
+    std::ofstream f(pack, std::ios::binary | std::ios::trunc);
+    f << "DDPLINT-CACHE\x03\n";
+  }
+  fs::resize_file(pack, 200u << 20);
+  Cache c(dir, "b1");
+  CHECK(!c.get("a", key_of("ka")));
+  CHECK(c.rejected() == 1);
+}
+
+TEST_CASE("cache: a missing or emptied .gitignore is put back at the next write") {
+  TempDir t;
+  fs::path dir = t.root / ".ddplint_cache";
+  write_three(dir);
+  fs::remove(dir / ".gitignore");
+  std::ofstream(dir / "CACHEDIR.TAG", std::ios::trunc).close();  // empty, as a full disk leaves it
+  {
+    Cache c(dir, "b1");
+    c.put("d", key_of("kd"), "d");
+  }
+  CHECK(slurp(dir / ".gitignore").find("\n*\n") != std::string::npos);
+  CHECK(slurp(dir / "CACHEDIR.TAG").starts_with("Signature: 8a477f597d28d172789f06886806bc55"));
+  // an existing folder named with --cache-dir that ddplint did not make gets no tags
+  fs::create_directories(t.root / "mine");
+  {
+    Cache c(t.root / "mine", "b1");
+    c.put("d", key_of("kd"), "d");
+  }
+  CHECK(!fs::exists(t.root / "mine" / ".gitignore"));
 }
