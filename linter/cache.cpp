@@ -399,16 +399,7 @@ std::shared_ptr<const Cache> CacheSet::cache_for(const fs::path& root) {
   if (!settings_.enabled || settings_.build_id.empty()) return nullptr;
   fs::path dir = settings_.dir_for(root);
   std::lock_guard lock(mutex_);
-  auto it = std::find_if(kept_.begin(), kept_.end(), [&](const auto& e) { return e.first == dir; });
-  if (it != kept_.end()) {
-    auto e = std::move(*it);
-    kept_.erase(it);
-    kept_.push_back(std::move(e));
-  } else {
-    if (kept_.size() >= kKept) kept_.erase(kept_.begin());
-    kept_.emplace_back(dir, std::make_shared<const Cache>(dir, settings_.build_id));
-  }
-  return kept_.back().second;
+  return kept_.get(dir, [&] { return std::make_shared<const Cache>(dir, settings_.build_id); });
 }
 
 }  // namespace ddplint

@@ -27,6 +27,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "linter/recent.hpp"
+
 namespace ddplint {
 
 /// A 128-bit key (XXH3-128 of what the entry depends on).
@@ -175,7 +177,7 @@ class CacheSet {
  private:
   CacheSettings settings_;
   std::mutex mutex_;
-  std::vector<std::pair<std::filesystem::path, std::shared_ptr<const Cache>>> kept_;  // most recent last
+  RecentlyUsed<std::filesystem::path, std::shared_ptr<const Cache>> kept_{kKept};
 };
 
 }  // namespace ddplint

@@ -714,16 +714,7 @@ std::shared_ptr<const Project> ProjectSet::project_of(const fs::path& file) {
       known = roots_.emplace(folder.native(), root_of_folder(folder.lexically_normal())).first;
     }
     root = known->second;
-    auto it = std::find_if(entries_.begin(), entries_.end(), [&](const Entry& e) { return e.root == root; });
-    if (it != entries_.end()) {
-      Entry e = std::move(*it);
-      entries_.erase(it);
-      entries_.push_back(std::move(e));
-    } else {
-      if (entries_.size() >= kKept) entries_.erase(entries_.begin());
-      entries_.push_back(Entry{root, std::make_shared<Slot>()});
-    }
-    slot = entries_.back().slot;
+    slot = entries_.get(root, [] { return std::make_shared<Slot>(); });
   }
   std::call_once(slot->once, [&] {
     slot->project = std::make_shared<const Project>(root, caches_ ? caches_->cache_for(root) : nullptr, overlay_);

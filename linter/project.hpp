@@ -21,6 +21,7 @@
 
 #include "linter/cache.hpp"
 #include "linter/project_facts.hpp"
+#include "linter/recent.hpp"
 #include "linter/semantic_model.hpp"
 
 namespace ddplint {
@@ -162,16 +163,12 @@ class ProjectSet {
     std::once_flag once;
     std::shared_ptr<const Project> project;
   };
-  struct Entry {
-    std::filesystem::path root;
-    std::shared_ptr<Slot> slot;
-  };
   static constexpr std::size_t kKnownFolders = 4096;
   std::shared_ptr<CacheSet> caches_;
   SourceOverlay overlay_;
   std::mutex mutex_;
   std::unordered_map<std::string, std::filesystem::path> roots_;  // folder -> project_root() of its files
-  std::vector<Entry> entries_;  // most recently used last
+  RecentlyUsed<std::filesystem::path, std::shared_ptr<Slot>> entries_{kKept};
 };
 
 }  // namespace ddplint
