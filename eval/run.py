@@ -10,7 +10,10 @@ Prints, over every finding of every program:
   - the debatable share: debatable / triaged;
   - false findings at error severity (the goal is none);
   - true findings of the triage that ddplint no longer reports ("lost");
-  - known misses: what should fire and where; how many are found now.
+  - known misses: what should fire and where; how many are found now (a miss
+    marked "withdrawn" was re-triaged as no finding and is not counted; those
+    marked "scope": "project" are the per-step costs in engine-style files and
+    helpers that only project-wide analysis can see, counted apart too).
 Each figure twice: with the default selection (what a user sees), and with
 the opt-in rules too (--list-rules marks them; they are off by default
 because these figures found them mostly debatable). The programs are linted
@@ -73,8 +76,12 @@ def report(findings, triage, ids, deprecated, verbose):
     """Prints the figures over `findings`; returns (found keys, lost, misses)."""
     found = {key(f) for f in findings}
     lost = [t for t in triage["findings"] if t["program"] in ids and t["verdict"] == "true" and key(t) not in found]
-    misses = [m for m in triage.get("misses", []) if m["program"] in ids]
+    every_miss = [m for m in triage.get("misses", []) if m["program"] in ids]
+    withdrawn = [m for m in every_miss if m.get("withdrawn")]
+    misses = [m for m in every_miss if not m.get("withdrawn")]
     misses_found = [m for m in misses if key(m) in found]
+    project_misses = [m for m in misses if m.get("scope") == "project"]
+    project_found = [m for m in project_misses if key(m) in found]
     counts = collections.Counter(f["verdict"] for f in findings)
     triaged = sum(counts[v] for v in VERDICTS)
 
@@ -91,7 +98,11 @@ def report(findings, triage, ids, deprecated, verbose):
     print(f"debatable share: " + (f"{counts['debatable'] / triaged:.3f} ({counts['debatable']}/{triaged})" if triaged else "n/a"))
     print(f"false findings at error severity: {len(error_false)}")
     print(f"true findings lost (triaged true, not reported now): {len(lost)}")
-    print(f"known misses found: {len(misses_found)} of {len(misses)}")
+    print(f"known misses found: {len(misses_found)} of {len(misses)}"
+          + (f" ({len(withdrawn)} more withdrawn: re-triaged as no finding)" if withdrawn else ""))
+    if project_misses:
+        print(f"  per-step costs in engine-style files and helpers (scope project): {len(project_found)} of "
+              f"{len(project_misses)} ({len(project_found) / len(project_misses):.2f})")
     if verbose:
         by_code = collections.defaultdict(collections.Counter)
         for f in findings:

@@ -37,6 +37,13 @@ std::string fingerprint(const ProjectFacts* facts) {
   json host = json::object();
   for (const auto& [name, params] : facts->host_parameters) host[name] = json(std::vector<std::string>(params.begin(), params.end()));
   j["host_parameters"] = std::move(host);
+  json ddp = json::object();
+  for (const auto& [name, d] : facts->ddp_parameters)
+    ddp[name] = json::array({json(std::vector<std::string>(d.parameters.begin(), d.parameters.end())), caller_json(d.caller)});
+  j["ddp_parameters"] = std::move(ddp);
+  json logged = json::object();
+  for (const auto& [name, c] : facts->logged_calls) logged[name] = caller_json(c);
+  j["logged_calls"] = std::move(logged);
   json uses = json::object();
   for (const auto& [name, u] : facts->result_uses) uses[name] = json::array({u.logging_only, caller_json(u.caller)});
   j["result_uses"] = std::move(uses);

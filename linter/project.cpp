@@ -1,4 +1,5 @@
 #include "linter/project.hpp"
+#include "linter/node_access.hpp"
 
 #include <algorithm>
 #include <set>
@@ -178,6 +179,58 @@ std::string top_level_function_of(const SemanticModel& model, TSNode node) {
   return {};
 }
 
+// True when some binding of `expr` (a name or attribute path) visible from
+// `region` is the result of a DDP or FSDP wrap.
+bool may_hold_ddp_model(const SemanticModel& model, TSNode expr, int region) {
+  const Kinds& k = kinds();
+  if (node_symbol(expr) != k.identifier && node_symbol(expr) != k.attribute) return false;
+  std::string path = model.path_of(expr);
+  if (path.empty()) return false;
+  for (const Binding* b : model.bindings_of(path, region)) {
+    if (b->kind != Binding::Kind::Assign || node_is_null(b->value)) continue;
+    const CallSite* c = model.call_at(b->value);
+    if (c != nullptr && (c->canonical == "torch.nn.parallel.DistributedDataParallel" ||
+                         c->canonical == "torch.distributed.fsdp.FullyShardedDataParallel"))
+      return true;
+  }
+  return false;
+}
+
+// True when what `arg` passes is, after the call, read only for logging or
+// not at all: each name it holds (`loss`, the names of `[loss, acc]`, `x` of
+// `x.detach()`, which shares its storage) is followed from the end of the
+// statement making the call; a temporary (`x.mean()`, a literal) is read by
+// nobody else. An attribute or a subscript: not known (false).
+bool argument_logged_only(const SemanticModel& model, TSNode arg, int region, std::uint32_t after, int depth = 0) {
+  const Kinds& k = kinds();
+  if (node_is_null(arg) || depth > 4) return false;
+  TSSymbol s = node_symbol(arg);
+  if (s == k.identifier) return model.value_use(model.text(arg), region, after).kind != ValueUse::Kind::Computation;
+  if (s == k.list || s == k.tuple || s == k.parenthesized_expression) {
+    for (TSNode e : children(arg))
+      if (!argument_logged_only(model, e, region, after, depth + 1)) return false;
+    return true;
+  }
+  if (s == k.call) {
+    const CallSite* c = model.call_at(arg);
+    if (c == nullptr) return false;
+    if (c->method == "detach" && !node_is_null(c->receiver)) return argument_logged_only(model, c->receiver, region, after, depth + 1);
+    return true;  // a new object only the callee sees
+  }
+  if (s == k.attribute || s == k.subscript) return false;
+  return true;  // a literal, arithmetic: a temporary
+}
+
+// The end of the statement that holds `node`.
+std::uint32_t statement_end(TSNode node) {
+  const Kinds& k = kinds();
+  for (TSNode p = node; !node_is_null(p); p = ts_node_parent(p)) {
+    TSNode parent = ts_node_parent(p);
+    if (node_is_null(parent) || node_symbol(parent) == k.block || node_symbol(parent) == k.module) return node_end_byte(p);
+  }
+  return node_end_byte(node);
+}
+
 }  // namespace
 
 FileSummary summarize(const SemanticModel& model, const std::function<bool(std::string_view)>& project_call) {
@@ -200,7 +253,8 @@ FileSummary summarize(const SemanticModel& model, const std::function<bool(std::
     if (fresh) s.calls.push_back({std::string(c.canonical), lines.line_of(ts_node_start_byte(c.node)) + 1, false, false});
     FileSummary::Call& call = s.calls[it->second];
     if (fresh) call.function = top_level_function_of(model, c.node);
-    if (model.runs_every_step(c.node, kAnyGuard)) {
+    const bool step = model.runs_every_step(c.node, kAnyGuard);
+    if (step) {
       if (!call.every_step) {
         call.line = lines.line_of(ts_node_start_byte(c.node)) + 1;
         call.function = top_level_function_of(model, c.node);
@@ -218,9 +272,35 @@ FileSummary summarize(const SemanticModel& model, const std::function<bool(std::
       }
     }
     if (!call.in_training_loop && model.in_training_loop(c.node)) call.in_training_loop = true;
-    if (call.result_logged_only && project_call && project_call(c.canonical) &&
-        model.result_use(c.node).kind == ValueUse::Kind::Computation)
+    if (model.wraps_ddp()) {
+      int position = 0;
+      for (const Argument& a : model.arguments(c)) {
+        if (a.kind == Argument::Kind::ListSplat || a.kind == Argument::Kind::DictionarySplat) break;
+        std::string key = a.kind == Argument::Kind::Keyword ? std::string(a.keyword) : "#" + std::to_string(position++);
+        if (!may_hold_ddp_model(model, a.value, c.region)) continue;
+        if (call.ddp_arguments.empty()) call.ddp_line = lines.line_of(ts_node_start_byte(c.node)) + 1;
+        call.ddp_arguments.insert(std::move(key));
+      }
+    }
+    bool result_computation = false;
+    if (project_call && (call.result_logged_only || (step && (call.step_result_logged_only || call.logged_step_line == 0))) &&
+        project_call(c.canonical))
+      result_computation = model.result_use(c.node).kind == ValueUse::Kind::Computation;
+    if (step && call.logged_step_line == 0 && !result_computation && project_call && !model.has_unpacked_arguments(c) &&
+        project_call(c.canonical)) {
+      std::uint32_t after = statement_end(c.node);
+      bool logged = true;
+      for (const Argument& a : model.arguments(c))
+        if (logged && !argument_logged_only(model, a.value, c.region, after)) logged = false;
+      if (logged) {
+        call.logged_step_line = lines.line_of(ts_node_start_byte(c.node)) + 1;
+        call.logged_step_function = top_level_function_of(model, c.node);
+      }
+    }
+    if (result_computation) {
       call.result_logged_only = false;
+      if (step) call.step_result_logged_only = false;
+    }
   }
   for (const auto& [local, target] : model.imports().entries()) s.imports.emplace_back(local, target);
   return s;
@@ -374,6 +454,8 @@ class Solver {
   std::vector<ProjectFacts> facts() const {
     std::vector<ProjectFacts> out(files_.size());
     std::vector<std::set<std::string, std::less<>>> host_seen(files_.size());  // per callee: functions met
+    // per callee: functions whose result uses come from per-step CUDA callers
+    std::vector<std::map<std::string, bool, std::less<>>> step_uses(files_.size());
     for (std::size_t a = 0; a < files_.size(); ++a) {
       const ModuleFile& caller = files_[a];
       if (!caller.summarised) continue;
@@ -384,10 +466,29 @@ class Solver {
         if (f == nullptr) continue;
         ProjectFacts& callee = out[static_cast<std::size_t>(b)];
         if (f->trains != ProjectFacts::Trains::None) out[a].callees.emplace(call.canonical, f->trains);
+        for (std::size_t i = 0; i < f->parameters.size(); ++i) {
+          if (!call.ddp_arguments.contains("#" + std::to_string(i)) && !call.ddp_arguments.contains(f->parameters[i]))
+            continue;
+          auto [d, fresh_ddp] = callee.ddp_parameters.try_emplace(name);
+          if (fresh_ddp) d->second.caller = ProjectCaller{caller.shown, call.ddp_line, {}};
+          d->second.parameters.insert(f->parameters[i]);
+        }
         // how callers use the result: any caller, CUDA or not (a result that
         // feeds a computation anywhere is not only for the logs)
-        auto use = callee.result_uses.emplace(name, ProjectFacts::ResultUse{true, {caller.shown, call.line}}).first;
-        use->second.logging_only = use->second.logging_only && call.result_logged_only;
+        // what matters is the use at the calls that make the callee per step
+        // (an evaluation script's use of the same helper does not make the
+        // training loop's call needed): over those when there are any
+        bool step_call = caller.summary.cuda && call.every_step;
+        auto [use, fresh_use] = callee.result_uses.emplace(name, ProjectFacts::ResultUse{true, {caller.shown, call.line}});
+        bool& from_step = step_uses[static_cast<std::size_t>(b)][name];
+        if (step_call && !from_step) {  // the first per-step caller: the others so far do not count
+          from_step = true;
+          use->second = ProjectFacts::ResultUse{call.step_result_logged_only, {caller.shown, call.line}};
+        } else if (step_call || !from_step) {
+          use->second.logging_only = use->second.logging_only &&
+                                     (step_call ? call.step_result_logged_only : call.result_logged_only);
+        }
+        (void)fresh_use;
         // a CUDA caller only: a helper that a CPU smoke test calls every step
         // and a CUDA script calls every 100 steps is not per step on the GPU
         if (!caller.summary.cuda) continue;
@@ -418,6 +519,9 @@ class Solver {
           else std::erase_if(known, [&](const std::string& p) { return !host.contains(p); });
           if (known.empty()) callee.host_parameters.erase(name);
           (void)at;
+          if (call.logged_step_line != 0)
+            callee.logged_calls.emplace(name, ProjectCaller{caller.shown, call.logged_step_line,
+                                                            chain_to(caller, call.logged_step_function)});
         }
         if (call.in_training_loop) callee.loop_entries.emplace(name, std::move(here));
       }
@@ -460,6 +564,12 @@ std::string encode_summary(const FileSummary* s) {
     }
     out.flag(c.unpacked);
     out.flag(c.result_logged_only);
+    out.flag(c.step_result_logged_only);
+    out.number(c.ddp_arguments.size());
+    for (const std::string& a : c.ddp_arguments) out.text(a);
+    out.number(c.ddp_line);
+    out.number(c.logged_step_line);
+    out.text(c.logged_step_function);
     out.text(c.function);
   }
   out.number(s->imports.size());
@@ -505,6 +615,15 @@ std::optional<std::optional<FileSummary>> decode_summary(std::string_view bytes)
     }
     c.unpacked = in.flag();
     c.result_logged_only = in.flag();
+    c.step_result_logged_only = in.flag();
+    for (std::uint64_t a = in.count(8); a > 0 && !in.failed(); --a) c.ddp_arguments.insert(in.text());
+    std::uint64_t ddp_line = in.number();
+    if (ddp_line > UINT32_MAX) in.fail();
+    c.ddp_line = static_cast<std::uint32_t>(ddp_line);
+    std::uint64_t logged_line = in.number();
+    if (logged_line > UINT32_MAX) in.fail();
+    c.logged_step_line = static_cast<std::uint32_t>(logged_line);
+    c.logged_step_function = in.text();
     c.function = in.text();
     s.calls.push_back(std::move(c));
   }

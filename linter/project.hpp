@@ -15,6 +15,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -50,6 +51,21 @@ struct FileSummary {
     /// Every call's result feeds only logging or nothing (SemanticModel::result_use);
     /// computed only for calls the summary was asked about (`project_call`).
     bool result_logged_only = true;
+    /// The same over the calls made every step (SemanticModel::runs_every_step, no guard).
+    bool step_result_logged_only = true;
+    /// The first call made every step (of a function the summary was asked
+    /// about) whose result feeds only logging or nothing and whose arguments
+    /// are, after it, read only for logging or not at all (names, a list of
+    /// names `[loss, acc]`, `x.detach()` of a name, temporaries): a helper that
+    /// reduces them in place or returns them reduces them for the logs.
+    /// 1-based line, 0: none; and the top-level function making it.
+    std::uint32_t logged_step_line = 0;
+    std::string logged_step_function;
+    /// Arguments (`#0`, ..., or the keyword) where some call passes a name a
+    /// DDP or FSDP wrap is assigned to in this file (`model` after
+    /// `model = DistributedDataParallel(model, ...)`): the callee may get the DDP model there.
+    std::set<std::string, std::less<>> ddp_arguments;
+    std::uint32_t ddp_line = 0;  ///< 1-based line of the first call that passes one
     /// The top-level function of this file that makes the call at `line`
     /// (empty: module level, a method or a nested function).
     std::string function;

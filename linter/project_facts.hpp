@@ -56,6 +56,22 @@ struct ProjectFacts {
   /// parameter's default), by function and parameter name. `.item()` on such a
   /// value is no host-device sync.
   std::map<std::string, std::set<std::string, std::less<>>, std::less<>> host_parameters;
+  /// For this file's top-level functions: the parameters to which some call
+  /// in another file passes a model that file wraps in DDP or FSDP, by
+  /// function and parameter name (a may-fact: one such call suffices).
+  struct DdpArguments {
+    std::set<std::string, std::less<>> parameters;  ///< the parameters given the DDP model
+    ProjectCaller caller;                           ///< one such call
+    bool operator==(const DdpArguments&) const = default;
+  };
+  std::map<std::string, DdpArguments, std::less<>> ddp_parameters;
+  /// This file's top-level functions that a CUDA file calls every step only
+  /// for its logs: the call's result feeds only logging (or nothing), and what
+  /// it passes is read after it only for logging (FileSummary::Call::
+  /// logged_step_line). One such call, by function name. A collective there
+  /// that reduces a parameter in place, or what the function returns, serves
+  /// that call's logs.
+  std::map<std::string, ProjectCaller, std::less<>> logged_calls;
   /// How the other files of the project use the results of this file's
   /// top-level functions they call, by function name.
   struct ResultUse {
@@ -68,8 +84,8 @@ struct ProjectFacts {
   bool cuda = false;
 
   bool empty() const {
-    return callees.empty() && step_entries.empty() && loop_entries.empty() && host_parameters.empty() && result_uses.empty() &&
-           !cuda;
+    return callees.empty() && step_entries.empty() && loop_entries.empty() && host_parameters.empty() &&
+           ddp_parameters.empty() && logged_calls.empty() && result_uses.empty() && !cuda;
   }
   bool operator==(const ProjectFacts&) const = default;
 };

@@ -308,6 +308,8 @@ Kinds make_kinds() {
   k.generator_expression = s("generator_expression");
   k.dictionary_comprehension = s("dictionary_comprehension");
   k.set_comprehension = s("set_comprehension");
+  k.for_in_clause = s("for_in_clause");
+  k.if_clause = s("if_clause");
   k.typed_parameter = s("typed_parameter");
   k.default_parameter = s("default_parameter");
   k.typed_default_parameter = s("typed_default_parameter");

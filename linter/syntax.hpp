@@ -128,7 +128,7 @@ struct Kinds {
       parenthesized_expression, integer, float_, string, string_content, interpolation,
       concatenated_string, true_, false_, none, conditional_expression, comment, subscript, tuple,
       list, pattern_list, tuple_pattern, list_comprehension, generator_expression,
-      dictionary_comprehension, set_comprehension, typed_parameter, default_parameter,
+      dictionary_comprehension, set_comprehension, for_in_clause, if_clause, typed_parameter, default_parameter,
       typed_default_parameter, parameters, return_statement, named_expression, try_statement,
       expression_list, print_statement, exec_statement, raise_statement, except_clause, assert_statement, dictionary, pair,
       break_statement;

@@ -18,8 +18,20 @@ namespace {
 // entry by entry (`for v in d.values(): dist.all_reduce(v)` gives `d`, read
 // after the loop). An empty name with a position: a temporary nobody reads;
 // an empty name at 0: ddplint cannot name it.
+// True when `name` is a parameter of the top-level function holding `region`
+// and a per-step caller in another file reads what it passes, after the
+// call, only for logging (ProjectFacts::logged_calls).
+bool logged_parameter(const SemanticModel& model, int region, std::string_view name) {
+  (void)name;  // the call logs every argument it passes
+  const Region& scope = model.regions()[static_cast<std::size_t>(model.regions()[region].scope)];
+  if (scope.kind != Region::Kind::Function || !model.is_top_level_function(scope.function)) return false;
+  return model.project().logged_calls.contains(model.functions()[scope.function].name);
+}
+
+// (`from_caller` is set when the name is a parameter the callers only log:
+// what the caller reads after the call is logging, whatever the helper does.)
 std::pair<std::string, std::uint32_t> result_carrier(const SemanticModel& model, const CallSite& call,
-                                                     std::string_view name) {
+                                                     std::string_view name, bool& from_caller) {
   const Kinds& k = kinds();
   int position = name == "gather" || name == "gather_object" ? 1 : 0;
   TSNode e = model.argument(call, "", position);
@@ -38,8 +50,11 @@ std::pair<std::string, std::uint32_t> result_carrier(const SemanticModel& model,
   BindingList bindings = model.bindings_of(text, call.region);
   for (const Binding* b : bindings) {
     // a parameter: the caller's object, which the caller reads after the call
-    // (in another file, or in this one): what it feeds is not known here
-    if (b->kind == Binding::Kind::Parameter) return {};
+    // (in another file, or in this one): what it feeds is not known here,
+    // unless the project says every per-step caller only logs it
+    if (b->kind != Binding::Kind::Parameter) continue;
+    if (!logged_parameter(model, call.region, text)) return {};
+    from_caller = true;
   }
   for (const Binding* b : bindings) {
     if (b->kind != Binding::Kind::LoopTarget || node_is_null(b->target)) continue;
@@ -50,8 +65,11 @@ std::pair<std::string, std::uint32_t> result_carrier(const SemanticModel& model,
       // `d`, `d.values()`, `d.items()`, `list(d.values())`: the entries of `d`, read after the loop
       TSNode iterable = model.iterated_container(field(f, k.f_right));
       if (node_is_null(iterable) || node_symbol(iterable) != k.identifier) return {};
-      for (const Binding* ib : model.bindings_of(model.text(iterable), call.region))
-        if (ib->kind == Binding::Kind::Parameter) return {};  // the caller's container
+      for (const Binding* ib : model.bindings_of(model.text(iterable), call.region)) {
+        if (ib->kind != Binding::Kind::Parameter) continue;
+        if (!logged_parameter(model, call.region, model.text(iterable))) return {};  // the caller's container
+        from_caller = true;
+      }
       return {std::string(model.text(iterable)), node_end_byte(f)};
     }
   }
@@ -71,16 +89,22 @@ void check(const SemanticModel& model, RuleContext& ctx) {
       // a collective whose result the step needs (ranks agreeing to skip or
       // stop, a normalisation, a global count) must run on every step; only
       // one for the logs (or for nothing) can run every N steps
-      auto [carrier, after] = result_carrier(model, call, name);
+      bool from_caller = false;
+      auto [carrier, after] = result_carrier(model, call, name, from_caller);
       if (carrier.empty() && after == 0) continue;  // what it feeds is unknown
       ValueUse use = carrier.empty() ? ValueUse{} : model.value_use(carrier, call.region, after);
       if (use.kind == ValueUse::Kind::Computation) continue;
+      if (from_caller && use.kind == ValueUse::Kind::Nothing) {
+        use.kind = ValueUse::Kind::Logging;  // the caller reads it, for its logs
+        const Region& scope = model.regions()[static_cast<std::size_t>(model.regions()[call.region].scope)];
+        use.caller = &model.project().logged_calls.find(model.functions()[scope.function].name)->second;
+      }
       if (use.kind == ValueUse::Kind::Logging && !node_is_null(use.sink))
         feeds = ", and its result only feeds logging (line " +
                 std::to_string(model.source().lines().position(node_start_byte(use.sink)).row) + ")";
       else if (use.kind == ValueUse::Kind::Logging && use.caller != nullptr)
-        feeds = ", and its result only feeds logging (returned to " + use.caller->path + ":" +
-                std::to_string(use.caller->line) + ")";
+        feeds = std::string(", and its result only feeds logging (") + (from_caller ? "in the caller, " : "returned to ") +
+                use.caller->path + ":" + std::to_string(use.caller->line) + ")";
       else if (use.kind == ValueUse::Kind::Logging)
         feeds = ", and its result only feeds logging";
       else

@@ -27,7 +27,7 @@ int periodic_branch(const SemanticModel& model, TSNode node, int loop) {
 // given the DDP model (edm's `misc.ddp_sync(ddp, last_round)`, which enters
 // `ddp.no_sync()` on the other rounds): what that context does is not in this
 // file. Code, not text: a comment naming no_sync changes nothing.
-bool syncs_selectively(const SemanticModel& model, const std::vector<DdpWrap>& wraps) {
+bool syncs_selectively(const SemanticModel& model, const std::vector<std::string>& ddp_paths) {
   const Kinds& k = kinds();
   for (const CallSite& c : model.calls()) {
     if (c.method == "no_sync" || c.method == "no_backward_sync") return true;
@@ -36,8 +36,8 @@ bool syncs_selectively(const SemanticModel& model, const std::vector<DdpWrap>& w
     if (node_is_null(parent) || node_symbol(parent) != k.with_item || c.canonical.rfind("torch.", 0) == 0) continue;
     for (const Argument& a : model.arguments(c)) {
       std::string path = model.path_of(a.value);
-      for (const DdpWrap& w : wraps)
-        if (!path.empty() && (path == w.result || path == w.module)) return true;
+      for (const std::string& p : ddp_paths)
+        if (!path.empty() && path == p) return true;
     }
   }
   for (const Binding& b : model.bindings())
@@ -45,14 +45,72 @@ bool syncs_selectively(const SemanticModel& model, const std::vector<DdpWrap>& w
   return false;
 }
 
+// The top-level function holding `node` (index into functions()), or -1.
+int top_level_function(const SemanticModel& model, TSNode node) {
+  for (int r = model.region_of(node); r > 0; r = model.regions()[r].parent) {
+    const Region& region = model.regions()[r];
+    if (region.kind == Region::Kind::Class) return -1;
+    if (region.kind == Region::Kind::Function)
+      return model.is_top_level_function(region.function) ? region.function : -1;
+  }
+  return -1;
+}
+
+// A loss-scaler call that runs backward every time and the optimizer step
+// only when a keyword says so, given a periodic condition: MAE's and
+// ConvNeXt's `loss_scaler(loss, optimizer, update_grad=(i + 1) % accum == 0)`,
+// timm's `need_update=`. The value of that keyword, or a null node.
+TSNode periodic_update_flag(const SemanticModel& model, const CallSite& call) {
+  if (call.method == "backward" || call.method == "step") return {};
+  for (std::string_view kw : {"update_grad", "need_update"}) {
+    TSNode v = model.argument(call, kw);
+    if (!node_is_null(v) && (model.classify_condition(v, false) & kGuardPeriodic)) return v;
+  }
+  return {};
+}
+
 void check(const SemanticModel& model, RuleContext& ctx) {
-  if (!model.wraps_ddp()) return;
+  // the DDP model: wrapped in this file, or passed in by another file of the
+  // project (main.py wraps, engine.py's train_one_epoch(model, ...) accumulates)
+  const auto& passed = model.project().ddp_parameters;
+  if (!model.wraps_ddp() && passed.empty()) return;
+  // a training call counts when the file wraps the model, or when it is in a
+  // function another file gives the DDP model
+  auto given_ddp = [&](const CallSite& c) -> const ProjectFacts::DdpArguments* {
+    int f = top_level_function(model, c.node);
+    if (f < 0) return nullptr;
+    auto it = passed.find(model.functions()[f].name);
+    return it == passed.end() ? nullptr : &it->second;
+  };
   std::vector<const CallSite*> steps, backwards;
   for (const CallSite& c : model.calls()) {
     if (!model.is_training_call(c)) continue;
+    if (!model.wraps_ddp() && given_ddp(c) == nullptr) continue;
     (c.method == "backward" ? backwards : steps).push_back(&c);
   }
-  if (steps.empty() || backwards.empty() || syncs_selectively(model, ddp_wraps(model))) return;
+  std::vector<std::string> ddp_paths;
+  for (const DdpWrap& w : ddp_wraps(model)) {
+    if (!w.result.empty()) ddp_paths.push_back(w.result);
+    if (!w.module.empty()) ddp_paths.push_back(w.module);
+  }
+  for (const auto& [function, d] : passed) ddp_paths.insert(ddp_paths.end(), d.parameters.begin(), d.parameters.end());
+  if (steps.empty() || syncs_selectively(model, ddp_paths)) return;
+  auto report = [&](const CallSite* step) {
+    std::string from;
+    if (!model.wraps_ddp())
+      if (const ProjectFacts::DdpArguments* d = given_ddp(*step))
+        from = " (the DDP model comes from " + d->caller.path + ":" + std::to_string(d->caller.line) + ")";
+    auto [start, end] = first_line_range(model, step->node);
+    ctx.report(start, end,
+               "gradient accumulation with DDP and no model.no_sync(): every micro-step's backward all-reduces "
+               "the gradients, although only the last one before this step needs it; run the other micro-steps "
+               "under `with model.no_sync():`" + from);
+  };
+  // (c) a loss scaler told to step only on accumulation boundaries: it runs
+  // backward (an all-reduce) on every micro-step
+  for (const CallSite* step : steps)
+    if (!node_is_null(periodic_update_flag(model, *step)) && model.innermost_loop(step->region) >= 0) report(step);
+  if (backwards.empty()) return;
   // the regions that hold a backward in a loop nested inside them: each
   // backward's loop marks its enclosing regions once (not a pass over every
   // backward for every step, which was quadratic in a file of many loops)
@@ -90,11 +148,8 @@ void check(const SemanticModel& model, RuleContext& ctx) {
     // (b) backward in an inner loop over micro-batches, the step after it in the outer loop
     bool inner_backward = holds_inner_backward[step_loop] != 0;
     if (!periodic_step && !inner_backward) continue;
-    auto [start, end] = first_line_range(model, step->node);
-    ctx.report(start, end,
-               "gradient accumulation with DDP and no model.no_sync(): every micro-step's backward all-reduces "
-               "the gradients, although only the last one before this step needs it; run the other micro-steps "
-               "under `with model.no_sync():`");
+    if (!node_is_null(periodic_update_flag(model, *step))) continue;  // reported above
+    report(step);
   }
 }
 }  // namespace

@@ -28,7 +28,7 @@ bool tensor_condition(const SemanticModel& model, TSNode cond, int depth = 0) {
   if (s == k.comparison_operator) {
     // `t is None` / `t is not None` test identity, not the value: no sync
     for (TSNode op : children(cond, false))
-      if (!ts_node_is_named(op) && model.text(op) == "is") return false;
+      if (!ts_node_is_named(op) && model.text(op).starts_with("is")) return false;
     for (TSNode operand : children(cond))
       if (tensor_valued(model, operand)) return true;
     return false;

@@ -481,6 +481,32 @@ bool module_instance(const SemanticModel& model, TSNode callee, int depth) {
 }
 }  // namespace
 
+namespace {
+// `p.grad` or `p.grad.data` where `p` is bound by a loop over a module's
+// parameters (`for p in model.parameters()`, `for name, p in
+// model.named_parameters()`): a parameter's gradient, a tensor.
+bool parameter_gradient(const SemanticModel& model, TSNode expr) {
+  const Kinds& k = kinds();
+  if (node_symbol(expr) != k.attribute) return false;
+  if (model.text(field(expr, k.f_attribute)) == "data") expr = field(expr, k.f_object);
+  if (node_symbol(expr) != k.attribute || model.text(field(expr, k.f_attribute)) != "grad") return false;
+  TSNode owner = field(expr, k.f_object);
+  if (node_symbol(owner) != k.identifier) return false;
+  BindingList bindings = model.bindings_of(model.text(owner), model.region_of(owner));
+  if (bindings.empty()) return false;
+  for (const Binding* b : bindings) {
+    if (b->kind != Binding::Kind::LoopTarget || node_is_null(b->target)) return false;
+    TSNode loop = ts_node_parent(b->target);
+    while (!node_is_null(loop) && node_symbol(loop) != k.for_statement) loop = ts_node_parent(loop);
+    if (node_is_null(loop)) return false;
+    const CallSite* c = model.call_at(field(loop, k.f_right));
+    if (c == nullptr || node_is_null(c->receiver) || (c->method != "parameters" && c->method != "named_parameters"))
+      return false;
+  }
+  return true;
+}
+}  // namespace
+
 bool tensor_valued(const SemanticModel& model, TSNode expr, int depth) {
   if (node_is_null(expr) || depth > 8) return false;
   const Kinds& k = kinds();
@@ -510,12 +536,13 @@ bool tensor_valued(const SemanticModel& model, TSNode expr, int depth) {
   if (s == k.subscript) return tensor_valued(model, field(expr, k.f_value), depth + 1);
   if (s == k.comparison_operator) {  // `pred == y` on tensors is a tensor (not `is` / `is not`)
     for (TSNode op : children(expr, false))
-      if (!ts_node_is_named(op) && model.text(op) == "is") return false;
+      if (!ts_node_is_named(op) && model.text(op).starts_with("is")) return false;
     for (TSNode operand : children(expr))
       if (tensor_valued(model, operand, depth + 1)) return true;
     return false;
   }
   if (s == k.identifier || s == k.attribute) {
+    if (parameter_gradient(model, expr)) return true;
     auto bindings = model.bindings_of(model.path_of(expr), model.region_of(expr));
     int tensors = 0;
     for (const Binding* b : bindings) {

@@ -42,6 +42,15 @@ bool value_preserving_method(std::string_view m) {
   return false;
 }
 
+// Builtins that pass a value's entries on unchanged: `zip(names, values)`,
+// `list(values)`, `enumerate(values)` (what they build is used as its uses say).
+bool container_builtin(std::string_view name) {
+  static constexpr std::string_view ms[] = {"zip", "enumerate", "list", "tuple", "sorted", "reversed", "dict"};
+  for (std::string_view s : ms)
+    if (name == s) return true;
+  return false;
+}
+
 struct FlowState {
   int budget = kMaxUses;
   int visits = kMaxVisits;
@@ -131,9 +140,14 @@ static void follow_returns(const SemanticModel& m, int region, int depth, FlowSt
   std::span<const int> callers = m.callers_of(fn_region.function);
   // the calls of other files of the project (their results' uses, summarised)
   const auto& elsewhere = m.project().result_uses;
-  auto it = m.is_top_level_function(fn_region.function) ? elsewhere.find(m.functions()[fn_region.function].name)
-                                                        : elsewhere.end();
-  if (it != elsewhere.end()) {
+  const bool top = m.is_top_level_function(fn_region.function);
+  auto it = top ? elsewhere.find(m.functions()[fn_region.function].name) : elsewhere.end();
+  // a caller elsewhere that calls it every step only for its logs: its
+  // per-step cost serves those logs, whatever other callers do with it
+  auto logged = top ? m.project().logged_calls.find(m.functions()[fn_region.function].name) : m.project().logged_calls.end();
+  if (logged != m.project().logged_calls.end()) {
+    st.logging({}, &logged->second);
+  } else if (it != elsewhere.end()) {
     if (!it->second.logging_only) return st.computation({});
     st.logging({}, &it->second.caller);
   } else if (callers.empty()) {
@@ -157,6 +171,9 @@ static void classify_read(const SemanticModel& m, TSNode node, int region, int d
       // such as `value.shape` are computations
       TSNode call = ts_node_parent(p);
       std::string_view attr = m.text(field(p, k.f_attribute));
+      // where the value lives and of what type, not what it holds
+      // (`labels.to(gathered.device)`): no use of its content
+      if (attr == "device" || attr == "dtype" || attr == "is_cuda") return;
       if (!node_is_null(call) && node_symbol(call) == k.call && node_eq(field(call, k.f_function), p) &&
           attr != "backward" && attr != "step" && attr != "zero_grad") {
         p = call;  // continue from the call
@@ -168,8 +185,19 @@ static void classify_read(const SemanticModel& m, TSNode node, int region, int d
     if (s == k.parenthesized_expression || s == k.binary_operator || s == k.unary_operator || s == k.subscript ||
         s == k.interpolation || s == k.string || s == k.concatenated_string || s == k.tuple || s == k.list ||
         s == k.pair || s == k.dictionary || s == k.expression_list || s == k.conditional_expression ||
-        s == k.list_comprehension || s == k.generator_expression || s == k.dictionary_comprehension)
+        s == k.list_comprehension || s == k.generator_expression || s == k.dictionary_comprehension ||
+        s == k.set_comprehension || s == k.comparison_operator || s == k.boolean_operator || s == k.not_operator)
+      continue;  // (a comparison's use decides too: an `if` on it is a computation)
+    if (s == k.for_in_clause) {
+      // the iterable of a comprehension (`{k: v for k, v in zip(names, values)}`):
+      // its entries go into what the comprehension builds, unless an `if`
+      // clause tests them (a computation on the value)
+      TSNode comprehension = ts_node_parent(p);
+      if (!node_eq(field(p, k.f_right), child) || node_is_null(comprehension)) return st.computation(p);
+      for (TSNode c : children(comprehension))
+        if (node_symbol(c) == k.if_clause) return st.computation(c);
       continue;
+    }
     if (s == k.keyword_argument || s == k.argument_list) continue;  // the call decides
     if (s == k.call) {
       const CallSite* c = m.call_at(p);
@@ -177,6 +205,7 @@ static void classify_read(const SemanticModel& m, TSNode node, int region, int d
       if (c && logging_sink(method)) return st.logging(p);
       if (c && (method == "float" || method == "int" || method == "round" || method == "str" ||
                 method == "format" || value_preserving_method(method) ||
+                (node_is_null(c->receiver) && c->canonical.empty() && container_builtin(method)) ||
                 (c->canonical.rfind("torch.", 0) == 0 && c->canonical.rfind("torch.distributed.", 0) != 0 &&
                  c->canonical.rfind("torch.nn.", 0) != 0)))
         continue;  // a converted copy or a tensor function of the value (torch.cat): its use decides
@@ -187,9 +216,39 @@ static void classify_read(const SemanticModel& m, TSNode node, int region, int d
       if (node_eq(left, child)) return;  // the name written, not read
       TSNode base = left;
       while (!node_is_null(base) && node_symbol(base) == k.subscript) base = field(base, k.f_value);
+      if (!node_is_null(base) && (node_symbol(base) == k.pattern_list || node_symbol(base) == k.tuple_pattern) &&
+          node_symbol(p) == k.assignment) {
+        // `a, b = v`: the value's parts land in each name
+        for (TSNode t : children(base)) {
+          if (node_symbol(t) != k.identifier) return st.computation(t);
+          follow_name(m, m.text(t), region, node_end_byte(p), depth + 1, st);
+          if (st.result.kind == ValueUse::Kind::Computation) return;
+        }
+        return;
+      }
       if (node_is_null(base) || node_symbol(base) != k.identifier) return st.computation(p);
       // `logs["loss"] = v`, `total += v`, `v2 = v.item()`: follow the name it lands in
       follow_name(m, m.text(base), region, node_end_byte(p), depth + 1, st);
+      return;
+    }
+    if (s == k.for_statement && node_eq(field(p, k.f_right), child)) {
+      // a loop over the value (`for t in tensors:`, `for k, v in d.items():`):
+      // its entries are used as the loop's targets are
+      std::vector<TSNode> targets{field(p, k.f_left)};
+      while (!targets.empty()) {
+        TSNode t = targets.back();
+        targets.pop_back();
+        if (node_is_null(t)) continue;
+        if (node_symbol(t) == k.identifier) {
+          follow_name(m, m.text(t), m.region_of(field(p, k.f_body)), node_end_byte(t), depth + 1, st);
+          if (st.result.kind == ValueUse::Kind::Computation) return;
+        } else if (node_symbol(t) == k.pattern_list || node_symbol(t) == k.tuple_pattern ||
+                   node_symbol(t) == k.tuple || node_symbol(t) == k.list) {
+          for (TSNode e : children(t)) targets.push_back(e);
+        } else {
+          return st.computation(t);  // `for x.attr in ...`, a starred target: not followed
+        }
+      }
       return;
     }
     if (s == k.return_statement) return follow_returns(m, region, depth, st);

@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <string>
 #include <unistd.h>
 
@@ -287,4 +288,71 @@ TEST_CASE("import edges: parenthesised and continued imports, `;`, one-liners, C
   // a name in a comment or a string is not an import that adds facts
   CHECK_FALSE(trains(("# from pkg import steps\n" + loop + "    steps.train_step(model, opt)\n").c_str(),
                      "pkg.steps.train_step"));
+}
+
+TEST_CASE("the DDP model passed to another file's function: which parameters get it, and from where") {
+  TempProject t;
+  t.write("main.py",
+          "import torch\n"
+          "from torch.nn.parallel import DistributedDataParallel as DDP\n"
+          "import engine\n"
+          "net = torch.nn.Linear(4, 4).cuda()\n"
+          "model = DDP(net, device_ids=[0])\n"
+          "opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+          "for epoch in range(10):\n"
+          "    engine.train_one_epoch(opt, model=model)\n"
+          "    engine.probe(net, opt)\n");
+  t.write("engine.py",
+          "def train_one_epoch(opt, model):\n"
+          "    pass\n"
+          "def probe(net, opt):\n"
+          "    pass\n");
+  Project p(t.root.lexically_normal());
+  const ProjectFacts* facts = p.facts_for(t.path("engine.py"));
+  REQUIRE(facts != nullptr);
+  REQUIRE(facts->ddp_parameters.count("train_one_epoch") == 1);
+  CHECK(facts->ddp_parameters.at("train_one_epoch").parameters == std::set<std::string, std::less<>>{"model"});
+  CHECK(facts->ddp_parameters.at("train_one_epoch").caller.line == 8);
+  CHECK(facts->ddp_parameters.count("probe") == 0);  // the module before the wrap: `net` is never a DDP result
+}
+
+TEST_CASE("per-step calls only for the logs: the result and what is passed; another caller's use does not count") {
+  TempProject t;
+  t.write("train.py",
+          "import torch\n"
+          "import helpers\n"
+          "model = torch.nn.Linear(4, 4).cuda()\n"
+          "opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+          "for step in range(100):\n"
+          "    loss = model(torch.ones(4, device='cuda')).sum()\n"
+          "    loss.backward()\n"
+          "    opt.step()\n"
+          "    a, b = helpers.reduce_all([loss.detach(), step * 2])\n"
+          "    gathered = helpers.gather(loss.detach())\n"
+          "    kept = helpers.keep([loss])\n"
+          "    loss.add_(1)\n"
+          "    print(f'{a} {b} {gathered.mean()} {kept}')\n");
+  t.write("evaluate.py",
+          "import helpers\n"
+          "def score(x):\n"
+          "    if helpers.gather(x).sum() > 0:\n"
+          "        return 1\n"
+          "    return 0\n");
+  t.write("helpers.py",
+          "def reduce_all(values):\n    return values\n"
+          "def gather(x):\n    return x\n"
+          "def keep(values):\n    return values\n");
+  Project p(t.root.lexically_normal());
+  const ProjectFacts* facts = p.facts_for(t.path("helpers.py"));
+  REQUIRE(facts != nullptr);
+  // `a, b = ...` lands in names read only by the print; `loss.detach()` shares
+  // loss's storage, and loss is not read again before the print
+  REQUIRE(facts->logged_calls.count("reduce_all") == 1);
+  CHECK(facts->logged_calls.at("reduce_all").line == 9);
+  // evaluate.py computes with gather's result, but the per-step call decides
+  REQUIRE(facts->result_uses.count("gather") == 1);
+  CHECK(facts->result_uses.at("gather").logging_only);
+  CHECK(facts->logged_calls.count("gather") == 1);
+  // `[loss]` passes loss itself, which the step then changes in place: not only for the logs
+  CHECK(facts->logged_calls.count("keep") == 0);
 }
