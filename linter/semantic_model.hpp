@@ -567,6 +567,9 @@ class SemanticModel {
   std::pmr::unordered_map<std::string_view, std::pmr::vector<int>> functions_by_name_{arena_.get()};
   std::pmr::vector<TSNode> comments_{arena_.get()};
   std::vector<EnvWrite> env_writes_;
+  // `x[k] = v` with a plain name `x`: (the subscript, v), in document order
+  std::pmr::vector<std::pair<TSNode, TSNode>> name_subscript_writes_{arena_.get()};
+  bool container_mutated_by_non_host(std::string_view name, int scope, int depth, int& budget) const;
   std::pmr::vector<TSNode> decorators_{arena_.get()};
   std::optional<SyntaxProblem> first_error_;
   std::uint32_t header_end_ = 0;

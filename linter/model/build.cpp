@@ -763,6 +763,8 @@ class ModelBuilder {
       std::string var = m_.env_var_read(sub);
       if (!var.empty()) note_env(var);
     }
+    for (auto [sub, value] : subscript_writes_)
+      if (node_symbol(field(sub, k_.f_value)) == k_.identifier) m_.name_subscript_writes_.emplace_back(sub, value);
     // writes to the environment
     for (auto [sub, value] : subscript_writes_) {
       if (m_.canonical_name(field(sub, k_.f_value)) != "os.environ") continue;

@@ -294,6 +294,13 @@ bool SemanticModel::host_value_rec(TSNode expr, int depth, int& budget) const {
     for (const Binding* b : bs) {
       if (b->kind == Binding::Kind::Assign || b->kind == Binding::Kind::Augmented) {
         if (!host_value_rec(b->value, depth + 1, budget)) return false;
+        // a container bound empty (`logs = {}`) and filled later (`logs["loss"] = loss`,
+        // `logs.append(loss)`): its entries count too
+        TSSymbol vs = node_is_null(b->value) ? TSSymbol{0} : node_symbol(b->value);
+        if ((vs == k.dictionary || vs == k.list || vs == k.dictionary_comprehension ||
+             vs == k.list_comprehension || vs == k.set_comprehension) &&
+            container_mutated_by_non_host(text(expr), b->scope, depth, budget))
+          return false;
         continue;
       }
       if (b->kind != Binding::Kind::LoopTarget || node_is_null(b->target)) return false;
@@ -307,6 +314,27 @@ bool SemanticModel::host_value_rec(TSNode expr, int depth, int& budget) const {
         return false;
     }
     return true;
+  }
+  return false;
+}
+
+// True when container `name` of function scope `scope` gets an entry that is
+// not certainly a host value: `name[k] = v`, `name.append(v)`, `.extend`,
+// `.insert`, `.update`, `.add`, `.setdefault`.
+bool SemanticModel::container_mutated_by_non_host(std::string_view name, int scope, int depth, int& budget) const {
+  const Kinds& k = kinds();
+  for (auto [sub, value] : name_subscript_writes_) {
+    if (text(field(sub, k.f_value)) != name || regions_[region_of(sub)].scope != scope) continue;
+    if (!host_value_rec(value, depth + 1, budget)) return true;
+  }
+  for (std::string_view m : {"append", "extend", "insert", "update", "add", "setdefault"}) {
+    for (const CallSite* c : calls_named(m)) {
+      if (node_is_null(c->receiver) || node_symbol(c->receiver) != k.identifier || text(c->receiver) != name ||
+          regions_[c->region].scope != scope)
+        continue;
+      for (const Argument& a : arguments(*c))
+        if (!host_value_rec(a.value, depth + 1, budget)) return true;
+    }
   }
   return false;
 }

@@ -196,6 +196,27 @@ TEST_CASE("certainly_host_value: literals, containers, .item(), builtins, every 
   CHECK_FALSE(host(8));  // a tuple holding a tensor
 }
 
+TEST_CASE("certainly_host_value: a container bound empty holds what is put in it later") {
+  ddplint::testing::ParsedModel p(
+      "import torch\n"
+      "def step(loss, lr):\n"
+      "    logs = {}\n"
+      "    logs['loss'] = loss\n"
+      "    rates = []\n"
+      "    rates.append(lr.item())\n"
+      "    losses = []\n"
+      "    losses.append(loss)\n"
+      "    names = {}\n"
+      "    names['a'] = 'b'\n"
+      "    f(logs, rates, losses, names)\n");
+  const CallSite& c = p.call("f(logs");
+  auto host = [&](int i) { return p.model.certainly_host_value(p.model.argument(c, "", i)); };
+  CHECK_FALSE(host(0));  // a tensor was stored in it
+  CHECK(host(1));        // only .item() results
+  CHECK_FALSE(host(2));
+  CHECK(host(3));
+}
+
 TEST_CASE("resolution as Python imports: a package wins over a module; a package's module imports from the root") {
   TempProject t;
   const char* trains = "def run(model, opt):\n    model(1).sum().backward()\n    opt.step()\n";
@@ -327,10 +348,10 @@ TEST_CASE("per-step calls only for the logs: the result and what is passed; anot
           "    loss = model(torch.ones(4, device='cuda')).sum()\n"
           "    loss.backward()\n"
           "    opt.step()\n"
-          "    a, b = helpers.reduce_all([loss.detach(), step * 2])\n"
-          "    gathered = helpers.gather(loss.detach())\n"
+          "    gathered = helpers.gather(model.weight.sum())\n"
           "    kept = helpers.keep([loss])\n"
-          "    loss.add_(1)\n"
+          "    (loss * 0).backward()\n"
+          "    a, b = helpers.reduce_all([loss.detach(), step * 2])\n"
           "    print(f'{a} {b} {gathered.mean()} {kept}')\n");
   t.write("evaluate.py",
           "import helpers\n"
@@ -348,11 +369,11 @@ TEST_CASE("per-step calls only for the logs: the result and what is passed; anot
   // `a, b = ...` lands in names read only by the print; `loss.detach()` shares
   // loss's storage, and loss is not read again before the print
   REQUIRE(facts->logged_calls.count("reduce_all") == 1);
-  CHECK(facts->logged_calls.at("reduce_all").line == 9);
+  CHECK(facts->logged_calls.at("reduce_all").line == 12);
   // evaluate.py computes with gather's result, but the per-step call decides
   REQUIRE(facts->result_uses.count("gather") == 1);
   CHECK(facts->result_uses.at("gather").logging_only);
   CHECK(facts->logged_calls.count("gather") == 1);
-  // `[loss]` passes loss itself, which the step then changes in place: not only for the logs
+  // `[loss]` passes loss itself, which the step then computes with: not only for the logs
   CHECK(facts->logged_calls.count("keep") == 0);
 }
