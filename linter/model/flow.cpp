@@ -134,6 +134,7 @@ static void follow_name(const SemanticModel& m, std::string_view name, int regio
 }
 
 static void follow_returns(const SemanticModel& m, int region, int depth, FlowState& st) {
+  if (depth > kMaxFlowDepth) return st.computation({});  // (a recursive helper returns into itself)
   int scope = m.regions()[region].scope;
   const Region& fn_region = m.regions()[scope];
   if (scope == 0 || fn_region.function < 0) return st.computation({});
