@@ -168,15 +168,8 @@ std::vector<std::string> imported_modules(std::string_view text) {
 
 // The name of the top-level function whose body holds `node` (empty: none).
 std::string top_level_function_of(const SemanticModel& model, TSNode node) {
-  std::span<const Region> regions = model.regions();
-  for (int r = model.region_of(node); r >= 0; r = regions[static_cast<std::size_t>(r)].parent) {
-    const Region& reg = regions[static_cast<std::size_t>(r)];
-    if (reg.kind == Region::Kind::Function)
-      return model.is_top_level_function(reg.function) ? std::string(model.functions()[reg.function].name)
-                                                       : std::string();
-    if (reg.kind == Region::Kind::Class) return {};
-  }
-  return {};
+  int f = model.top_level_function_of(node);
+  return f < 0 ? std::string() : std::string(model.functions()[f].name);
 }
 
 // True when some binding of `expr` (a name or attribute path) visible from
@@ -196,29 +189,124 @@ bool may_hold_ddp_model(const SemanticModel& model, TSNode expr, int region) {
   return false;
 }
 
+// A call whose result may be, or may hold, objects that live on after the
+// statement (another object's state): a listing or view of them
+// (`model.parameters()`, `d.values()`, `x.view(-1)`, `t.float()`, which is `t`
+// when already float), or a builtin container of such (`list(grads)`); false
+// for a new object (`torch.stack(xs)`, `x.mean()`, `loss.item()`).
+bool may_alias_call(const SemanticModel& model, const CallSite& c, int depth);
+bool holds_own_value(const SemanticModel& model, std::string_view name, int region, int depth = 0);
+
+// True when `value`, bound to a name a call passes, may hold objects that
+// outlive that statement and are read by code ddplint does not follow there:
+// an attribute or subscript (`p.grad`), a comprehension of them (`[p.grad for
+// p in model.parameters()]`: the gradients the optimizer steps with), another
+// name, a display holding any of these, an aliasing call. A literal,
+// arithmetic or a new object: false.
+bool may_alias_state(const SemanticModel& model, TSNode value, int depth) {
+  const Kinds& k = kinds();
+  if (node_is_null(value) || depth > 4) return true;
+  TSSymbol s = node_symbol(value);
+  // `f([loss])[0]`: an entry of what a call returns is that call's result
+  if (s == k.subscript && node_symbol(field(value, k.f_value)) == k.call)
+    return may_alias_state(model, field(value, k.f_value), depth + 1);
+  // another name: what that name holds (`loss = partial_loss`)
+  if (s == k.identifier) return !holds_own_value(model, model.text(value), model.region_of(value), depth + 1);
+  if (s == k.attribute || s == k.subscript) return true;
+  if (s == k.list_comprehension || s == k.generator_expression || s == k.set_comprehension ||
+      s == k.dictionary_comprehension) {
+    TSNode element = ts_node_named_child(value, 0);  // the body before `for`
+    if (!node_is_null(element) && node_symbol(element) == k.pair) element = field(element, k.f_value);
+    return may_alias_state(model, element, depth + 1);
+  }
+  if (s == k.list || s == k.tuple || s == k.parenthesized_expression || s == k.dictionary) {
+    for (TSNode e : children(value)) {
+      if (!ts_node_is_named(e) || node_symbol(e) == k.comment) continue;
+      if (may_alias_state(model, node_symbol(e) == k.pair ? field(e, k.f_value) : e, depth + 1)) return true;
+    }
+    return false;
+  }
+  if (s == k.call) {
+    const CallSite* c = model.call_at(value);
+    return c == nullptr || may_alias_call(model, *c, depth);
+  }
+  if (s == k.conditional_expression || s == k.named_expression || s == k.list_splat || s == k.dictionary_splat)
+    return true;
+  return false;  // a literal, arithmetic, a comparison: a new value
+}
+
+bool may_alias_call(const SemanticModel& model, const CallSite& c, int depth) {
+  static constexpr std::string_view kViews[] = {
+      "parameters", "named_parameters", "buffers", "named_buffers", "children", "modules", "values", "items",
+      "keys", "view", "view_as", "reshape", "reshape_as", "flatten", "expand", "expand_as", "squeeze",
+      "unsqueeze", "narrow", "split", "chunk", "unbind", "t", "transpose", "permute", "detach", "to", "float",
+      "half", "bfloat16", "double", "cuda", "cpu", "contiguous", "type", "get", "pop", "setdefault", "copy_",
+      "add_", "mul_", "div_", "zero_", "fill_", "requires_grad_"};
+  static constexpr std::string_view kContainers[] = {"list", "tuple", "iter", "zip", "dict", "sorted", "reversed",
+                                                     "enumerate", "filter", "map", "set"};
+  if (!node_is_null(c.receiver)) {
+    for (std::string_view v : kViews)
+      if (c.method == v) return true;
+    return false;  // a method's result: `x.mean()`, `loss.item()`, `x.clone()`
+  }
+  for (std::string_view b : kContainers) {
+    if (c.method != b || !c.canonical.empty()) continue;
+    for (const Argument& a : model.arguments(c))
+      if (may_alias_state(model, a.value, depth + 1)) return true;
+    return false;
+  }
+  return false;  // a function's result: `torch.stack(xs)`, `torch.tensor([v])`
+}
+
+// True when a name passed to a call holds only objects made in this function
+// for it: every binding of the name that reaches the call is an assignment of
+// a new value (a parameter is the caller's object, a loop variable an entry of
+// another container, `grads = [p.grad for p in ...]` the model's gradients).
+bool holds_own_value(const SemanticModel& model, std::string_view name, int region, int depth) {
+  if (depth > 4) return false;
+  BindingList bindings = model.bindings_of(name, region);
+  if (bindings.empty()) return false;  // a global or builtin
+  for (const Binding* b : bindings) {
+    switch (b->kind) {
+      case Binding::Kind::Assign:
+        if (!node_is_null(b->value) && may_alias_state(model, b->value, depth)) return false;
+        break;  // (a null value: an unpacking of a result, `loss, stats = ...`)
+      case Binding::Kind::Augmented:
+        break;
+      default:
+        return false;
+    }
+  }
+  return true;
+}
+
 // True when what `arg` passes is, after the call, read only for logging or
 // not at all: each name it holds (`loss`, the names of `[loss, acc]`, `x` of
-// `x.detach()`, which shares its storage) is followed from the end of the
-// statement making the call; a temporary (`x.mean()`, a literal) is read by
-// nobody else. An attribute or a subscript: not known (false).
+// `x.detach()`, which shares its storage) holds a value of this function's
+// own (holds_own_value) and is followed from the end of the statement making
+// the call; a temporary (`x.mean()`, a literal) is read by nobody else. An
+// attribute, a subscript, a comprehension or a listing of other objects'
+// state (`model.parameters()`): not known (false).
 bool argument_logged_only(const SemanticModel& model, TSNode arg, int region, std::uint32_t after, int depth = 0) {
   const Kinds& k = kinds();
   if (node_is_null(arg) || depth > 4) return false;
   TSSymbol s = node_symbol(arg);
-  if (s == k.identifier) return model.value_use(model.text(arg), region, after).kind != ValueUse::Kind::Computation;
+  if (s == k.identifier)
+    return holds_own_value(model, model.text(arg), region) &&
+           model.value_use(model.text(arg), region, after).kind != ValueUse::Kind::Computation;
   if (s == k.list || s == k.tuple || s == k.parenthesized_expression) {
     for (TSNode e : children(arg))
-      if (!argument_logged_only(model, e, region, after, depth + 1)) return false;
+      if (ts_node_is_named(e) && !argument_logged_only(model, e, region, after, depth + 1)) return false;
     return true;
   }
   if (s == k.call) {
     const CallSite* c = model.call_at(arg);
     if (c == nullptr) return false;
     if (c->method == "detach" && !node_is_null(c->receiver)) return argument_logged_only(model, c->receiver, region, after, depth + 1);
-    return true;  // a new object only the callee sees
+    return !may_alias_call(model, *c, 0);  // a new object only the callee sees
   }
   if (s == k.attribute || s == k.subscript) return false;
-  return true;  // a literal, arithmetic: a temporary
+  return !may_alias_state(model, arg, 0);  // a literal, arithmetic: a temporary
 }
 
 // The end of the statement that holds `node`.
@@ -246,6 +334,7 @@ FileSummary summarize(const SemanticModel& model, const std::function<bool(std::
     s.functions.push_back(std::move(fn));
   }
   std::unordered_map<std::string_view, std::size_t> seen;
+  std::unordered_map<std::size_t, bool> shown_non_host;  // per entry of s.calls: its line's call passes a non-host value
   const LineIndex& lines = model.source().lines();
   for (const CallSite& c : model.calls()) {
     if (c.canonical.empty()) continue;
@@ -255,7 +344,12 @@ FileSummary summarize(const SemanticModel& model, const std::function<bool(std::
     if (fresh) call.function = top_level_function_of(model, c.node);
     const bool step = model.runs_every_step(c.node, kAnyGuard);
     if (step) {
-      if (!call.every_step) {
+      // the line shown is the first call made every step, or the first of
+      // them that passes something other than a host value when an earlier
+      // one passed only host values (`log(1.0)` then `log(loss)`: the
+      // callee's sync is the second call's)
+      const bool first_step_call = !call.every_step;
+      if (first_step_call) {
         call.line = lines.line_of(ts_node_start_byte(c.node)) + 1;
         call.function = top_level_function_of(model, c.node);
       }
@@ -263,12 +357,22 @@ FileSummary summarize(const SemanticModel& model, const std::function<bool(std::
       // what each call made every step passes: host values or maybe tensors
       if (model.has_unpacked_arguments(c)) call.unpacked = true;
       int position = 0;
+      bool passes_non_host = false;
       for (const Argument& a : model.arguments(c)) {
         std::string key = a.kind == Argument::Kind::Keyword ? std::string(a.keyword) : "#" + std::to_string(position++);
         // a host value, or a parameter every caller elsewhere fills with one
         bool host = model.certainly_host_value(a.value) || model.from_host_parameter(a.value);
+        passes_non_host = passes_non_host || !host;
         auto [at, fresh_key] = call.host_arguments.emplace(key, host);
         if (!fresh_key) at->second = at->second && host;
+      }
+      bool& shown_passes_non_host = shown_non_host[it->second];
+      if (first_step_call) {
+        shown_passes_non_host = passes_non_host;
+      } else if (passes_non_host && !shown_passes_non_host) {
+        call.line = lines.line_of(ts_node_start_byte(c.node)) + 1;
+        call.function = top_level_function_of(model, c.node);
+        shown_passes_non_host = true;
       }
     }
     if (!call.in_training_loop && model.in_training_loop(c.node)) call.in_training_loop = true;
@@ -479,7 +583,7 @@ class Solver {
         // (an evaluation script's use of the same helper does not make the
         // training loop's call needed): over those when there are any
         bool step_call = caller.summary.cuda && call.every_step;
-        auto [use, fresh_use] = callee.result_uses.emplace(name, ProjectFacts::ResultUse{true, {caller.shown, call.line}});
+        auto use = callee.result_uses.emplace(name, ProjectFacts::ResultUse{true, {caller.shown, call.line}}).first;
         bool& from_step = step_uses[static_cast<std::size_t>(b)][name];
         if (step_call && !from_step) {  // the first per-step caller: the others so far do not count
           from_step = true;
@@ -488,7 +592,6 @@ class Solver {
           use->second.logging_only = use->second.logging_only &&
                                      (step_call ? call.step_result_logged_only : call.result_logged_only);
         }
-        (void)fresh_use;
         // a CUDA caller only: a helper that a CPU smoke test calls every step
         // and a CUDA script calls every 100 steps is not per step on the GPU
         if (!caller.summary.cuda) continue;

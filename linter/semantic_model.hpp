@@ -96,6 +96,17 @@ struct Argument {
 
 struct CallSite;
 
+/// True for the canonical name of a class of timm's loss scalers
+/// (`timm.utils.NativeScaler`, `timm.utils.ApexScaler`, also through
+/// `timm.utils.cuda`): an object whose `__call__(loss, optimizer, ...)` runs
+/// backward on the scaled loss, then the optimizer step unless
+/// `need_update=False` (timm/utils/cuda.py). NativeScaler holds a
+/// torch.cuda.amp.GradScaler; ApexScaler scales through apex.amp.
+inline bool is_timm_loss_scaler(std::string_view canonical) {
+  return canonical == "timm.utils.NativeScaler" || canonical == "timm.utils.cuda.NativeScaler" ||
+         canonical == "timm.utils.ApexScaler" || canonical == "timm.utils.cuda.ApexScaler";
+}
+
 /// A 64-bit hash of a name, for the model's name indexes (which compare names
 /// only where hashes are equal). It has no seed: a file crafted with names that
 /// collide makes a lookup linear in the colliding names of that file.
@@ -449,6 +460,9 @@ class SemanticModel {
   }
   /// True for a function defined at the top level of the module (not a method or a nested function).
   bool is_top_level_function(int f) const;
+  /// The top-level function whose body holds `node` (index into functions()),
+  /// or -1: at module level, in a method, or in a nested function.
+  int top_level_function_of(TSNode node) const;
   /// True when `expr` is certainly a host value, not a tensor: a number,
   /// string, bool or None literal, an f-string, arithmetic of such values, a
   /// list/tuple/set/dict of them, `.item()`, `.tolist()`, `float()`/`int()`/
@@ -473,6 +487,11 @@ class SemanticModel {
   /// When `node` runs on every training step only because another file calls
   /// its enclosing top-level function every step: that call. Null otherwise.
   const ProjectCaller* step_caller_elsewhere(TSNode node) const;
+  /// The function of this file a call runs (`f(...)`, `self.f(...)`): the
+  /// definition before the call, else the first after it; empty when the
+  /// callee is not a plain name or a method of `self`/`cls`, or no function
+  /// of the file has that name.
+  std::vector<int> resolve_local_function(const CallSite& call) const;
 
  private:
   friend class ModelBuilder;
@@ -484,7 +503,6 @@ class SemanticModel {
     return {kept, s.size()};
   }
   bool training_call(const CallSite& call) const;
-  std::vector<int> resolve_local_function(const CallSite& call) const;
   void analyse_loops();
   bool runs_every_step_from(int region, GuardMask exempt, int depth, std::vector<int>& visiting, bool& cycle) const;
   Value value_rec(TSNode expr, int depth) const;

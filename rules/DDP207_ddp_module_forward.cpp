@@ -21,22 +21,6 @@ bool ddp_wrapped(const SemanticModel& model, TSNode x) {
   return false;
 }
 
-// Under `with torch.no_grad():` / `torch.inference_mode()`, or in a function
-// decorated with them: evaluation, the recommended use of model.module.
-bool under_no_grad(const SemanticModel& model, TSNode node) {
-  for (int r = model.region_of(node); r > 0; r = model.regions()[r].parent) {
-    const Region& reg = model.regions()[r];
-    if (reg.kind == Region::Kind::With) {
-      std::string_view header = model.text(reg.node);
-      header = header.substr(0, header.find(':'));
-      if (header.find("no_grad") != std::string_view::npos || header.find("inference_mode") != std::string_view::npos)
-        return true;
-    }
-    if (reg.kind == Region::Kind::Function && model.functions()[reg.function].no_grad) return true;
-  }
-  return false;
-}
-
 void check(const SemanticModel& model, RuleContext& ctx) {
   if (!model.wraps_ddp()) return;
   const Kinds& k = kinds();

@@ -18,11 +18,11 @@ namespace {
 // entry by entry (`for v in d.values(): dist.all_reduce(v)` gives `d`, read
 // after the loop). An empty name with a position: a temporary nobody reads;
 // an empty name at 0: ddplint cannot name it.
-// True when `name` is a parameter of the top-level function holding `region`
-// and a per-step caller in another file reads what it passes, after the
-// call, only for logging (ProjectFacts::logged_calls).
-bool logged_parameter(const SemanticModel& model, int region, std::string_view name) {
-  (void)name;  // the call logs every argument it passes
+// True when the top-level function holding `region` is one a per-step caller
+// in another file calls only for its logs: that call reads what it passes,
+// after the call, only for logging (ProjectFacts::logged_calls), so each of
+// its parameters is.
+bool logged_parameter(const SemanticModel& model, int region) {
   const Region& scope = model.regions()[static_cast<std::size_t>(model.regions()[region].scope)];
   if (scope.kind != Region::Kind::Function || !model.is_top_level_function(scope.function)) return false;
   return model.project().logged_calls.contains(model.functions()[scope.function].name);
@@ -53,7 +53,7 @@ std::pair<std::string, std::uint32_t> result_carrier(const SemanticModel& model,
     // (in another file, or in this one): what it feeds is not known here,
     // unless the project says every per-step caller only logs it
     if (b->kind != Binding::Kind::Parameter) continue;
-    if (!logged_parameter(model, call.region, text)) return {};
+    if (!logged_parameter(model, call.region)) return {};
     from_caller = true;
   }
   for (const Binding* b : bindings) {
@@ -67,7 +67,7 @@ std::pair<std::string, std::uint32_t> result_carrier(const SemanticModel& model,
       if (node_is_null(iterable) || node_symbol(iterable) != k.identifier) return {};
       for (const Binding* ib : model.bindings_of(model.text(iterable), call.region)) {
         if (ib->kind != Binding::Kind::Parameter) continue;
-        if (!logged_parameter(model, call.region, model.text(iterable))) return {};  // the caller's container
+        if (!logged_parameter(model, call.region)) return {};  // the caller's container
         from_caller = true;
       }
       return {std::string(model.text(iterable)), node_end_byte(f)};

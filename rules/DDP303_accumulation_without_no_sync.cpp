@@ -3,6 +3,12 @@
 #include "linter/node_access.hpp"
 #include "rules/common.hpp"
 
+#include <map>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
 namespace ddplint::rules {
 
 namespace {
@@ -45,15 +51,90 @@ bool syncs_selectively(const SemanticModel& model, const std::vector<std::string
   return false;
 }
 
-// The top-level function holding `node` (index into functions()), or -1.
-int top_level_function(const SemanticModel& model, TSNode node) {
-  for (int r = model.region_of(node); r > 0; r = model.regions()[r].parent) {
-    const Region& region = model.regions()[r];
-    if (region.kind == Region::Kind::Class) return -1;
-    if (region.kind == Region::Kind::Function)
-      return model.is_top_level_function(region.function) ? region.function : -1;
+// Where the DDP model is in a function: the names that hold it there.
+// `paths` are this file's wraps (`model`, `self.model`, with the scope that
+// binds each) and `given` the function's parameters that some call passes
+// the DDP model (from this file, or from another file of the project).
+struct DdpHandles {
+  std::vector<std::pair<std::string, int>> paths;         // (path, scope region of the wrap)
+  std::map<int, std::set<std::string, std::less<>>> given;  // function index -> parameters
+};
+
+// True when `path` is rebound in the function of scope region `scope`
+// (`model = model.module`, `model = build()`): from there it no longer holds
+// what the caller passed.
+bool rebound_in(const SemanticModel& model, std::string_view path, int scope) {
+  for (const Binding* b : model.bindings_of(path, scope))
+    if (b->scope == scope && b->kind != Binding::Kind::Parameter) return true;
+  return false;
+}
+
+// True when some call in the function of scope region `scope` runs a forward
+// through `path` with autograd on: `path(...)`, `path.forward(...)`, or
+// `path` passed to a call (`loss = compute_loss(model, batch)`). A model
+// used only under `torch.no_grad()` (a teacher) computes no gradients.
+bool forwards(const SemanticModel& model, std::string_view path, int scope) {
+  for (const CallSite& c : model.calls()) {
+    if (model.regions()[c.region].scope != scope || under_no_grad(model, c.node)) continue;
+    std::string callee = model.path_of(c.callee);
+    if (callee == path || (c.method == "forward" && model.path_of(c.receiver) == path)) return true;
+    for (const Argument& a : model.arguments(c))
+      if (model.path_of(a.value) == path) return true;
   }
-  return -1;
+  return false;
+}
+
+// Whether the gradients that the step at `step` (in scope region `scope`)
+// takes come from the DDP model: true when that function forwards a name
+// holding it; false when it forwards only a model it was given that no call
+// gives the DDP model (a file that wraps one model and accumulates on
+// another), or when no DDP model reaches it and the file wraps none; else
+// (the file wraps one, the function forwards none of its parameters, as a
+// script or a step helper using a global) true.
+bool trains_ddp_model(const SemanticModel& model, const DdpHandles& handles, int scope) {
+  if (scope == 0) return model.wraps_ddp();
+  int f = model.regions()[scope].function;
+  for (const auto& [path, wrap_scope] : handles.paths) {
+    // the wrap's own name, or one this function reads from outside (a global, `self.model`)
+    if (wrap_scope != scope && path.find('.') == std::string::npos && !model.bindings_of(path, scope).empty() &&
+        model.bindings_of(path, scope).front()->scope == scope)
+      continue;  // the function's own `model` is another object
+    if (forwards(model, path, scope)) return true;
+  }
+  bool forwards_parameter = false;
+  for (const auto& [parameter, default_value] : model.parameters_of(f)) {
+    if (!forwards(model, parameter, scope)) continue;
+    auto it = handles.given.find(f);
+    if (it != handles.given.end() && it->second.contains(parameter) && !rebound_in(model, parameter, scope)) return true;
+    forwards_parameter = true;
+  }
+  return !forwards_parameter && model.wraps_ddp();
+}
+
+// The parameters of this file's functions that a call in this file passes a
+// name holding the DDP model (`train(model, ...)` after `model = DDP(model)`),
+// added to `given`.
+void given_in_file(const SemanticModel& model, const std::vector<std::pair<std::string, int>>& paths,
+                   std::map<int, std::set<std::string, std::less<>>>& given) {
+  for (const CallSite& c : model.calls()) {
+    std::vector<int> targets = model.resolve_local_function(c);
+    if (targets.empty()) continue;
+    int position = 0;
+    for (const Argument& a : model.arguments(c)) {
+      if (a.kind == Argument::Kind::ListSplat || a.kind == Argument::Kind::DictionarySplat) break;
+      bool keyword = a.kind == Argument::Kind::Keyword;
+      int at = keyword ? -1 : position++;
+      std::string path = model.path_of(a.value);
+      bool ddp = false;
+      for (const auto& [p, scope] : paths) ddp = ddp || (!path.empty() && path == p);
+      if (!ddp) continue;
+      for (int f : targets) {
+        auto parameters = model.parameters_of(f);
+        if (keyword) given[f].emplace(a.keyword);
+        else if (at < static_cast<int>(parameters.size())) given[f].emplace(parameters[static_cast<std::size_t>(at)].first);
+      }
+    }
+  }
 }
 
 // A loss-scaler call that runs backward every time and the optimizer step
@@ -74,26 +155,36 @@ void check(const SemanticModel& model, RuleContext& ctx) {
   // project (main.py wraps, engine.py's train_one_epoch(model, ...) accumulates)
   const auto& passed = model.project().ddp_parameters;
   if (!model.wraps_ddp() && passed.empty()) return;
-  // a training call counts when the file wraps the model, or when it is in a
-  // function another file gives the DDP model
   auto given_ddp = [&](const CallSite& c) -> const ProjectFacts::DdpArguments* {
-    int f = top_level_function(model, c.node);
+    int f = model.top_level_function_of(c.node);
     if (f < 0) return nullptr;
     auto it = passed.find(model.functions()[f].name);
     return it == passed.end() ? nullptr : &it->second;
   };
+  DdpHandles handles;
+  std::vector<std::string> ddp_paths;
+  for (const DdpWrap& w : ddp_wraps(model)) {
+    if (!w.result.empty()) handles.paths.emplace_back(w.result, w.scope), ddp_paths.push_back(w.result);
+    if (!w.module.empty()) handles.paths.emplace_back(w.module, w.scope), ddp_paths.push_back(w.module);
+  }
+  for (std::size_t f = 0; f < model.functions().size(); ++f) {
+    if (!model.is_top_level_function(static_cast<int>(f))) continue;
+    auto it = passed.find(model.functions()[f].name);
+    if (it != passed.end()) handles.given[static_cast<int>(f)].insert(it->second.parameters.begin(), it->second.parameters.end());
+  }
+  given_in_file(model, handles.paths, handles.given);
+  for (const auto& [function, d] : passed) ddp_paths.insert(ddp_paths.end(), d.parameters.begin(), d.parameters.end());
+  // a training call counts where the gradients it takes come from the DDP model
+  std::map<int, bool> scope_trains_ddp;
   std::vector<const CallSite*> steps, backwards;
   for (const CallSite& c : model.calls()) {
     if (!model.is_training_call(c)) continue;
-    if (!model.wraps_ddp() && given_ddp(c) == nullptr) continue;
+    int scope = model.regions()[c.region].scope;
+    auto [it, fresh] = scope_trains_ddp.emplace(scope, false);
+    if (fresh) it->second = trains_ddp_model(model, handles, scope);
+    if (!it->second) continue;
     (c.method == "backward" ? backwards : steps).push_back(&c);
   }
-  std::vector<std::string> ddp_paths;
-  for (const DdpWrap& w : ddp_wraps(model)) {
-    if (!w.result.empty()) ddp_paths.push_back(w.result);
-    if (!w.module.empty()) ddp_paths.push_back(w.module);
-  }
-  for (const auto& [function, d] : passed) ddp_paths.insert(ddp_paths.end(), d.parameters.begin(), d.parameters.end());
   if (steps.empty() || syncs_selectively(model, ddp_paths)) return;
   auto report = [&](const CallSite* step) {
     std::string from;

@@ -27,6 +27,7 @@ bool has_grad_scaler(const SemanticModel& model) {
   const Kinds& k = kinds();
   for (const CallSite& c : model.calls()) {
     if (c.method.ends_with("GradScaler")) return true;  // torch.amp, torch.cuda.amp, ShardedGradScaler
+    if (is_timm_loss_scaler(c.canonical)) return true;  // holds a GradScaler (or scales through apex)
     if (c.canonical.rfind("torch.", 0) == 0 || defined_here(model, c.method)) continue;
     std::string callee = lowercase(model.last_name(c.callee));
     if (callee.find("scaler") != std::string::npos && callee != "scale") return true;

@@ -569,6 +569,20 @@ bool region_within(const SemanticModel& model, int inner, int outer) {
   return false;
 }
 
+bool under_no_grad(const SemanticModel& model, TSNode node) {
+  for (int r = model.region_of(node); r > 0; r = model.regions()[r].parent) {
+    const Region& reg = model.regions()[r];
+    if (reg.kind == Region::Kind::With) {
+      std::string_view header = model.text(reg.node);
+      header = header.substr(0, header.find(':'));
+      if (header.find("no_grad") != std::string_view::npos || header.find("inference_mode") != std::string_view::npos)
+        return true;
+    }
+    if (reg.kind == Region::Kind::Function && model.functions()[reg.function].no_grad) return true;
+  }
+  return false;
+}
+
 // --- host-device syncs of a step (DDP401, DDP404) ---------------------------
 
 namespace {

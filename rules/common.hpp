@@ -170,6 +170,10 @@ std::uint32_t line_of(const SemanticModel& model, TSNode node);
 /// True when region `inner` is region `outer` or nested inside it.
 bool region_within(const SemanticModel& model, int inner, int outer);
 
+/// True when `node` runs with autograd off: under `with torch.no_grad():` or
+/// `torch.inference_mode()`, or in a function decorated with them.
+bool under_no_grad(const SemanticModel& model, TSNode node);
+
 /// Byte ranges [start, end) of syntax nodes.
 using ByteRanges = std::vector<std::pair<std::uint32_t, std::uint32_t>>;
 

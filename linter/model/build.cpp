@@ -31,6 +31,7 @@ class ModelBuilder {
     subscripts_.clear();
     subscript_writes_.clear();
     pending_arguments_.clear();
+    import_sites_.clear();
   }
 
   void run() {
@@ -292,7 +293,43 @@ class ModelBuilder {
         continue;
       }
       m_.aliases_.set(local, target);
+      import_sites_.push_back({local, node_start_byte(stmt), current_scope()});
     }
+  }
+
+  // The name a call chain starts from: `misc` of `misc.all_reduce_mean`.
+  std::string_view root_name(TSNode callee) const {
+    TSNode n = callee;
+    while (!node_is_null(n) && node_symbol(n) == k_.attribute) n = field(n, k_.f_object);
+    return !node_is_null(n) && node_symbol(n) == k_.identifier ? node_text(n, m_.source_.text()) : std::string_view();
+  }
+
+  // True when the name `root` that an import binds is, at `call`, another
+  // binding: a parameter, local variable or nested def of an enclosing
+  // function (`def step(loss, reduce_mean=None): reduce_mean(loss)`), or a
+  // module-level def or class after every module-level import of it. Python
+  // looks a name up in the innermost scope that binds it; a module-level
+  // assignment (`except ImportError: amp = None`) is a fallback of the same
+  // import, not another value, and a name also imported inside a function is
+  // left to the import table (which scope wins is not followed).
+  bool shadows_import(std::string_view root, const CallSite& call) const {
+    std::uint32_t last_import = 0;
+    bool found = false;
+    for (const ImportSite& site : import_sites_) {
+      if (site.local != root) continue;
+      if (site.scope != 0) return false;
+      found = true;
+      last_import = std::max(last_import, site.at);
+    }
+    if (!found) return false;
+    BindingList bindings = m_.bindings_of(root, call.region);
+    for (const Binding* b : bindings) {
+      if (b->scope != 0) return true;  // bound in an enclosing function
+      if (b->kind == Binding::Kind::Definition && node_start_byte(b->target) > last_import &&
+          (m_.regions_[call.region].scope != 0 || node_start_byte(b->target) < node_start_byte(call.node)))
+        return true;
+    }
+    return false;
   }
 
   // An ERROR node that tree-sitter's recovery grew over many lines holds the
@@ -724,7 +761,8 @@ class ModelBuilder {
     std::string& name = scratch_.name;
     for (std::size_t i = 0; i < m_.calls_.size(); ++i) {
       CallSite& c = m_.calls_[i];
-      if (!node_is_null(c.callee) && m_.canonical_name_into(c.callee, name)) {
+      if (!node_is_null(c.callee) && m_.canonical_name_into(c.callee, name) &&
+          !shadows_import(root_name(c.callee), c)) {
         c.canonical = m_.keep(name);
         m_.calls_by_canonical_.emplace_back(name_hash(c.canonical), static_cast<int>(i));
       }
@@ -816,6 +854,15 @@ class ModelBuilder {
           c.canonical != "torch.cuda.device_count") {
         m_.cuda_ = true;
       }
+      // torch.accelerator (PyTorch 2.6+): the script puts its work on the
+      // current accelerator, CUDA on NVIDIA GPUs, and NCCL is the default
+      // backend get_default_backend_for_device gives it (pytorch/examples'
+      // DDP tutorial sets up this way)
+      if ((c.canonical.rfind("torch.accelerator.", 0) == 0 && c.canonical != "torch.accelerator.is_available" &&
+           c.canonical != "torch.accelerator.device_count") ||
+          c.canonical == "torch.distributed.get_default_backend_for_device") {
+        m_.cuda_ = true;
+      }
     }
     // parser.set_defaults(x=...) overrides every add_argument default of x
     for (const CallSite* c : m_.calls_named("set_defaults")) {
@@ -834,6 +881,11 @@ class ModelBuilder {
   const SyntaxTree& tree_;
   // The walk's working storage, kept per thread between files so that a run
   // over many files does not allocate it again for each (cleared in the constructor).
+  struct ImportSite {
+    std::string_view local;  // the name bound
+    std::uint32_t at = 0;    // the import statement's first byte
+    int scope = 0;           // the function scope holding it (0: module)
+  };
   struct Scratch {
     std::vector<Open> region_stack;
     std::vector<TSNode> subscripts;
@@ -848,6 +900,7 @@ class ModelBuilder {
     std::vector<std::uint32_t> fill;
     std::vector<Pending> pending_part;
     std::string name;  // a canonical name or import target being built
+    std::vector<ImportSite> import_sites;
   };
   static Scratch& scratch() {
     thread_local Scratch s;
@@ -856,6 +909,7 @@ class ModelBuilder {
   Scratch& scratch_ = scratch();
   std::vector<Open>& region_stack_ = scratch_.region_stack;
   std::vector<TSNode>& subscripts_ = scratch_.subscripts;
+  std::vector<ImportSite>& import_sites_ = scratch_.import_sites;  // every name an import binds, where
   std::vector<std::pair<TSNode, TSNode>>& subscript_writes_ = scratch_.subscript_writes;  // `x[k] = v`: (x[k], v)
   std::vector<TSNode>& path_ = scratch_.path;                // node at each depth of the current walk position
   std::vector<TSSymbol>& symbols_ = scratch_.symbols;        // its symbol

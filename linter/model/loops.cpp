@@ -22,6 +22,14 @@ bool SemanticModel::training_call(const CallSite& c) const {
   // defines (its body says what it does: `_make_train_step_no_scaler(task,
   // optimizer)` builds a step, it does not take one), nor a name that says
   // there is none (`..._no_scaler`).
+  // timm's loss scalers whatever the object is named (timm/utils/cuda.py:
+  // NativeScaler and ApexScaler `__call__(loss, optimizer, ..., need_update=True)`
+  // run backward, then the step when need_update)
+  if (!node_is_null(c.callee) && c.argument_count >= 2) {
+    TSNode bound = single_assignment(c.callee);
+    const CallSite* made = !node_is_null(bound) && node_symbol(bound) == kinds().call ? call_at(bound) : nullptr;
+    if (made != nullptr && is_timm_loss_scaler(made->canonical)) return true;
+  }
   std::string callee = node_is_null(c.callee) ? std::string() : lower(last_name(c.callee));
   if (contains(callee, "scaler") && !contains(callee, "no_scaler") && !contains(callee, "without_scaler") &&
       c.argument_count >= 2 && resolve_local_function(c).empty()) {
@@ -177,6 +185,15 @@ void SemanticModel::analyse_loops() {
 bool SemanticModel::is_top_level_function(int f) const {
   if (f < 0 || static_cast<std::size_t>(f) >= functions_.size()) return false;
   return regions_[functions_[f].region].parent == 0;
+}
+
+int SemanticModel::top_level_function_of(TSNode node) const {
+  for (int r = region_of(node); r > 0; r = regions_[r].parent) {
+    const Region& reg = regions_[r];
+    if (reg.kind == Region::Kind::Class) return -1;
+    if (reg.kind == Region::Kind::Function) return is_top_level_function(reg.function) ? reg.function : -1;
+  }
+  return -1;
 }
 
 // The caller in another file that runs function region `reg`'s function every
