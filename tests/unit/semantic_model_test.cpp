@@ -43,6 +43,47 @@ i = Unknown(x)
   CHECK(m.model.calls_to("torch.utils.data.DataLoader").size() == 3);
 }
 
+TEST_CASE("a name an import binds and a parameter, local or later def shadows is not the import") {
+  Model m(R"(import torch.distributed as dist
+from helpers import reduce_mean, gather_all, log_value, scale
+try:
+    from apex import amp
+except ImportError:
+    amp = None
+
+
+def log_value(v):
+    return v
+
+
+def step(loss, reduce_mean=None, dist=None):
+    a = reduce_mean(l1)
+    b = dist.all_reduce(l2)
+    gather_all = make_gatherer()
+    c = gather_all(l3)
+    d = log_value(l4)
+    e = amp.initialize(l5)
+    def scale(x):
+        return x
+    f = scale(l6)
+
+
+def other(loss):
+    g = reduce_mean(o1)
+    h = dist.all_reduce(o2)
+    i = gather_all(o3)
+)");
+  CHECK(m.call("reduce_mean(l1)").canonical.empty());     // a parameter
+  CHECK(m.call("dist.all_reduce(l2)").canonical.empty());  // a parameter named like the module
+  CHECK(m.call("gather_all(l3)").canonical.empty());       // a local
+  CHECK(m.call("log_value(l4)").canonical.empty());        // the module-level def after the import
+  CHECK(m.call("amp.initialize(l5)").canonical == "apex.amp.initialize");  // the except-branch fallback is the same import
+  CHECK(m.call("scale(l6)").canonical.empty());            // a nested def
+  CHECK(m.call("reduce_mean(o1)").canonical == "helpers.reduce_mean");
+  CHECK(m.call("dist.all_reduce(o2)").canonical == "torch.distributed.all_reduce");
+  CHECK(m.call("gather_all(o3)").canonical == "helpers.gather_all");
+}
+
 TEST_CASE("normalize_canonical: every private module path PyTorch re-exports, and names it leaves alone") {
   CHECK(normalize_canonical("torch.nn.parallel.distributed.DistributedDataParallel") == "torch.nn.parallel.DistributedDataParallel");
   CHECK(normalize_canonical("torch.nn.parallel.data_parallel.DataParallel") == "torch.nn.parallel.DataParallel");
