@@ -235,20 +235,36 @@ bool may_alias_state(const SemanticModel& model, TSNode value, int depth) {
   return false;  // a literal, arithmetic, a comparison: a new value
 }
 
+// The generator a call is given as its only argument (`f(p.grad for p in
+// params)`: tree-sitter makes it the call's argument list), or a null node.
+TSNode generator_argument(const CallSite& c) {
+  TSNode args = field(c.node, kinds().f_arguments);
+  return !node_is_null(args) && node_symbol(args) == kinds().generator_expression ? args : TSNode{};
+}
+
 bool may_alias_call(const SemanticModel& model, const CallSite& c, int depth) {
+  // objects the receiver holds (a module's parameters, a dict's entries)
+  static constexpr std::string_view kHeld[] = {"parameters", "named_parameters", "buffers", "named_buffers",
+                                               "children", "modules", "values", "items", "keys", "get", "pop",
+                                               "setdefault", "state_dict"};
+  // the receiver itself or a view of its storage
   static constexpr std::string_view kViews[] = {
-      "parameters", "named_parameters", "buffers", "named_buffers", "children", "modules", "values", "items",
-      "keys", "view", "view_as", "reshape", "reshape_as", "flatten", "expand", "expand_as", "squeeze",
-      "unsqueeze", "narrow", "split", "chunk", "unbind", "t", "transpose", "permute", "detach", "to", "float",
-      "half", "bfloat16", "double", "cuda", "cpu", "contiguous", "type", "get", "pop", "setdefault", "copy_",
-      "add_", "mul_", "div_", "zero_", "fill_", "requires_grad_"};
+      "view", "view_as", "reshape", "reshape_as", "flatten", "expand", "expand_as", "squeeze", "unsqueeze",
+      "narrow", "split", "chunk", "unbind", "t", "transpose", "permute", "detach", "to", "float", "half",
+      "bfloat16", "double", "cuda", "cpu", "contiguous", "type", "copy_", "add_", "mul_", "div_", "zero_",
+      "fill_", "requires_grad_", "detach_"};
   static constexpr std::string_view kContainers[] = {"list", "tuple", "iter", "zip", "dict", "sorted", "reversed",
                                                      "enumerate", "filter", "map", "set"};
   if (!node_is_null(c.receiver)) {
-    for (std::string_view v : kViews)
+    for (std::string_view v : kHeld)
       if (c.method == v) return true;
+    // a view of the receiver's storage: what the receiver is (`loss.detach()`
+    // of a loss of this step, `p.grad.view(-1)` of a gradient)
+    for (std::string_view v : kViews)
+      if (c.method == v) return may_alias_state(model, c.receiver, depth + 1);
     return false;  // a method's result: `x.mean()`, `loss.item()`, `x.clone()`
   }
+  if (TSNode g = generator_argument(c); !node_is_null(g)) return may_alias_state(model, g, depth + 1);
   for (std::string_view b : kContainers) {
     if (c.method != b || !c.canonical.empty()) continue;
     for (const Argument& a : model.arguments(c))
@@ -393,7 +409,8 @@ FileSummary summarize(const SemanticModel& model, const std::function<bool(std::
     if (step && call.logged_step_line == 0 && !result_computation && project_call && !model.has_unpacked_arguments(c) &&
         project_call(c.canonical)) {
       std::uint32_t after = statement_end(c.node);
-      bool logged = true;
+      // `f(p.grad for p in params)`: the generator is the argument list
+      bool logged = node_is_null(generator_argument(c)) || !may_alias_state(model, generator_argument(c), 0);
       for (const Argument& a : model.arguments(c))
         if (logged && !argument_logged_only(model, a.value, c.region, after)) logged = false;
       if (logged) {

@@ -170,9 +170,12 @@ bool single_machine(const SemanticModel& model) {
 
 void check(const SemanticModel& model, RuleContext& ctx) {
   if (!model.uses_cuda() || single_machine(model)) return;
-  for (const CallSite* c : model.calls_to("torch.cuda.set_device")) {
-    TSNode d = model.argument(*c, "device", 0);
-    if (global_rank_device(model, d)) report(model, ctx, d);
+  for (std::string_view set_device : {"torch.cuda.set_device", "torch.accelerator.set_device_index",
+                                      "torch.accelerator.set_device_idx"}) {
+    for (const CallSite* c : model.calls_to(set_device)) {
+      TSNode d = model.argument(*c, "device", 0);
+      if (global_rank_device(model, d)) report(model, ctx, d);
+    }
   }
   for (std::string_view method : {"to", "cuda"}) {
     for (const CallSite* c : model.calls_named(method)) {

@@ -48,11 +48,17 @@ std::pair<std::string, std::uint32_t> result_carrier(const SemanticModel& model,
   if (node_symbol(e) != k.identifier) return {"", node_end_byte(call.node)};
   std::string_view text = model.text(e);
   BindingList bindings = model.bindings_of(text, call.region);
+  // rebound before the call (`t = t.clone()`, the usual reduce_tensor): the
+  // collective reduces the helper's own copy, not the caller's object
+  bool rebound = false;
+  for (const Binding* b : bindings)
+    rebound = rebound || (b->kind != Binding::Kind::Parameter && !node_is_null(b->target) &&
+                          node_start_byte(b->target) < node_start_byte(call.node));
   for (const Binding* b : bindings) {
     // a parameter: the caller's object, which the caller reads after the call
     // (in another file, or in this one): what it feeds is not known here,
     // unless the project says every per-step caller only logs it
-    if (b->kind != Binding::Kind::Parameter) continue;
+    if (b->kind != Binding::Kind::Parameter || rebound) continue;
     if (!logged_parameter(model, call.region)) return {};
     from_caller = true;
   }

@@ -73,13 +73,30 @@ bool rebound_in(const SemanticModel& model, std::string_view path, int scope) {
 // through `path` with autograd on: `path(...)`, `path.forward(...)`, or
 // `path` passed to a call (`loss = compute_loss(model, batch)`). A model
 // used only under `torch.no_grad()` (a teacher) computes no gradients.
-bool forwards(const SemanticModel& model, std::string_view path, int scope) {
+bool forwards(const SemanticModel& model, std::string_view path, int scope, int depth = 0) {
+  if (depth > 4) return true;
   for (const CallSite& c : model.calls()) {
     if (model.regions()[c.region].scope != scope || under_no_grad(model, c.node)) continue;
     std::string callee = model.path_of(c.callee);
     if (callee == path || (c.method == "forward" && model.path_of(c.receiver) == path)) return true;
-    for (const Argument& a : model.arguments(c))
-      if (model.path_of(a.value) == path) return true;
+    int position = 0;
+    for (const Argument& a : model.arguments(c)) {
+      if (a.kind == Argument::Kind::ListSplat || a.kind == Argument::Kind::DictionarySplat) break;
+      int at = a.kind == Argument::Kind::Keyword ? -1 : position++;
+      if (model.path_of(a.value) != path) continue;
+      // given to a function of this file: whether that function forwards
+      // it with autograd on (`@torch.no_grad() def targets(teacher, x)` does not)
+      std::vector<int> targets = model.resolve_local_function(c);
+      if (targets.empty()) return true;  // code ddplint does not read here: may forward
+      for (int f : targets) {
+        if (model.functions()[f].no_grad) continue;
+        auto parameters = model.parameters_of(f);
+        std::string_view name = at < 0 ? a.keyword
+                                : at < static_cast<int>(parameters.size()) ? parameters[static_cast<std::size_t>(at)].first
+                                                                           : std::string_view();
+        if (name.empty() || forwards(model, name, model.functions()[f].region, depth + 1)) return true;
+      }
+    }
   }
   return false;
 }
@@ -125,7 +142,9 @@ void given_in_file(const SemanticModel& model, const std::vector<std::pair<std::
       bool keyword = a.kind == Argument::Kind::Keyword;
       int at = keyword ? -1 : position++;
       std::string path = model.path_of(a.value);
-      bool ddp = false;
+      const CallSite* inline_wrap = node_symbol(a.value) == kinds().call ? model.call_at(a.value) : nullptr;
+      bool ddp = inline_wrap != nullptr && (inline_wrap->canonical == kDDP ||
+                                            inline_wrap->canonical == "torch.distributed.fsdp.FullyShardedDataParallel");
       for (const auto& [p, scope] : paths) ddp = ddp || (!path.empty() && path == p);
       if (!ddp) continue;
       for (int f : targets) {
@@ -164,8 +183,11 @@ void check(const SemanticModel& model, RuleContext& ctx) {
   DdpHandles handles;
   std::vector<std::string> ddp_paths;
   for (const DdpWrap& w : ddp_wraps(model)) {
+    // the wrap's result holds the DDP model; the module it wrapped, when named
+    // otherwise (`ddp_net = DDP(net)`), forwards without DDP's reducer
     if (!w.result.empty()) handles.paths.emplace_back(w.result, w.scope), ddp_paths.push_back(w.result);
-    if (!w.module.empty()) handles.paths.emplace_back(w.module, w.scope), ddp_paths.push_back(w.module);
+    if (!w.module.empty()) ddp_paths.push_back(w.module);
+    if (!w.module.empty() && (w.result.empty() || w.result == w.module)) handles.paths.emplace_back(w.module, w.scope);
   }
   for (std::size_t f = 0; f < model.functions().size(); ++f) {
     if (!model.is_top_level_function(static_cast<int>(f))) continue;

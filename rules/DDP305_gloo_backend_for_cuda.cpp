@@ -6,6 +6,32 @@
 namespace ddplint::rules {
 
 namespace {
+// True when `expr` tests which operating system runs the script:
+// `sys.platform`, `os.name` or `platform.system()` (Windows has no NCCL, so
+// a gloo group there is the only choice).
+bool tests_platform(const SemanticModel& model, TSNode expr, int depth = 0) {
+  if (node_is_null(expr) || depth > 8) return false;
+  const Kinds& k = kinds();
+  TSSymbol s = node_symbol(expr);
+  if (s == k.attribute || s == k.identifier) {
+    std::string name = model.canonical_name(expr);
+    if (name == "sys.platform" || name == "os.name" || name == "platform.system") return true;
+  }
+  for (TSNode c : children(expr))
+    if (ts_node_is_named(c) && tests_platform(model, c, depth + 1)) return true;
+  return false;
+}
+
+// True when `node` runs only on some operating systems: inside an `if` (or
+// its `else`) that tests the platform.
+bool platform_branch(const SemanticModel& model, TSNode node) {
+  for (int r = model.region_of(node); r > 0; r = model.regions()[r].parent) {
+    const Region& region = model.regions()[r];
+    if (region.kind == Region::Kind::Branch && tests_platform(model, region.condition)) return true;
+  }
+  return false;
+}
+
 void check(const SemanticModel& model, RuleContext& ctx) {
   if (!model.uses_cuda() || !model.gloo_backend()) return;
   // only collectives move CUDA tensors through the process group: an RPC-only
@@ -19,7 +45,7 @@ void check(const SemanticModel& model, RuleContext& ctx) {
     Value v = model.value_of(backend);
     bool gloo = (v.kind == Value::Kind::Str && v.s == "gloo") ||
                 model.canonical_name(backend) == "torch.distributed.Backend.GLOO";
-    if (!gloo) continue;
+    if (!gloo || platform_branch(model, call->node)) continue;
     TSNode at = argument_node(model, *call, backend);
     ctx.report(node_start_byte(at), node_end_byte(at),
                "the gloo backend in a script that trains on CUDA: gradient all-reduces of CUDA tensors run "

@@ -575,7 +575,8 @@ bool under_no_grad(const SemanticModel& model, TSNode node) {
     if (reg.kind == Region::Kind::With) {
       std::string_view header = model.text(reg.node);
       header = header.substr(0, header.find(':'));
-      if (header.find("no_grad") != std::string_view::npos || header.find("inference_mode") != std::string_view::npos)
+      if (header.find("no_grad") != std::string_view::npos || header.find("inference_mode") != std::string_view::npos ||
+          header.find("set_grad_enabled(False)") != std::string_view::npos)
         return true;
     }
     if (reg.kind == Region::Kind::Function && model.functions()[reg.function].no_grad) return true;

@@ -32,6 +32,7 @@ class ModelBuilder {
     subscript_writes_.clear();
     pending_arguments_.clear();
     import_sites_.clear();
+    as_targets_.clear();
   }
 
   void run() {
@@ -297,6 +298,38 @@ class ModelBuilder {
     }
   }
 
+  // The names `with ... as name` and `except E as name` bind (in the scope
+  // that holds the statement): kept for shadows_import.
+  void note_as_targets(TSNode statement) {
+    auto note = [&](TSNode pattern) {
+      if (node_is_null(pattern) || std::string_view(ts_node_type(pattern)) != "as_pattern") return;
+      TSNode target = ts_node_child_by_field_name(pattern, "alias", 5);
+      TSNode name = node_is_null(target) ? TSNode{} : ts_node_named_child(target, 0);
+      if (!node_is_null(name) && node_symbol(name) == k_.identifier)
+        as_targets_.push_back({node_text(name, m_.source_.text()), node_start_byte(name), current_scope()});
+    };
+    for (TSNode c : children(statement)) {
+      if (node_symbol(c) == k_.with_clause) {
+        for (TSNode item : children(c))
+          if (node_symbol(item) == k_.with_item) note(field(item, k_.f_value));
+      } else {
+        note(c);  // except_clause: `E as name`
+      }
+    }
+  }
+
+  // True when `node` lies in an `except` clause: a fallback of an import in
+  // the `try` body (`except ImportError: def arl(ts): ...`), not another value.
+  bool in_except_clause(TSNode node) const {
+    for (TSNode p = ts_node_parent(node); !node_is_null(p); p = ts_node_parent(p)) {
+      TSSymbol ps = node_symbol(p);
+      if (ps == k_.except_clause) return true;
+      if (ps == k_.function_definition || ps == k_.class_definition) continue;
+      if (ps == k_.module) break;
+    }
+    return false;
+  }
+
   // The name a call chain starts from: `misc` of `misc.all_reduce_mean`.
   std::string_view root_name(TSNode callee) const {
     TSNode n = callee;
@@ -322,11 +355,14 @@ class ModelBuilder {
       last_import = std::max(last_import, site.at);
     }
     if (!found) return false;
+    const int scope = m_.regions_[call.region].scope;
+    for (const ImportSite& site : as_targets_)
+      if (site.scope != 0 && site.scope == scope && site.local == root) return true;  // `with ctx as root:`
     BindingList bindings = m_.bindings_of(root, call.region);
     for (const Binding* b : bindings) {
       if (b->scope != 0) return true;  // bound in an enclosing function
       if (b->kind == Binding::Kind::Definition && node_start_byte(b->target) > last_import &&
-          (m_.regions_[call.region].scope != 0 || node_start_byte(b->target) < node_start_byte(call.node)))
+          (scope != 0 || node_start_byte(b->target) < node_start_byte(call.node)) && !in_except_clause(b->target))
         return true;
     }
     return false;
@@ -608,6 +644,7 @@ class ModelBuilder {
       // the only block child of these statements is the field the region is
       // for (body or consequence; else/elif blocks sit in their own clauses)
       TSSymbol ps = node_symbol(parent);
+      if (ps == k_.with_statement || ps == k_.except_clause) note_as_targets(parent);
       Region r;
       r.node = parent;
       if (ps == k_.for_statement || ps == k_.while_statement) {
@@ -739,11 +776,16 @@ class ModelBuilder {
 
   void note_string(TSNode node) {
     std::string_view whole = node_text(node, m_.source_.text());
-    if (!contains(whole, "cuda") && !contains(whole, "nccl")) return;  // (most strings)
+    if (!contains(whole, "cuda") && !contains(whole, "nccl") && !contains(whole, "mps") && !contains(whole, "xpu") &&
+        !contains(whole, "hpu") && !contains(whole, "npu"))
+      return;  // (most strings)
     for (TSNode c : children(node)) {
       if (node_symbol(c) != k_.string_content) continue;
       std::string_view t = node_text(c, m_.source_.text());
       if (t == "cuda" || t.rfind("cuda:", 0) == 0 || t == "nccl") m_.cuda_ = true;
+      for (std::string_view other : {"mps", "xpu", "hpu", "npu"})
+        if (t == other || (t.size() > other.size() && t.rfind(other, 0) == 0 && t[other.size()] == ':'))
+          other_accelerator_ = true;
       break;
     }
   }
@@ -831,6 +873,7 @@ class ModelBuilder {
     std::sort(m_.env_writes_.begin(), m_.env_writes_.end(), [](const EnvWrite& a, const EnvWrite& b) {
       return node_start_byte(a.at) < node_start_byte(b.at);
     });
+    bool uses_accelerator = false;
     for (const CallSite& c : m_.calls_) {
       if (c.canonical == "os.environ.get" || c.canonical == "os.getenv") note_env(m_.env_var_read(c.node));
       if (c.canonical == "torch.distributed.init_process_group") {
@@ -861,7 +904,7 @@ class ModelBuilder {
       if ((c.canonical.rfind("torch.accelerator.", 0) == 0 && c.canonical != "torch.accelerator.is_available" &&
            c.canonical != "torch.accelerator.device_count") ||
           c.canonical == "torch.distributed.get_default_backend_for_device") {
-        m_.cuda_ = true;
+        uses_accelerator = true;
       }
     }
     // parser.set_defaults(x=...) overrides every add_argument default of x
@@ -870,6 +913,9 @@ class ModelBuilder {
         if (a.kind == Argument::Kind::Keyword) m_.argparse_set_defaults_[std::string(a.keyword)].push_back(a.value);
       }
     }
+    // ... unless the file names another accelerator's device (`torch.device("mps")`,
+    // `acc.type == "xpu"`): then which one runs is not known to be CUDA
+    if (uses_accelerator && !other_accelerator_) m_.cuda_ = true;
     if (m_.argparse_.contains("local_rank")) m_.distributed_ = true;
     if (m_.project_ && m_.project_->cuda) m_.cuda_ = true;  // a CUDA script of the project calls into this file
 
@@ -901,6 +947,7 @@ class ModelBuilder {
     std::vector<Pending> pending_part;
     std::string name;  // a canonical name or import target being built
     std::vector<ImportSite> import_sites;
+    std::vector<ImportSite> as_targets;
   };
   static Scratch& scratch() {
     thread_local Scratch s;
@@ -910,6 +957,7 @@ class ModelBuilder {
   std::vector<Open>& region_stack_ = scratch_.region_stack;
   std::vector<TSNode>& subscripts_ = scratch_.subscripts;
   std::vector<ImportSite>& import_sites_ = scratch_.import_sites;  // every name an import binds, where
+  std::vector<ImportSite>& as_targets_ = scratch_.as_targets;      // `with/except ... as name` targets
   std::vector<std::pair<TSNode, TSNode>>& subscript_writes_ = scratch_.subscript_writes;  // `x[k] = v`: (x[k], v)
   std::vector<TSNode>& path_ = scratch_.path;                // node at each depth of the current walk position
   std::vector<TSSymbol>& symbols_ = scratch_.symbols;        // its symbol
@@ -920,6 +968,7 @@ class ModelBuilder {
   std::vector<TSNode>& prev_stmt_ = scratch_.prev_stmt;      // per depth: the block's previous statement
   std::vector<Pending>& pending_part_ = scratch_.pending_part;  // per depth: parts the node's children fill in
   bool has_error_ = false;                                   // the tree has ERROR or MISSING nodes
+  bool other_accelerator_ = false;                           // a string names an MPS, XPU, HPU or NPU device
   bool header_done_ = false;                                 // the header block's end is known
   bool docstring_allowed_ = true;                            // no statement before: a string is the docstring
   bool may_use_keywords_as_names_ = false;                   // the text contains `async` or `await`

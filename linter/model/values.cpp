@@ -252,19 +252,48 @@ Value SemanticModel::value_uncached(TSNode expr, int depth) const {
   return Value::unknown();
 }
 
+namespace {
+// True when `expr` is os.environ, or a name bound once to a copy of its
+// entries: `{key: os.environ[key] for key in (...)}` (pytorch/examples'
+// DDP example), `dict(os.environ)`, `os.environ.copy()`.
+bool environ_or_copy(const SemanticModel& m, TSNode expr) {
+  const Kinds& k = kinds();
+  if (m.canonical_name(expr) == "os.environ") return true;
+  if (node_symbol(expr) != k.identifier) return false;
+  TSNode bound = m.single_assignment(expr);
+  if (node_is_null(bound)) return false;
+  if (node_symbol(bound) == k.dictionary_comprehension) {
+    TSNode pair = ts_node_named_child(bound, 0);
+    if (node_is_null(pair) || node_symbol(pair) != k.pair) return false;
+    TSNode key = ts_node_child_by_field_name(pair, "key", 3);
+    TSNode value = ts_node_child_by_field_name(pair, "value", 5);
+    return !node_is_null(key) && !node_is_null(value) && node_symbol(key) == k.identifier &&
+           node_symbol(value) == k.subscript && m.canonical_name(field(value, k.f_value)) == "os.environ" &&
+           m.text(field(value, k.f_subscript)) == m.text(key);
+  }
+  if (node_symbol(bound) != k.call) return false;
+  const CallSite* c = m.call_at(bound);
+  if (c == nullptr) return false;
+  if (c->canonical == "os.environ.copy") return true;
+  return c->method == "dict" && node_is_null(c->receiver) && m.positional_count(*c) == 1 &&
+         m.canonical_name(m.argument(*c, "", 0)) == "os.environ";
+}
+}  // namespace
+
 std::string SemanticModel::env_var_read(TSNode expr) const {
   const Kinds& k = kinds();
   for (int guard = 0; guard < 4 && !node_is_null(expr); ++guard) {
     TSSymbol s = node_symbol(expr);
     if (s == k.subscript) {
-      if (canonical_name(field(expr, k.f_value)) != "os.environ") return {};
+      if (!environ_or_copy(*this, field(expr, k.f_value))) return {};
       Value v = value_of(field(expr, k.f_subscript));
       return v.kind == Value::Kind::Str ? v.s : std::string();
     }
     if (s != k.call) return {};
     const CallSite* c = call_at(expr);
     if (!c) return {};
-    if (c->canonical == "os.environ.get" || c->canonical == "os.getenv") {
+    if (c->canonical == "os.environ.get" || c->canonical == "os.getenv" ||
+        (c->method == "get" && !node_is_null(c->receiver) && environ_or_copy(*this, c->receiver))) {
       Value v = value_of(argument(*c, "key", 0));
       return v.kind == Value::Kind::Str ? v.s : std::string();
     }
