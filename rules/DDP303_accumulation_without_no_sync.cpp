@@ -70,15 +70,18 @@ bool rebound_in(const SemanticModel& model, std::string_view path, int scope) {
 }
 
 // True when some call in the function of scope region `scope` runs a forward
-// through `path` with autograd on: `path(...)`, `path.forward(...)`, or
-// `path` passed to a call (`loss = compute_loss(model, batch)`). A model
-// used only under `torch.no_grad()` (a teacher) computes no gradients.
+// through `path` with autograd on: `path(...)`, `path.forward(...)`, `path`
+// passed to a call (`loss = compute_loss(model, batch)`), or a function of
+// this file called there that does so itself (`self.compute_loss(x)` reading
+// `self.model`, a nested `def fwd(x): return model(x)`). A model used only
+// under `torch.no_grad()` (a teacher) computes no gradients.
 bool forwards(const SemanticModel& model, std::string_view path, int scope, int depth = 0) {
-  if (depth > 4) return true;
+  if (depth > 2) return true;  // deeper than followed: may forward
   for (const CallSite& c : model.calls()) {
     if (model.regions()[c.region].scope != scope || under_no_grad(model, c.node)) continue;
     std::string callee = model.path_of(c.callee);
     if (callee == path || (c.method == "forward" && model.path_of(c.receiver) == path)) return true;
+    std::vector<int> targets = model.resolve_local_function(c);
     int position = 0;
     for (const Argument& a : model.arguments(c)) {
       if (a.kind == Argument::Kind::ListSplat || a.kind == Argument::Kind::DictionarySplat) break;
@@ -86,7 +89,6 @@ bool forwards(const SemanticModel& model, std::string_view path, int scope, int 
       if (model.path_of(a.value) != path) continue;
       // given to a function of this file: whether that function forwards
       // it with autograd on (`@torch.no_grad() def targets(teacher, x)` does not)
-      std::vector<int> targets = model.resolve_local_function(c);
       if (targets.empty()) return true;  // code ddplint does not read here: may forward
       for (int f : targets) {
         if (model.functions()[f].no_grad) continue;
@@ -97,17 +99,35 @@ bool forwards(const SemanticModel& model, std::string_view path, int scope, int 
         if (name.empty() || forwards(model, name, model.functions()[f].region, depth + 1)) return true;
       }
     }
+    // a function of this file that reads the same name itself (a global, `self.model`)
+    for (int f : targets) {
+      int body = model.functions()[f].region;
+      if (body == scope || model.functions()[f].no_grad) continue;
+      BindingList own = model.bindings_of(path, body);
+      if (path.find('.') == std::string_view::npos && !own.empty() && own.front()->scope == body) continue;
+      if (forwards(model, path, body, depth + 1)) return true;
+    }
+  }
+  return false;
+}
+
+// True when the function of scope region `scope` calls `name` itself with
+// autograd on (`name(x)`, `name.forward(x)`): it trains the module `name` holds.
+bool calls_as_model(const SemanticModel& model, std::string_view name, int scope) {
+  for (const CallSite& c : model.calls()) {
+    if (model.regions()[c.region].scope != scope || under_no_grad(model, c.node)) continue;
+    if (model.path_of(c.callee) == name || (c.method == "forward" && model.path_of(c.receiver) == name)) return true;
   }
   return false;
 }
 
 // Whether the gradients that the step at `step` (in scope region `scope`)
 // takes come from the DDP model: true when that function forwards a name
-// holding it; false when it forwards only a model it was given that no call
+// holding it; false when it calls as a model only parameters that no call
 // gives the DDP model (a file that wraps one model and accumulates on
 // another), or when no DDP model reaches it and the file wraps none; else
-// (the file wraps one, the function forwards none of its parameters, as a
-// script or a step helper using a global) true.
+// (the file wraps one, the function calls none of its parameters as a model,
+// as a script or a step helper using a global) true.
 bool trains_ddp_model(const SemanticModel& model, const DdpHandles& handles, int scope) {
   if (scope == 0) return model.wraps_ddp();
   int f = model.regions()[scope].function;
@@ -118,14 +138,14 @@ bool trains_ddp_model(const SemanticModel& model, const DdpHandles& handles, int
       continue;  // the function's own `model` is another object
     if (forwards(model, path, scope)) return true;
   }
-  bool forwards_parameter = false;
+  bool trains_other = false;
+  auto it = handles.given.find(f);
   for (const auto& [parameter, default_value] : model.parameters_of(f)) {
-    if (!forwards(model, parameter, scope)) continue;
-    auto it = handles.given.find(f);
-    if (it != handles.given.end() && it->second.contains(parameter) && !rebound_in(model, parameter, scope)) return true;
-    forwards_parameter = true;
+    bool given = it != handles.given.end() && it->second.contains(parameter) && !rebound_in(model, parameter, scope);
+    if (given && forwards(model, parameter, scope)) return true;
+    if (!given && calls_as_model(model, parameter, scope)) trains_other = true;
   }
-  return !forwards_parameter && model.wraps_ddp();
+  return !trains_other && model.wraps_ddp();
 }
 
 // The parameters of this file's functions that a call in this file passes a
@@ -212,7 +232,7 @@ void check(const SemanticModel& model, RuleContext& ctx) {
     std::string from;
     if (!model.wraps_ddp())
       if (const ProjectFacts::DdpArguments* d = given_ddp(*step))
-        from = " (the DDP model comes from " + d->caller.path + ":" + std::to_string(d->caller.line) + ")";
+        from = " (the DDP model is passed in at " + d->caller.path + ":" + std::to_string(d->caller.line) + ")";
     auto [start, end] = first_line_range(model, step->node);
     ctx.report(start, end,
                "gradient accumulation with DDP and no model.no_sync(): every micro-step's backward all-reduces "

@@ -27,6 +27,14 @@ bool has_grad_scaler(const SemanticModel& model) {
   const Kinds& k = kinds();
   for (const CallSite& c : model.calls()) {
     if (c.method.ends_with("GradScaler")) return true;  // torch.amp, torch.cuda.amp, ShardedGradScaler
+    // a GradScaler made elsewhere and used here (`def train(..., scaler)`):
+    // `scaler.scale(loss).backward()`, `scaler.unscale_(optimizer)`
+    if (!node_is_null(c.receiver) && (c.method == "scale" || c.method == "unscale_")) {
+      TSNode parent = ts_node_parent(c.node);
+      bool scaled_backward = c.method == "scale" && !node_is_null(parent) && node_symbol(parent) == k.attribute &&
+                             model.text(field(parent, k.f_attribute)) == "backward";
+      if (scaled_backward || c.method == "unscale_") return true;
+    }
     if (is_timm_loss_scaler(c.canonical)) return true;  // holds a GradScaler (or scales through apex)
     if (c.canonical.rfind("torch.", 0) == 0 || defined_here(model, c.method)) continue;
     std::string callee = lowercase(model.last_name(c.callee));
