@@ -47,6 +47,9 @@ std::string fingerprint(const ProjectFacts* facts) {
   json uses = json::object();
   for (const auto& [name, u] : facts->result_uses) uses[name] = json::array({u.logging_only, caller_json(u.caller)});
   j["result_uses"] = std::move(uses);
+  json forwarding = json::object();
+  for (const auto& [name, args] : facts->forwarding_calls) forwarding[name] = json(std::vector<std::string>(args.begin(), args.end()));
+  j["forwarding_calls"] = std::move(forwarding);
   j["cuda"] = facts->cuda;
   return j.dump();  // object keys sorted: deterministic
 }

@@ -176,6 +176,11 @@ std::string top_level_function_of(const SemanticModel& model, TSNode node) {
 // `region` is the result of a DDP or FSDP wrap.
 bool may_hold_ddp_model(const SemanticModel& model, TSNode expr, int region) {
   const Kinds& k = kinds();
+  if (node_symbol(expr) == k.call) {  // `engine.fit(DDP(net), ...)`
+    const CallSite* c = model.call_at(expr);
+    return c != nullptr && (c->canonical == "torch.nn.parallel.DistributedDataParallel" ||
+                            c->canonical == "torch.distributed.fsdp.FullyShardedDataParallel");
+  }
   if (node_symbol(expr) != k.identifier && node_symbol(expr) != k.attribute) return false;
   std::string path = model.path_of(expr);
   if (path.empty()) return false;
@@ -340,12 +345,27 @@ std::uint32_t statement_end(TSNode node) {
 FileSummary summarize(const SemanticModel& model, const std::function<bool(std::string_view)>& project_call) {
   FileSummary s;
   s.cuda = model.uses_cuda();
+  // what each top-level function calls as a model: `p(x)`, `p.forward(x)` (by function index)
+  std::unordered_map<int, std::set<std::string, std::less<>>> called_as_model;
+  for (const CallSite& c : model.calls()) {
+    if (node_is_null(c.callee)) continue;
+    int f = model.top_level_function_of(c.node);
+    if (f < 0) continue;
+    const Kinds& k = kinds();
+    if (node_symbol(c.callee) == k.identifier) called_as_model[f].insert(std::string(model.text(c.callee)));
+    else if (c.method == "forward" && !node_is_null(c.receiver) && node_symbol(c.receiver) == k.identifier)
+      called_as_model[f].insert(std::string(model.text(c.receiver)));
+  }
   for (std::size_t f = 0; f < model.functions().size(); ++f) {
     if (!model.is_top_level_function(static_cast<int>(f))) continue;
-    FileSummary::Function fn{std::string(model.functions()[f].name), model.function_trains(static_cast<int>(f)), {}, {}};
+    FileSummary::Function fn{std::string(model.functions()[f].name), model.function_trains(static_cast<int>(f)), {}, {}, {}};
+    auto called = called_as_model.find(static_cast<int>(f));
     for (const auto& [p, default_value] : model.parameters_of(static_cast<int>(f))) {
       fn.parameters.emplace_back(p);
       fn.host_default.push_back(ts_node_is_null(default_value) || model.certainly_host_value(default_value));
+      fn.forwarded.push_back(called != called_as_model.end() && called->second.contains(p) &&
+                             !model.bindings_of(p, model.functions()[f].region).empty() &&
+                             model.bindings_of(p, model.functions()[f].region).size() == 1);
     }
     s.functions.push_back(std::move(fn));
   }
@@ -587,6 +607,12 @@ class Solver {
         if (f == nullptr) continue;
         ProjectFacts& callee = out[static_cast<std::size_t>(b)];
         if (f->trains != ProjectFacts::Trains::None) out[a].callees.emplace(call.canonical, f->trains);
+        for (std::size_t i = 0; i < f->parameters.size() && i < f->forwarded.size(); ++i) {
+          if (!f->forwarded[i]) continue;
+          auto& forwarded = out[a].forwarding_calls[call.canonical];
+          forwarded.insert("#" + std::to_string(i));
+          forwarded.insert(f->parameters[i]);
+        }
         for (std::size_t i = 0; i < f->parameters.size(); ++i) {
           if (!call.ddp_arguments.contains("#" + std::to_string(i)) && !call.ddp_arguments.contains(f->parameters[i]))
             continue;
@@ -669,6 +695,7 @@ std::string encode_summary(const FileSummary* s) {
     for (std::size_t i = 0; i < f.parameters.size(); ++i) {
       out.text(f.parameters[i]);
       out.flag(f.host_default[i]);
+      out.flag(f.forwarded[i]);
     }
   }
   out.number(s->calls.size());
@@ -715,9 +742,10 @@ std::optional<std::optional<FileSummary>> decode_summary(std::string_view bytes)
     std::uint64_t trains = in.number();
     if (trains > 2) in.fail();
     f.trains = static_cast<ProjectFacts::Trains>(trains);
-    for (std::uint64_t p = in.count(2 * 8); p > 0 && !in.failed(); --p) {
+    for (std::uint64_t p = in.count(3 * 8); p > 0 && !in.failed(); --p) {
       f.parameters.push_back(in.text());
       f.host_default.push_back(in.flag());
+      f.forwarded.push_back(in.flag());
     }
     s.functions.push_back(std::move(f));
   }

@@ -35,6 +35,9 @@ struct FileSummary {
     ProjectFacts::Trains trains = ProjectFacts::Trains::None;
     std::vector<std::string> parameters;  ///< named parameters in order (`self`, `*args`, `**kwargs` left out)
     std::vector<bool> host_default;       ///< per parameter: it has no default, or a host value as its default
+    /// Per parameter: the function calls it as a model (`p(x)`, `p.forward(x)`),
+    /// anywhere in its body: given a DDP model, it runs that model's forward.
+    std::vector<bool> forwarded;
   };
   /// Calls whose callee has a canonical name (through the file's imports):
   /// one entry per name, at its first call; the flags ORed over its calls.

@@ -80,12 +80,17 @@ struct ProjectFacts {
     bool operator==(const ResultUse&) const = default;
   };
   std::map<std::string, ResultUse, std::less<>> result_uses;
+  /// This file's calls of other files' functions that run a forward of what
+  /// they are given (`validate(model, loader)`, whose body calls `model(x)`),
+  /// by the call's canonical name: the arguments they forward as a model
+  /// (`#0`, `#1` by position, and the parameters' names for keywords).
+  std::map<std::string, std::set<std::string, std::less<>>, std::less<>> forwarding_calls;
   /// A file that moves work to CUDA calls into this one (transitively).
   bool cuda = false;
 
   bool empty() const {
     return callees.empty() && step_entries.empty() && loop_entries.empty() && host_parameters.empty() &&
-           ddp_parameters.empty() && logged_calls.empty() && result_uses.empty() && !cuda;
+           ddp_parameters.empty() && logged_calls.empty() && result_uses.empty() && forwarding_calls.empty() && !cuda;
   }
   bool operator==(const ProjectFacts&) const = default;
 };

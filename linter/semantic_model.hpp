@@ -487,6 +487,14 @@ class SemanticModel {
   /// When `node` runs on every training step only because another file calls
   /// its enclosing top-level function every step: that call. Null otherwise.
   const ProjectCaller* step_caller_elsewhere(TSNode node) const;
+  /// The subscripts written with a plain name as their container (`x[k]` of
+  /// `x[k] = v`), in document order.
+  std::vector<TSNode> subscript_write_targets() const {
+    std::vector<TSNode> out;
+    out.reserve(name_subscript_writes_.size());
+    for (const auto& [sub, value] : name_subscript_writes_) out.push_back(sub);
+    return out;
+  }
   /// The function of this file a call runs (`f(...)`, `self.f(...)`): the
   /// definition before the call, else the first after it; empty when the
   /// callee is not a plain name or a method of `self`/`cls`, or no function

@@ -62,6 +62,29 @@ bool spawn_index(const SemanticModel& model, TSNode expr) {
 
 bool global_rank(const SemanticModel& model, TSNode expr, int depth);
 
+// True for a value that is a local rank or reduced to one: `x % n`,
+// LOCAL_RANK from the environment, a name with "local" in it, `int()` of these.
+bool local_rank_value(const SemanticModel& model, TSNode expr, int depth = 0) {
+  if (node_is_null(expr) || depth > 4) return false;
+  const Kinds& k = kinds();
+  TSSymbol s = node_symbol(expr);
+  if (s == k.parenthesized_expression && ts_node_named_child_count(expr) == 1)
+    return local_rank_value(model, ts_node_named_child(expr, 0), depth + 1);
+  if (s == k.binary_operator) {
+    TSNode op = ts_node_child_by_field_name(expr, "operator", 8);
+    return !node_is_null(op) && model.text(op) == "%";
+  }
+  std::string env = model.env_var_read(expr);
+  if (!env.empty()) return env == "LOCAL_RANK" || env == "SLURM_LOCALID" || env == "OMPI_COMM_WORLD_LOCAL_RANK";
+  if (s == k.call) {
+    const CallSite* c = model.call_at(expr);
+    return c != nullptr && c->method == "int" && model.positional_count(*c) == 1 &&
+           local_rank_value(model, model.argument(*c, "", 0), depth + 1);
+  }
+  if (s == k.identifier || s == k.attribute) return lowercase(model.last_name(expr)).find("local") != std::string::npos;
+  return false;
+}
+
 // For a parameter of a function of this file (not one mp.spawn starts): what
 // its callers pass decides. Called here: a global rank only if every call
 // passes one (`run(dist.get_rank())`; `run(local_rank)` or `run(0)` is not).
@@ -109,6 +132,15 @@ bool global_rank(const SemanticModel& model, TSNode expr, int depth) {
     std::string name = lowercase(model.last_name(expr));
     TSNode bound = model.single_assignment(expr);
     if (!node_is_null(bound)) return global_rank(model, bound, depth + 1);
+    // bound more than once, once to a local rank (`rank = rank %
+    // torch.cuda.device_count()`, `rank %= n`, `rank = int(os.environ["LOCAL_RANK"])`
+    // when set): which one reaches the device is not known here
+    std::string path = model.path_of(expr);
+    BindingList bindings = path.empty() ? BindingList{} : model.bindings_of(path, model.region_of(expr));
+    if (bindings.size() > 1)
+      for (const Binding* b : bindings)
+        if (b->kind == Binding::Kind::Augmented || (b->kind == Binding::Kind::Assign && local_rank_value(model, b->value)))
+          return false;
     if (name.find("local") != std::string::npos || spawn_index(model, expr)) return false;
     if (std::optional<bool> passed = parameter_global_rank(model, expr, depth)) return *passed;
     return name == "rank" || name == "global_rank" || name == "world_rank" || name == "ddp_rank" ||

@@ -1,12 +1,28 @@
 // DDP212 ddp-forward-on-one-rank: the DDP-wrapped model called inside a rank-0 guard.
 #include <algorithm>
+#include <string>
+#include <vector>
 
 #include "linter/semantic_model.hpp"
+#include "linter/node_access.hpp"
 #include "rules/common.hpp"
 
 namespace ddplint::rules {
 
 namespace {
+// True when function `f` of this file calls its parameter `name` as a model
+// (`name(x)`, `name.forward(x)`) and never rebinds it.
+bool calls_parameter_as_model(const SemanticModel& model, int f, std::string_view name) {
+  int body = model.functions()[f].region;
+  BindingList bindings = model.bindings_of(name, body);
+  if (bindings.size() != 1 || bindings[0]->kind != Binding::Kind::Parameter) return false;
+  for (const CallSite& c : model.calls()) {
+    if (model.regions()[c.region].scope != body || node_is_null(c.callee)) continue;
+    if (model.path_of(c.callee) == name || (c.method == "forward" && model.path_of(c.receiver) == name)) return true;
+  }
+  return false;
+}
+
 void check(const SemanticModel& model, RuleContext& ctx) {
   auto wraps = ddp_wraps(model);
   if (wraps.empty()) return;
@@ -27,6 +43,39 @@ void check(const SemanticModel& model, RuleContext& ctx) {
     names->erase(std::unique(names->begin(), names->end()), names->end());
   }
   std::string storage;
+  // the DDP model passed, under a rank-0 guard, to a function that runs its
+  // forward: one of this file whose body calls that parameter as a model, or
+  // one of another file of the project (ProjectFacts::forwarding_calls);
+  // `if rank == 0: validate(model, loader)`
+  const auto& forwarding = model.project().forwarding_calls;
+  for (const CallSite& c : model.calls()) {
+    if (c.argument_count == 0) continue;
+    std::vector<int> local = model.resolve_local_function(c);
+    auto elsewhere = c.canonical.empty() ? forwarding.end() : forwarding.find(c.canonical);
+    if (local.empty() && elsewhere == forwarding.end()) continue;
+    int position = 0;
+    bool passes = false;
+    for (const Argument& a : model.arguments(c)) {
+      if (a.kind == Argument::Kind::ListSplat || a.kind == Argument::Kind::DictionarySplat) break;
+      std::string key = a.kind == Argument::Kind::Keyword ? std::string(a.keyword) : "#" + std::to_string(position++);
+      std::string_view path = model.path_view(a.value, storage);
+      if (path.empty() || !std::binary_search(results.begin(), results.end(), path)) continue;
+      if (elsewhere != forwarding.end() && elsewhere->second.contains(key)) passes = true;
+      for (int f : local) {
+        auto parameters = model.parameters_of(f);
+        std::string_view name = key[0] == '#' ? std::string_view() : std::string_view(a.keyword);
+        int at = key[0] == '#' ? std::stoi(key.substr(1)) : -1;
+        if (at >= 0 && at < static_cast<int>(parameters.size())) name = parameters[static_cast<std::size_t>(at)].first;
+        if (!name.empty() && calls_parameter_as_model(model, f, name)) passes = true;
+      }
+    }
+    if (!passes || !(model.enclosing_guards(c.node) & kGuardMainProcess)) continue;
+    auto [start, end] = first_line_range(model, c.node);
+    ctx.report(start, end,
+               "the DDP-wrapped model passed under a rank-0 guard to `" + std::string(model.last_name(c.callee)) +
+                   "`, which runs its forward: DDP may broadcast buffers or expect the other ranks in its next "
+                   "collective, so the job can hang; pass `model.module` on rank 0, or evaluate on every rank");
+  }
   for (const CallSite& c : model.calls()) {
     if (!c.method.empty() && !std::binary_search(last_names.begin(), last_names.end(), c.method)) continue;
     // a forward: the wrapped object itself called, `model(x)` / `self.model(x)`

@@ -79,6 +79,7 @@ bool forwards(const SemanticModel& model, std::string_view path, int scope, int 
   if (depth > 2) return true;  // deeper than followed: may forward
   for (const CallSite& c : model.calls()) {
     if (model.regions()[c.region].scope != scope || under_no_grad(model, c.node)) continue;
+    if (c.canonical == kDDP || c.canonical == "torch.distributed.fsdp.FullyShardedDataParallel") continue;  // the wrap
     std::string callee = model.path_of(c.callee);
     if (callee == path || (c.method == "forward" && model.path_of(c.receiver) == path)) return true;
     std::vector<int> targets = model.resolve_local_function(c);
@@ -121,6 +122,25 @@ bool calls_as_model(const SemanticModel& model, std::string_view name, int scope
   return false;
 }
 
+// True when the function of scope region `scope` calls, with autograd on, an
+// object that may be another model: a name or attribute path (`net(x)`,
+// `self.student(x)`) that no import names and that is not a function of this
+// file, nor one of `handles`.
+bool calls_other_model(const SemanticModel& model, const DdpHandles& handles, int scope) {
+  const Kinds& k = kinds();
+  for (const CallSite& c : model.calls()) {
+    if (model.regions()[c.region].scope != scope || under_no_grad(model, c.node) || !c.canonical.empty()) continue;
+    if (node_is_null(c.callee) || (node_symbol(c.callee) != k.identifier && node_symbol(c.callee) != k.attribute)) continue;
+    std::string callee = model.path_of(c.callee);
+    if (callee.empty() || !model.resolve_local_function(c).empty()) continue;
+    if (node_symbol(c.callee) == k.identifier && model.bindings_of(callee, c.region).empty()) continue;  // a builtin
+    bool handle = false;
+    for (const auto& [path, wrap_scope] : handles.paths) handle = handle || path == callee;
+    if (!handle) return true;
+  }
+  return false;
+}
+
 // Whether the gradients that the step at `step` (in scope region `scope`)
 // takes come from the DDP model: true when that function forwards a name
 // holding it; false when it calls as a model only parameters that no call
@@ -129,8 +149,7 @@ bool calls_as_model(const SemanticModel& model, std::string_view name, int scope
 // (the file wraps one, the function calls none of its parameters as a model,
 // as a script or a step helper using a global) true.
 bool trains_ddp_model(const SemanticModel& model, const DdpHandles& handles, int scope) {
-  if (scope == 0) return model.wraps_ddp();
-  int f = model.regions()[scope].function;
+  int f = scope == 0 ? -1 : model.regions()[scope].function;
   for (const auto& [path, wrap_scope] : handles.paths) {
     // the wrap's own name, or one this function reads from outside (a global, `self.model`)
     if (wrap_scope != scope && path.find('.') == std::string::npos && !model.bindings_of(path, scope).empty() &&
@@ -140,12 +159,18 @@ bool trains_ddp_model(const SemanticModel& model, const DdpHandles& handles, int
   }
   bool trains_other = false;
   auto it = handles.given.find(f);
-  for (const auto& [parameter, default_value] : model.parameters_of(f)) {
-    bool given = it != handles.given.end() && it->second.contains(parameter) && !rebound_in(model, parameter, scope);
-    if (given && forwards(model, parameter, scope)) return true;
-    if (!given && calls_as_model(model, parameter, scope)) trains_other = true;
+  if (f >= 0) {
+    for (const auto& [parameter, default_value] : model.parameters_of(f)) {
+      bool given = it != handles.given.end() && it->second.contains(parameter) && !rebound_in(model, parameter, scope);
+      if (given && forwards(model, parameter, scope)) return true;
+      if (!given && calls_as_model(model, parameter, scope)) trains_other = true;
+    }
   }
-  return !trains_other && model.wraps_ddp();
+  // no forward of the DDP model here: the file-wide reading only where the
+  // function runs no other model's forward either (its loss comes from code
+  // ddplint does not follow); `self.student(x)` beside a DDP teacher under
+  // no_grad trains the student alone
+  return !trains_other && model.wraps_ddp() && !calls_other_model(model, handles, scope);
 }
 
 // The parameters of this file's functions that a call in this file passes a

@@ -22,12 +22,52 @@ bool tests_platform(const SemanticModel& model, TSNode expr, int depth = 0) {
   return false;
 }
 
-// True when `node` runs only on some operating systems: inside an `if` (or
-// its `else`) that tests the platform.
+// Whether `expr` is true on Windows: +1 for a test that Windows passes
+// (`sys.platform == "win32"`, `os.name == "nt"`, `platform.system() ==
+// "Windows"`, `sys.platform.startswith("win")`, a name bound to one), -1 for
+// its negation (`!=`, `not`), 0 for anything else.
+int windows_test(const SemanticModel& model, TSNode expr, int depth = 0) {
+  if (node_is_null(expr) || depth > 6) return 0;
+  const Kinds& k = kinds();
+  TSSymbol s = node_symbol(expr);
+  if (s == k.parenthesized_expression && ts_node_named_child_count(expr) == 1)
+    return windows_test(model, ts_node_named_child(expr, 0), depth + 1);
+  if (s == k.identifier) {
+    TSNode bound = model.single_assignment(expr);
+    return node_is_null(bound) ? 0 : windows_test(model, bound, depth + 1);
+  }
+  if (s == k.not_operator) return -windows_test(model, field(expr, k.f_argument), depth + 1);
+  auto windows_string = [&](TSNode n) {
+    Value v = model.value_of(n);
+    return v.kind == Value::Kind::Str && (v.s == "win32" || v.s == "win" || v.s == "nt" || v.s == "Windows" ||
+                                          v.s == "cygwin" || v.s == "msys");
+  };
+  if (s == k.comparison_operator && ts_node_named_child_count(expr) == 2 &&
+      tests_platform(model, ts_node_named_child(expr, 0)) && windows_string(ts_node_named_child(expr, 1))) {
+    std::string_view op = model.text(expr);
+    op = op.substr(node_end_byte(ts_node_named_child(expr, 0)) - node_start_byte(expr));
+    op = op.substr(0, node_start_byte(ts_node_named_child(expr, 1)) - node_end_byte(ts_node_named_child(expr, 0)));
+    if (op.find("!=") != std::string_view::npos || op.find("not") != std::string_view::npos) return -1;
+    if (op.find("==") != std::string_view::npos || op.find("in") != std::string_view::npos) return 1;
+    return 0;
+  }
+  if (s == k.call) {
+    const CallSite* c = model.call_at(expr);
+    if (c != nullptr && c->method == "startswith" && tests_platform(model, c->receiver) &&
+        windows_string(model.argument(*c, "", 0)))
+      return 1;
+  }
+  return 0;
+}
+
+// True when `node` runs only on Windows: in the branch of an `if` that a
+// Windows platform test takes (PyTorch ships no NCCL there).
 bool platform_branch(const SemanticModel& model, TSNode node) {
   for (int r = model.region_of(node); r > 0; r = model.regions()[r].parent) {
     const Region& region = model.regions()[r];
-    if (region.kind == Region::Kind::Branch && tests_platform(model, region.condition)) return true;
+    if (region.kind != Region::Kind::Branch || node_is_null(region.condition)) continue;
+    int windows = windows_test(model, region.condition);
+    if ((region.negated ? -windows : windows) > 0) return true;
   }
   return false;
 }

@@ -13,6 +13,34 @@ bool defined_here(const SemanticModel& model, std::string_view name) {
   return false;
 }
 
+// True when `expr` is a name bound to an instance of a class this file
+// defines (`weights = LossWeights()`): its methods are in the file.
+bool instance_of_local_class(const SemanticModel& model, TSNode expr) {
+  TSNode bound = model.single_assignment(expr);
+  if (node_is_null(bound) || node_symbol(bound) != kinds().call) return false;
+  const CallSite* made = model.call_at(bound);
+  if (made == nullptr || node_is_null(made->callee) || node_symbol(made->callee) != kinds().identifier) return false;
+  for (const Binding* b : model.bindings_of(model.text(made->callee), 0))
+    if (b->kind == Binding::Kind::Definition && node_symbol(ts_node_parent(b->target)) == kinds().class_definition)
+      return true;
+  return false;
+}
+
+// True when `expr` names a training framework's object: bound to
+// `accelerate.Accelerator(...)`, `lightning...Fabric(...)`, a
+// `deepspeed.initialize(...)` result, or named `accelerator`, `fabric`,
+// `engine` or `model_engine`.
+bool framework_object(const SemanticModel& model, TSNode expr) {
+  std::string name = lowercase(model.last_name(expr));
+  if (name == "accelerator" || name == "fabric" || name == "engine" || name == "model_engine") return true;
+  TSNode bound = model.single_assignment(expr);
+  const CallSite* made = !node_is_null(bound) && node_symbol(bound) == kinds().call ? model.call_at(bound) : nullptr;
+  if (made == nullptr) return false;
+  for (std::string_view prefix : {"accelerate.", "lightning.", "lightning_fabric.", "pytorch_lightning.", "deepspeed."})
+    if (made->canonical.rfind(prefix, 0) == 0) return true;
+  return false;
+}
+
 bool optimizer_name(std::string_view name) {
   std::string n = lowercase(name);
   return n.find("optim") != std::string::npos || n == "opt" || n.rfind("opt_", 0) == 0;
@@ -28,13 +56,18 @@ bool has_grad_scaler(const SemanticModel& model) {
   for (const CallSite& c : model.calls()) {
     if (c.method.ends_with("GradScaler")) return true;  // torch.amp, torch.cuda.amp, ShardedGradScaler
     // a GradScaler made elsewhere and used here (`def train(..., scaler)`):
-    // `scaler.scale(loss).backward()`, `scaler.unscale_(optimizer)`
-    if (!node_is_null(c.receiver) && (c.method == "scale" || c.method == "unscale_")) {
-      TSNode parent = ts_node_parent(c.node);
-      bool scaled_backward = c.method == "scale" && !node_is_null(parent) && node_symbol(parent) == k.attribute &&
-                             model.text(field(parent, k.f_attribute)) == "backward";
-      if (scaled_backward || c.method == "unscale_") return true;
-    }
+    // `scaler.scale(loss)` (then back-propagated, however spelled),
+    // `scaler.unscale_(optimizer)`; not an object of a class this file
+    // defines (`weights.scale(loss)` of a `class LossWeights`)
+    if (!node_is_null(c.receiver) && (c.method == "scale" || c.method == "unscale_") && c.argument_count >= 1 &&
+        !instance_of_local_class(model, c.receiver))
+      return true;
+    // the backward of a framework that scales the loss itself when set to
+    // float16: Accelerate's `accelerator.backward(loss)` (its GradScaler,
+    // accelerate/accelerator.py), Lightning Fabric's `fabric.backward(loss)`,
+    // DeepSpeed's `engine.backward(loss)` (its loss scaler)
+    if (c.method == "backward" && !node_is_null(c.receiver) && c.argument_count >= 1 && framework_object(model, c.receiver))
+      return true;
     if (is_timm_loss_scaler(c.canonical)) return true;  // holds a GradScaler (or scales through apex)
     if (c.canonical.rfind("torch.", 0) == 0 || defined_here(model, c.method)) continue;
     std::string callee = lowercase(model.last_name(c.callee));

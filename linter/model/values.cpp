@@ -262,6 +262,16 @@ bool environ_or_copy(const SemanticModel& m, TSNode expr) {
   if (node_symbol(expr) != k.identifier) return false;
   TSNode bound = m.single_assignment(expr);
   if (node_is_null(bound)) return false;
+  // a copy written to afterwards (`env["RANK"] = env["LOCAL_RANK"]`,
+  // `env.update(...)`) holds what the script put there, not the environment
+  std::string_view name = m.text(expr);
+  for (TSNode sub : m.subscript_write_targets())
+    if (m.text(field(sub, k.f_value)) == name) return false;
+  for (const CallSite& c : m.calls())
+    if (!node_is_null(c.receiver) && node_symbol(c.receiver) == k.identifier && m.text(c.receiver) == name &&
+        (c.method == "update" || c.method == "setdefault" || c.method == "pop" || c.method == "__setitem__" ||
+         c.method == "clear"))
+      return false;
   if (node_symbol(bound) == k.dictionary_comprehension) {
     TSNode pair = ts_node_named_child(bound, 0);
     if (node_is_null(pair) || node_symbol(pair) != k.pair) return false;
