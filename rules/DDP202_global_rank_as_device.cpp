@@ -70,10 +70,7 @@ bool local_rank_value(const SemanticModel& model, TSNode expr, int depth = 0) {
   TSSymbol s = node_symbol(expr);
   if (s == k.parenthesized_expression && ts_node_named_child_count(expr) == 1)
     return local_rank_value(model, ts_node_named_child(expr, 0), depth + 1);
-  if (s == k.binary_operator) {
-    TSNode op = ts_node_child_by_field_name(expr, "operator", 8);
-    return !node_is_null(op) && model.text(op) == "%";
-  }
+  if (s == k.binary_operator) return model.text(field(expr, k.f_operator)) == "%";
   std::string env = model.env_var_read(expr);
   if (!env.empty()) return env == "LOCAL_RANK" || env == "SLURM_LOCALID" || env == "OMPI_COMM_WORLD_LOCAL_RANK";
   if (s == k.call) {

@@ -35,19 +35,34 @@ int periodic_branch(const SemanticModel& model, TSNode node, int loop) {
 // file. Code, not text: a comment naming no_sync changes nothing.
 bool syncs_selectively(const SemanticModel& model, const std::vector<std::string>& ddp_paths) {
   const Kinds& k = kinds();
-  for (const CallSite& c : model.calls()) {
-    if (c.method == "no_sync" || c.method == "no_backward_sync") return true;
-    if (c.method == "accumulate" && !node_is_null(c.receiver)) return true;
-    TSNode parent = ts_node_parent(c.node);
-    if (node_is_null(parent) || node_symbol(parent) != k.with_item || c.canonical.rfind("torch.", 0) == 0) continue;
-    for (const Argument& a : model.arguments(c)) {
-      std::string path = model.path_of(a.value);
-      for (const std::string& p : ddp_paths)
-        if (!path.empty() && path == p) return true;
+  for (std::string_view method : {"no_sync", "no_backward_sync"})
+    if (!model.calls_named(method).empty()) return true;
+  for (const CallSite* c : model.calls_named("accumulate"))
+    if (!node_is_null(c->receiver)) return true;
+  // the `with` statements' items (through the regions: no parent walk per call)
+  std::string storage;
+  for (const Region& region : model.regions()) {
+    if (region.kind != Region::Kind::With) continue;
+    for (TSNode clause : children(region.node)) {
+      if (node_symbol(clause) != k.with_clause) continue;
+      for (TSNode item : children(clause)) {
+        if (node_symbol(item) != k.with_item) continue;
+        TSNode value = field(item, k.f_value);
+        if (!node_is_null(value) && std::string_view(ts_node_type(value)) == "as_pattern") value = ts_node_named_child(value, 0);
+        const CallSite* c = !node_is_null(value) && node_symbol(value) == k.call ? model.call_at(value) : nullptr;
+        if (c == nullptr || c->canonical.rfind("torch.", 0) == 0) continue;
+        for (const Argument& a : model.arguments(*c)) {
+          std::string_view path = model.path_view(a.value, storage);
+          for (const std::string& p : ddp_paths)
+            if (!path.empty() && path == p) return true;
+        }
+      }
     }
   }
+  constexpr std::string_view kFlag = "require_backward_grad_sync";
   for (const Binding& b : model.bindings())
-    if (model.last_name(b.target) == "require_backward_grad_sync") return true;
+    if (b.path.ends_with(kFlag) && (b.path.size() == kFlag.size() || b.path[b.path.size() - kFlag.size() - 1] == '.'))
+      return true;
   return false;
 }
 
