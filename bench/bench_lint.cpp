@@ -137,8 +137,7 @@ int main(int argc, char** argv) {
   auto lint_files = [&](std::size_t from, std::size_t to) {
     for (std::size_t i = from; i < to; ++i) {
       if (project) {
-        std::error_code ec;
-        std::filesystem::path path = std::filesystem::absolute(files[i].path(), ec).lexically_normal();
+        std::filesystem::path path = absolute_normal(files[i].path());
         auto p = projects->project_of(path);
         const ProjectFacts* facts = p ? p->facts_for(path) : nullptr;
         findings += lint(files[i], rules::all(), all, RuleOptions{}, true, facts).diagnostics.size();

@@ -35,8 +35,7 @@ FileLinter::FileLinter(const CheckOptions& options, std::span<const Rule> rules,
       report_(report) {}
 
 const ProjectFacts* FileLinter::facts_of(const std::string& path, std::shared_ptr<const Project>& keep) const {
-  std::error_code ec;
-  return facts_of_absolute(std::filesystem::absolute(path, ec).lexically_normal(), keep);
+  return facts_of_absolute(absolute_normal(path), keep);
 }
 
 const ProjectFacts* FileLinter::facts_of_absolute(const std::filesystem::path& absolute,
@@ -116,8 +115,7 @@ FileOutcome FileLinter::lint_path(const DiscoveredPath& entry, const FileSetting
     o.error = true;
     return o;
   }
-  std::error_code ec;
-  std::filesystem::path absolute = std::filesystem::absolute(entry.path, ec).lexically_normal();
+  std::filesystem::path absolute = absolute_normal(entry.path);
   std::shared_ptr<const Project> project;
   const ProjectFacts* facts = facts_of_absolute(absolute, project);
   // the findings go to the cache of the file's project (or, linted alone, of

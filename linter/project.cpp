@@ -873,15 +873,21 @@ Project::Project(fs::path root, std::shared_ptr<const Cache> cache, SourceOverla
   std::error_code cwd_ec;
   fs::path cwd = fs::current_path(cwd_ec);
   PathWalk walk({root_.string()}, excluded);
+  // the paths first: a project too large to index is given up before any
+  // file's record is made
+  std::vector<std::string> found;
   while (auto entry = walk.next()) {
     if (!entry->error.empty()) continue;
-    fs::path p(entry->path);
-    if (p.extension() != ".py") continue;
-    if (files.size() >= kMaxFiles) {
-      files.clear();
+    std::string_view name = entry->path;
+    if (!name.ends_with(".py") || name.ends_with("/.py")) continue;
+    if (found.size() >= kMaxFiles) {
       file_count_ = 0;
       return;  // too large to index: no facts
     }
+    found.push_back(std::move(entry->path));
+  }
+  files.reserve(found.size());
+  for (std::string& p : found) {
     ModuleFile m;
     m.path = std::move(p);  // under the root, which is absolute and normal: so is the path
     m.relative = relative_to(m.path, root_);
@@ -971,7 +977,6 @@ std::shared_ptr<const Project> ProjectSet::project_of(const fs::path& file) {
   std::error_code ec;
   fs::path folder = (file.is_absolute() ? file : fs::absolute(file, ec)).parent_path();
   std::shared_ptr<Slot> slot;
-  fs::path root;
   {
     std::lock_guard lock(mutex_);
     // a folder's files share a root: looked up once per folder
@@ -980,13 +985,33 @@ std::shared_ptr<const Project> ProjectSet::project_of(const fs::path& file) {
       if (roots_.size() >= kKnownFolders) roots_.clear();
       known = roots_.emplace(folder.native(), root_of_folder(folder.lexically_normal())).first;
     }
-    root = known->second;
-    slot = entries_.get(root, [] { return std::make_shared<Slot>(); });
+    const fs::path& root = known->second;
+    slot = entries_.get(root.native(), [&] {
+      auto made = std::make_shared<Slot>();
+      made->root = root;
+      return made;
+    });
   }
   std::call_once(slot->once, [&] {
-    slot->project = std::make_shared<const Project>(root, caches_ ? caches_->cache_for(root) : nullptr, overlay_);
+    slot->project =
+        std::make_shared<const Project>(slot->root, caches_ ? caches_->cache_for(slot->root) : nullptr, overlay_);
   });
   return slot->project;
+}
+
+fs::path absolute_normal(const fs::path& path) {
+  const std::string& p = path.native();
+  // already absolute and normal: no `//`, no `.` or `..` component, no trailing `/`
+  bool normal = !p.empty() && p[0] == '/' && (p.size() == 1 || p.back() != '/');
+  for (std::size_t i = 0; normal && i < p.size(); ++i) {
+    if (p[i] != '/') continue;
+    std::size_t next = p.find('/', i + 1);
+    std::string_view part = std::string_view(p).substr(i + 1, (next == std::string::npos ? p.size() : next) - i - 1);
+    if (i + 1 < p.size() && (part.empty() || part == "." || part == "..")) normal = false;
+  }
+  if (normal) return path;
+  std::error_code ec;
+  return fs::absolute(path, ec).lexically_normal();
 }
 
 }  // namespace ddplint

@@ -91,6 +91,12 @@ FileSummary summarize(const SemanticModel& model, const std::function<bool(std::
 /// is a package (has `__init__.py`). Absolute and lexically normal.
 std::filesystem::path project_root(const std::filesystem::path& file);
 
+/// `path` made absolute (against the working folder) and lexically normal;
+/// a path that already is comes back as it is, without the component-wise
+/// rebuild of std::filesystem::path::lexically_normal (a run asks this of
+/// every file it lints).
+std::filesystem::path absolute_normal(const std::filesystem::path& path);
+
 /// Text that stands for a file's bytes on disk (an editor's unsaved buffer),
 /// by absolute normal path; std::nullopt: read the file.
 using SourceOverlay = std::function<std::optional<std::string>(const std::filesystem::path&)>;
@@ -180,6 +186,7 @@ class ProjectSet {
  private:
   struct Slot {
     std::once_flag once;
+    std::filesystem::path root;
     std::shared_ptr<const Project> project;
   };
   static constexpr std::size_t kKnownFolders = 4096;
@@ -187,7 +194,7 @@ class ProjectSet {
   SourceOverlay overlay_;
   std::mutex mutex_;
   std::unordered_map<std::string, std::filesystem::path> roots_;  // folder -> project_root() of its files
-  RecentlyUsed<std::filesystem::path, std::shared_ptr<Slot>> entries_{kKept};
+  RecentlyUsed<std::string, std::shared_ptr<Slot>> entries_{kKept};  // by the root's native string
 };
 
 }  // namespace ddplint

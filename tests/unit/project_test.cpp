@@ -377,3 +377,17 @@ TEST_CASE("per-step calls only for the logs: the result and what is passed; anot
   // `[loss]` passes loss itself, which the step then computes with: not only for the logs
   CHECK(facts->logged_calls.count("keep") == 0);
 }
+
+TEST_CASE("absolute_normal: a normal absolute path as it is, any other made absolute and normal") {
+  namespace fs = std::filesystem;
+  CHECK(absolute_normal("/a/b/c.py") == fs::path("/a/b/c.py"));
+  CHECK(absolute_normal("/") == fs::path("/"));
+  CHECK(absolute_normal("/a/./b.py") == fs::path("/a/b.py"));
+  CHECK(absolute_normal("/a/x/../b.py") == fs::path("/a/b.py"));
+  CHECK(absolute_normal("/a//b.py") == fs::path("/a/b.py"));
+  CHECK(absolute_normal("/a/b/") == fs::path("/a/b/"));
+  CHECK(absolute_normal("/a/.hidden/b.py") == fs::path("/a/.hidden/b.py"));
+  CHECK(absolute_normal("/a/..b/c.py") == fs::path("/a/..b/c.py"));
+  CHECK(absolute_normal("rel/x.py") == (fs::current_path() / "rel/x.py").lexically_normal());
+  CHECK(absolute_normal("./rel/../x.py") == (fs::current_path() / "x.py").lexically_normal());
+}
