@@ -309,6 +309,15 @@ TEST_CASE("project summaries through the cache: the same facts cold, warm and af
     CHECK(facts_of(Project(root, cache)) == without);
     CHECK(cache->hits() > 0);
     CHECK(cache->misses() == 0);
+    // a summary read back keeps which parameters a function runs as a model
+    Project warm(root, cache);
+    const ProjectFacts* main_facts = warm.facts_for(root / "main.py");
+    REQUIRE(main_facts != nullptr);
+    auto forwarded = main_facts->forwarding_calls.find("engine.train_one_epoch");
+    REQUIRE(forwarded != main_facts->forwarding_calls.end());
+    CHECK(forwarded->second.contains("#0"));
+    CHECK(forwarded->second.contains("model"));
+    CHECK_FALSE(forwarded->second.contains("#1"));
   }
   // helpers.py no longer syncs: facts as a cache-less run gives them
   t.write("engine.py",
