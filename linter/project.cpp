@@ -184,14 +184,24 @@ bool may_hold_ddp_model(const SemanticModel& model, TSNode expr, int region) {
   if (node_symbol(expr) != k.identifier && node_symbol(expr) != k.attribute) return false;
   std::string path = model.path_of(expr);
   if (path.empty()) return false;
-  for (const Binding* b : model.bindings_of(path, region)) {
-    if (b->kind != Binding::Kind::Assign || node_is_null(b->value)) continue;
+  auto is_wrap = [&](const Binding* b) {
+    if (b->kind != Binding::Kind::Assign || node_is_null(b->value)) return false;
     const CallSite* c = model.call_at(b->value);
-    if (c != nullptr && (c->canonical == "torch.nn.parallel.DistributedDataParallel" ||
-                         c->canonical == "torch.distributed.fsdp.FullyShardedDataParallel"))
-      return true;
+    return c != nullptr && (c->canonical == "torch.nn.parallel.DistributedDataParallel" ||
+                            c->canonical == "torch.distributed.fsdp.FullyShardedDataParallel");
+  };
+  // in the same function, the binding last before the call decides
+  // (`model = model.module` after the wrap unwraps it); else any wrap may
+  const int scope = model.regions()[region].scope;
+  const Binding* last = nullptr;
+  bool any = false;
+  for (const Binding* b : model.bindings_of(path, region)) {
+    any = any || is_wrap(b);
+    if (b->scope == scope && !node_is_null(b->target) && node_start_byte(b->target) < node_start_byte(expr) &&
+        (last == nullptr || node_start_byte(b->target) > node_start_byte(last->target)))
+      last = b;
   }
-  return false;
+  return last != nullptr ? is_wrap(last) : any;
 }
 
 // A call whose result may be, or may hold, objects that live on after the

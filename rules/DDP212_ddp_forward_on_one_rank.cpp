@@ -23,6 +23,29 @@ bool calls_parameter_as_model(const SemanticModel& model, int f, std::string_vie
   return false;
 }
 
+// True when `path` at `node` holds the DDP model: after a wrap of that name in
+// the same function, with no other binding of it between (`model =
+// model.module` unwraps it); or wrapped in another function (`self.model` in
+// `__init__`, a module-level wrap), whose order ddplint does not know.
+bool holds_ddp_at(const SemanticModel& model, const std::vector<DdpWrap>& wraps, std::string_view path, TSNode node) {
+  const int scope = model.regions()[model.region_of(node)].scope;
+  bool wrapped_here = false;
+  for (const DdpWrap& w : wraps) {
+    if (w.result != path || w.scope != scope) continue;
+    wrapped_here = true;
+    if (!runs_after(model, w, node)) continue;
+    bool rebound = false;
+    for (const Binding* b : model.bindings_of(path, model.region_of(node))) {
+      if (b->scope != scope || node_is_null(b->target)) continue;
+      std::uint32_t at = node_start_byte(b->target);
+      if (at > node_start_byte(w.call->node) && at < node_start_byte(node) && !node_eq(b->value, w.call->node))
+        rebound = true;
+    }
+    if (!rebound) return true;
+  }
+  return !wrapped_here;
+}
+
 void check(const SemanticModel& model, RuleContext& ctx) {
   auto wraps = ddp_wraps(model);
   if (wraps.empty()) return;
@@ -60,6 +83,7 @@ void check(const SemanticModel& model, RuleContext& ctx) {
       std::string key = a.kind == Argument::Kind::Keyword ? std::string(a.keyword) : "#" + std::to_string(position++);
       std::string_view path = model.path_view(a.value, storage);
       if (path.empty() || !std::binary_search(results.begin(), results.end(), path)) continue;
+      if (!holds_ddp_at(model, wraps, path, c.node)) continue;
       if (elsewhere != forwarding.end() && elsewhere->second.contains(key)) passes = true;
       for (int f : local) {
         auto parameters = model.parameters_of(f);
@@ -82,6 +106,7 @@ void check(const SemanticModel& model, RuleContext& ctx) {
     std::string_view callee = model.path_view(c.callee, storage);
     if (callee.empty() || !std::binary_search(results.begin(), results.end(), callee)) continue;
     if (!(model.enclosing_guards(c.node) & kGuardMainProcess)) continue;
+    if (!holds_ddp_at(model, wraps, callee, c.node)) continue;
     auto [start, end] = first_line_range(model, c.node);
     ctx.report(start, end,
                "forward of the DDP-wrapped model under a rank-0 guard: DDP may broadcast buffers or expect the "

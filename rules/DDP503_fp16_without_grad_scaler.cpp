@@ -85,6 +85,29 @@ bool has_grad_scaler(const SemanticModel& model) {
   return false;
 }
 
+// True when the autocast `call` is an item of a `with` that also turns
+// autograd off: `with torch.no_grad(), torch.autocast("cuda"):`.
+bool with_no_grad_beside(const SemanticModel& model, const CallSite& call) {
+  const Kinds& k = kinds();
+  TSNode n = call.node;
+  for (int up = 0; up < 4 && !node_is_null(n); ++up, n = ts_node_parent(n)) {
+    if (node_symbol(n) != k.with_statement) continue;
+    for (TSNode clause : children(n)) {
+      if (node_symbol(clause) != k.with_clause) continue;
+      for (TSNode item : children(clause)) {
+        if (node_symbol(item) != k.with_item) continue;
+        TSNode value = field(item, k.f_value);
+        const CallSite* c = !node_is_null(value) && node_symbol(value) == k.call ? model.call_at(value) : nullptr;
+        if (c != nullptr && (c->canonical == "torch.no_grad" || c->canonical == "torch.inference_mode" ||
+                             c->method == "no_grad" || c->method == "inference_mode"))
+          return true;
+      }
+    }
+    return false;
+  }
+  return false;
+}
+
 // True when the function holding `node` (its scope) itself runs backward() or
 // an optimizer step: the autocast there is part of a training step. The module
 // counts as such a scope when the node is in a training loop.
@@ -101,6 +124,8 @@ void check(const SemanticModel& model, RuleContext& ctx) {
   bool scaler_checked = false, scaler = false;
   for (const CallSite& call : model.calls()) {
     if (autocast_precision(model, call) != "fp16") continue;
+    // with autograd off (validation, a preview) no gradient can underflow
+    if (under_no_grad(model, call.node) || with_no_grad_beside(model, call)) continue;
     // an autocast in a function that trains, or in a helper run on every step
     // (`loss = compute_loss(x)`); one in a function without backward that runs
     // only now and then (validation images every N steps) computes no gradients

@@ -150,6 +150,8 @@ GuardMask SemanticModel::classify_rec(TSNode c, bool neg, int depth) const {
   if (s == k.call) {
     std::string_view name = last_name(field(c, k.f_function));
     if (is_main_process_name(name)) return neg ? kGuardRankDependent : (kGuardMainProcess | kGuardRankDependent);
+    // `if not dist.get_rank():` is `if dist.get_rank() == 0:`
+    if (is_rank_value(c)) return neg ? (kGuardMainProcess | kGuardRankDependent) : kGuardRankDependent;
     return 0;
   }
   if (s == k.identifier || s == k.attribute) {
