@@ -190,18 +190,35 @@ bool may_hold_ddp_model(const SemanticModel& model, TSNode expr, int region) {
     return c != nullptr && (c->canonical == "torch.nn.parallel.DistributedDataParallel" ||
                             c->canonical == "torch.distributed.fsdp.FullyShardedDataParallel");
   };
-  // in the same function, the binding last before the call decides
-  // (`model = model.module` after the wrap unwraps it); else any wrap may
+  // in the same function, the last binding before the call that runs on
+  // every path to it (its region holds the call: `model = model.module` after
+  // the wrap unwraps it) decides, unless a binding in a branch after it may
+  // wrap (`if args.distributed: model = DDP(model)`); no such binding: any
+  // wrap may
   const int scope = model.regions()[region].scope;
-  const Binding* last = nullptr;
+  auto holds_call = [&](int r) {
+    for (int at = region; at >= 0; at = model.regions()[at].parent) {
+      if (at == r) return true;
+      if (at == 0) break;
+    }
+    return false;
+  };
+  const Binding* decisive = nullptr;
   bool any = false;
   for (const Binding* b : model.bindings_of(path, region)) {
     any = any || is_wrap(b);
     if (b->scope == scope && !node_is_null(b->target) && node_start_byte(b->target) < node_start_byte(expr) &&
-        (last == nullptr || node_start_byte(b->target) > node_start_byte(last->target)))
-      last = b;
+        holds_call(model.region_of(b->target)) &&
+        (decisive == nullptr || node_start_byte(b->target) > node_start_byte(decisive->target)))
+      decisive = b;
   }
-  return last != nullptr ? is_wrap(last) : any;
+  if (decisive == nullptr) return any;
+  if (is_wrap(decisive)) return true;
+  for (const Binding* b : model.bindings_of(path, region))
+    if (b->scope == scope && is_wrap(b) && node_start_byte(b->target) > node_start_byte(decisive->target) &&
+        node_start_byte(b->target) < node_start_byte(expr))
+      return true;
+  return false;
 }
 
 // A call whose result may be, or may hold, objects that live on after the
