@@ -12,12 +12,6 @@ bool is_manual_gradient_reduce(const SemanticModel& model, const CallSite& call)
 
 namespace {
 
-// The name that holds a collective's result after the call, and where its
-// reads start: the tensor reduced in place (`dist.all_reduce(t)`), the output
-// list or tensor (`all_gather(outs, t)`), or the container a loop reduces
-// entry by entry (`for v in d.values(): dist.all_reduce(v)` gives `d`, read
-// after the loop). An empty name with a position: a temporary nobody reads;
-// an empty name at 0: ddplint cannot name it.
 // True when the top-level function holding `region` is one a per-step caller
 // in another file calls only for its logs: that call reads what it passes,
 // after the call, only for logging (ProjectFacts::logged_calls), so each of
@@ -28,8 +22,14 @@ bool logged_parameter(const SemanticModel& model, int region) {
   return model.project().logged_calls.contains(model.functions()[scope.function].name);
 }
 
-// (`from_caller` is set when the name is a parameter the callers only log:
-// what the caller reads after the call is logging, whatever the helper does.)
+// The name that holds a collective's result after the call, and where its
+// reads start: the tensor reduced in place (`dist.all_reduce(t)`), the output
+// list or tensor (`all_gather(outs, t)`), or the container a loop reduces
+// entry by entry (`for v in d.values(): dist.all_reduce(v)` gives `d`, read
+// after the loop). An empty name with a position: a temporary nobody reads;
+// an empty name at 0: ddplint cannot name it. (`from_caller` is set when the
+// name is a parameter the callers only log: what the caller reads after the
+// call is logging, whatever the helper does.)
 std::pair<std::string, std::uint32_t> result_carrier(const SemanticModel& model, const CallSite& call,
                                                      std::string_view name, bool& from_caller) {
   const Kinds& k = kinds();
