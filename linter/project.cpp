@@ -178,8 +178,7 @@ bool may_hold_ddp_model(const SemanticModel& model, TSNode expr, int region) {
   const Kinds& k = kinds();
   if (node_symbol(expr) == k.call) {  // `engine.fit(DDP(net), ...)`
     const CallSite* c = model.call_at(expr);
-    return c != nullptr && (c->canonical == "torch.nn.parallel.DistributedDataParallel" ||
-                            c->canonical == "torch.distributed.fsdp.FullyShardedDataParallel");
+    return c != nullptr && is_ddp_wrap(c->canonical);
   }
   if (node_symbol(expr) != k.identifier && node_symbol(expr) != k.attribute) return false;
   std::string path = model.path_of(expr);
@@ -187,8 +186,7 @@ bool may_hold_ddp_model(const SemanticModel& model, TSNode expr, int region) {
   auto is_wrap = [&](const Binding* b) {
     if (b->kind != Binding::Kind::Assign || node_is_null(b->value)) return false;
     const CallSite* c = model.call_at(b->value);
-    return c != nullptr && (c->canonical == "torch.nn.parallel.DistributedDataParallel" ||
-                            c->canonical == "torch.distributed.fsdp.FullyShardedDataParallel");
+    return c != nullptr && is_ddp_wrap(c->canonical);
   };
   // in the same function, the last binding before the call that runs on
   // every path to it (its region holds the call: `model = model.module` after
@@ -390,19 +388,22 @@ FileSummary summarize(const SemanticModel& model, const std::function<bool(std::
     for (const auto& [p, default_value] : model.parameters_of(static_cast<int>(f))) {
       fn.parameters.emplace_back(p);
       fn.host_default.push_back(ts_node_is_null(default_value) || model.certainly_host_value(default_value));
+      // (bound once: the parameter itself, never rebound in the body)
       fn.forwarded.push_back(called != called_as_model.end() && called->second.contains(p) &&
-                             !model.bindings_of(p, model.functions()[f].region).empty() &&
                              model.bindings_of(p, model.functions()[f].region).size() == 1);
     }
     s.functions.push_back(std::move(fn));
   }
   std::unordered_map<std::string_view, std::size_t> seen;
-  std::unordered_map<std::size_t, bool> shown_non_host;  // per entry of s.calls: its line's call passes a non-host value
+  std::vector<bool> shown_non_host;  // per entry of s.calls: its line's call passes a non-host value
   const LineIndex& lines = model.source().lines();
   for (const CallSite& c : model.calls()) {
     if (c.canonical.empty()) continue;
     auto [it, fresh] = seen.emplace(c.canonical, s.calls.size());
-    if (fresh) s.calls.push_back({std::string(c.canonical), lines.line_of(ts_node_start_byte(c.node)) + 1, false, false});
+    if (fresh) {
+      s.calls.push_back({std::string(c.canonical), lines.line_of(ts_node_start_byte(c.node)) + 1, false, false});
+      shown_non_host.push_back(false);
+    }
     FileSummary::Call& call = s.calls[it->second];
     if (fresh) call.function = top_level_function_of(model, c.node);
     const bool step = model.runs_every_step(c.node, kAnyGuard);
@@ -429,13 +430,12 @@ FileSummary summarize(const SemanticModel& model, const std::function<bool(std::
         auto [at, fresh_key] = call.host_arguments.emplace(key, host);
         if (!fresh_key) at->second = at->second && host;
       }
-      bool& shown_passes_non_host = shown_non_host[it->second];
       if (first_step_call) {
-        shown_passes_non_host = passes_non_host;
-      } else if (passes_non_host && !shown_passes_non_host) {
+        shown_non_host[it->second] = passes_non_host;
+      } else if (passes_non_host && !shown_non_host[it->second]) {
         call.line = lines.line_of(ts_node_start_byte(c.node)) + 1;
         call.function = top_level_function_of(model, c.node);
-        shown_passes_non_host = true;
+        shown_non_host[it->second] = true;
       }
     }
     if (!call.in_training_loop && model.in_training_loop(c.node)) call.in_training_loop = true;
@@ -457,7 +457,8 @@ FileSummary summarize(const SemanticModel& model, const std::function<bool(std::
         project_call(c.canonical)) {
       std::uint32_t after = statement_end(c.node);
       // `f(p.grad for p in params)`: the generator is the argument list
-      bool logged = node_is_null(generator_argument(c)) || !may_alias_state(model, generator_argument(c), 0);
+      TSNode generator = generator_argument(c);
+      bool logged = node_is_null(generator) || !may_alias_state(model, generator, 0);
       for (const Argument& a : model.arguments(c))
         if (logged && !argument_logged_only(model, a.value, c.region, after)) logged = false;
       if (logged) {

@@ -107,6 +107,14 @@ inline bool is_timm_loss_scaler(std::string_view canonical) {
          canonical == "timm.utils.ApexScaler" || canonical == "timm.utils.cuda.ApexScaler";
 }
 
+/// True for the canonical name of a call that wraps a model in DDP or FSDP
+/// and returns the wrapper (`DistributedDataParallel(...)`,
+/// `FullyShardedDataParallel(...)`; not `fully_shard`, which shards in place).
+inline bool is_ddp_wrap(std::string_view canonical) {
+  return canonical == "torch.nn.parallel.DistributedDataParallel" ||
+         canonical == "torch.distributed.fsdp.FullyShardedDataParallel";
+}
+
 /// A 64-bit hash of a name, for the model's name indexes (which compare names
 /// only where hashes are equal). It has no seed: a file crafted with names that
 /// collide makes a lookup linear in the colliding names of that file.
@@ -487,14 +495,6 @@ class SemanticModel {
   /// When `node` runs on every training step only because another file calls
   /// its enclosing top-level function every step: that call. Null otherwise.
   const ProjectCaller* step_caller_elsewhere(TSNode node) const;
-  /// The subscripts written with a plain name as their container (`x[k]` of
-  /// `x[k] = v`), in document order.
-  std::vector<TSNode> subscript_write_targets() const {
-    std::vector<TSNode> out;
-    out.reserve(name_subscript_writes_.size());
-    for (const auto& [sub, value] : name_subscript_writes_) out.push_back(sub);
-    return out;
-  }
   /// The function of this file a call runs (`f(...)`, `self.f(...)`): the
   /// definition before the call, else the first after it; empty when the
   /// callee is not a plain name or a method of `self`/`cls`, or no function
@@ -511,6 +511,10 @@ class SemanticModel {
     return {kept, s.size()};
   }
   bool training_call(const CallSite& call) const;
+  // True when `expr` is os.environ, or a name bound once to a copy of its
+  // entries that nothing writes to: `{key: os.environ[key] for key in (...)}`
+  // (pytorch/examples' DDP example), `dict(os.environ)`, `os.environ.copy()`.
+  bool environ_or_copy(TSNode expr) const;
   void analyse_loops();
   bool runs_every_step_from(int region, GuardMask exempt, int depth, std::vector<int>& visiting, bool& cycle) const;
   Value value_rec(TSNode expr, int depth) const;

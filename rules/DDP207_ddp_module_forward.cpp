@@ -16,7 +16,7 @@ bool ddp_wrapped(const SemanticModel& model, TSNode x) {
     if (b->kind != Binding::Kind::Assign || node_is_null(b->value) || node_symbol(b->value) != kinds().call)
       continue;
     const CallSite* c = model.call_at(b->value);
-    if (c && (c->canonical == kDDP || c->canonical == "torch.distributed.fsdp.FullyShardedDataParallel")) return true;
+    if (c && is_ddp_wrap(c->canonical)) return true;
   }
   return false;
 }

@@ -16,10 +16,8 @@ bool calls_parameter_as_model(const SemanticModel& model, int f, std::string_vie
   int body = model.functions()[f].region;
   BindingList bindings = model.bindings_of(name, body);
   if (bindings.size() != 1 || bindings[0]->kind != Binding::Kind::Parameter) return false;
-  for (const CallSite& c : model.calls()) {
-    if (model.regions()[c.region].scope != body || node_is_null(c.callee)) continue;
-    if (model.path_of(c.callee) == name || (c.method == "forward" && model.path_of(c.receiver) == name)) return true;
-  }
+  for (const CallSite& c : model.calls())
+    if (model.regions()[c.region].scope == body && !node_is_null(c.callee) && calls_as_model(model, c, name)) return true;
   return false;
 }
 
@@ -80,16 +78,14 @@ void check(const SemanticModel& model, RuleContext& ctx) {
     bool passes = false;
     for (const Argument& a : model.arguments(c)) {
       if (a.kind == Argument::Kind::ListSplat || a.kind == Argument::Kind::DictionarySplat) break;
-      std::string key = a.kind == Argument::Kind::Keyword ? std::string(a.keyword) : "#" + std::to_string(position++);
+      int at = a.kind == Argument::Kind::Keyword ? -1 : position++;
       std::string_view path = model.path_view(a.value, storage);
       if (path.empty() || !std::binary_search(results.begin(), results.end(), path)) continue;
       if (!holds_ddp_at(model, wraps, path, c.node)) continue;
+      std::string key = at < 0 ? std::string(a.keyword) : "#" + std::to_string(at);
       if (elsewhere != forwarding.end() && elsewhere->second.contains(key)) passes = true;
       for (int f : local) {
-        auto parameters = model.parameters_of(f);
-        std::string_view name = key[0] == '#' ? std::string_view() : std::string_view(a.keyword);
-        int at = key[0] == '#' ? std::stoi(key.substr(1)) : -1;
-        if (at >= 0 && at < static_cast<int>(parameters.size())) name = parameters[static_cast<std::size_t>(at)].first;
+        std::string_view name = bound_parameter(model, f, a, at);
         if (!name.empty() && calls_parameter_as_model(model, f, name)) passes = true;
       }
     }

@@ -43,19 +43,13 @@ bool syncs_selectively(const SemanticModel& model, const std::vector<std::string
   std::string storage;
   for (const Region& region : model.regions()) {
     if (region.kind != Region::Kind::With) continue;
-    for (TSNode clause : children(region.node)) {
-      if (node_symbol(clause) != k.with_clause) continue;
-      for (TSNode item : children(clause)) {
-        if (node_symbol(item) != k.with_item) continue;
-        TSNode value = field(item, k.f_value);
-        if (!node_is_null(value) && std::string_view(ts_node_type(value)) == "as_pattern") value = ts_node_named_child(value, 0);
-        const CallSite* c = !node_is_null(value) && node_symbol(value) == k.call ? model.call_at(value) : nullptr;
-        if (c == nullptr || c->canonical.rfind("torch.", 0) == 0) continue;
-        for (const Argument& a : model.arguments(*c)) {
-          std::string_view path = model.path_view(a.value, storage);
-          for (const std::string& p : ddp_paths)
-            if (!path.empty() && path == p) return true;
-        }
+    for (TSNode value : with_item_values(region.node)) {
+      const CallSite* c = node_symbol(value) == k.call ? model.call_at(value) : nullptr;
+      if (c == nullptr || c->canonical.rfind("torch.", 0) == 0) continue;
+      for (const Argument& a : model.arguments(*c)) {
+        std::string_view path = model.path_view(a.value, storage);
+        for (const std::string& p : ddp_paths)
+          if (!path.empty() && path == p) return true;
       }
     }
   }
@@ -94,9 +88,8 @@ bool forwards(const SemanticModel& model, std::string_view path, int scope, int 
   if (depth > 2) return true;  // deeper than followed: may forward
   for (const CallSite& c : model.calls()) {
     if (model.regions()[c.region].scope != scope || under_no_grad(model, c.node)) continue;
-    if (c.canonical == kDDP || c.canonical == "torch.distributed.fsdp.FullyShardedDataParallel") continue;  // the wrap
-    std::string callee = model.path_of(c.callee);
-    if (callee == path || (c.method == "forward" && model.path_of(c.receiver) == path)) return true;
+    if (is_ddp_wrap(c.canonical)) continue;  // the wrap
+    if (calls_as_model(model, c, path)) return true;
     std::vector<int> targets = model.resolve_local_function(c);
     int position = 0;
     for (const Argument& a : model.arguments(c)) {
@@ -108,10 +101,7 @@ bool forwards(const SemanticModel& model, std::string_view path, int scope, int 
       if (targets.empty()) return true;  // code ddplint does not read here: may forward
       for (int f : targets) {
         if (model.functions()[f].no_grad) continue;
-        auto parameters = model.parameters_of(f);
-        std::string_view name = at < 0 ? a.keyword
-                                : at < static_cast<int>(parameters.size()) ? parameters[static_cast<std::size_t>(at)].first
-                                                                           : std::string_view();
+        std::string_view name = bound_parameter(model, f, a, at);
         if (name.empty() || forwards(model, name, model.functions()[f].region, depth + 1)) return true;
       }
     }
@@ -129,11 +119,10 @@ bool forwards(const SemanticModel& model, std::string_view path, int scope, int 
 
 // True when the function of scope region `scope` calls `name` itself with
 // autograd on (`name(x)`, `name.forward(x)`): it trains the module `name` holds.
-bool calls_as_model(const SemanticModel& model, std::string_view name, int scope) {
-  for (const CallSite& c : model.calls()) {
-    if (model.regions()[c.region].scope != scope || under_no_grad(model, c.node)) continue;
-    if (model.path_of(c.callee) == name || (c.method == "forward" && model.path_of(c.receiver) == name)) return true;
-  }
+bool trains_module(const SemanticModel& model, std::string_view name, int scope) {
+  for (const CallSite& c : model.calls())
+    if (model.regions()[c.region].scope == scope && calls_as_model(model, c, name) && !under_no_grad(model, c.node))
+      return true;
   return false;
 }
 
@@ -167,9 +156,10 @@ bool trains_ddp_model(const SemanticModel& model, const DdpHandles& handles, int
   int f = scope == 0 ? -1 : model.regions()[scope].function;
   for (const auto& [path, wrap_scope] : handles.paths) {
     // the wrap's own name, or one this function reads from outside (a global, `self.model`)
-    if (wrap_scope != scope && path.find('.') == std::string::npos && !model.bindings_of(path, scope).empty() &&
-        model.bindings_of(path, scope).front()->scope == scope)
-      continue;  // the function's own `model` is another object
+    if (wrap_scope != scope && path.find('.') == std::string::npos) {
+      BindingList own = model.bindings_of(path, scope);
+      if (!own.empty() && own.front()->scope == scope) continue;  // the function's own `model` is another object
+    }
     if (forwards(model, path, scope)) return true;
   }
   bool trains_other = false;
@@ -178,7 +168,7 @@ bool trains_ddp_model(const SemanticModel& model, const DdpHandles& handles, int
     for (const auto& [parameter, default_value] : model.parameters_of(f)) {
       bool given = it != handles.given.end() && it->second.contains(parameter) && !rebound_in(model, parameter, scope);
       if (given && forwards(model, parameter, scope)) return true;
-      if (!given && calls_as_model(model, parameter, scope)) trains_other = true;
+      if (!given && trains_module(model, parameter, scope)) trains_other = true;
     }
   }
   // no forward of the DDP model here: the file-wide reading only where the
@@ -203,15 +193,11 @@ void given_in_file(const SemanticModel& model, const std::vector<std::pair<std::
       int at = keyword ? -1 : position++;
       std::string path = model.path_of(a.value);
       const CallSite* inline_wrap = node_symbol(a.value) == kinds().call ? model.call_at(a.value) : nullptr;
-      bool ddp = inline_wrap != nullptr && (inline_wrap->canonical == kDDP ||
-                                            inline_wrap->canonical == "torch.distributed.fsdp.FullyShardedDataParallel");
+      bool ddp = inline_wrap != nullptr && is_ddp_wrap(inline_wrap->canonical);
       for (const auto& [p, scope] : paths) ddp = ddp || (!path.empty() && path == p);
       if (!ddp) continue;
-      for (int f : targets) {
-        auto parameters = model.parameters_of(f);
-        if (keyword) given[f].emplace(a.keyword);
-        else if (at < static_cast<int>(parameters.size())) given[f].emplace(parameters[static_cast<std::size_t>(at)].first);
-      }
+      for (int f : targets)
+        if (std::string_view name = bound_parameter(model, f, a, at); !name.empty()) given[f].emplace(name);
     }
   }
 }

@@ -92,16 +92,11 @@ bool with_no_grad_beside(const SemanticModel& model, const CallSite& call) {
   TSNode n = call.node;
   for (int up = 0; up < 4 && !node_is_null(n); ++up, n = ts_node_parent(n)) {
     if (node_symbol(n) != k.with_statement) continue;
-    for (TSNode clause : children(n)) {
-      if (node_symbol(clause) != k.with_clause) continue;
-      for (TSNode item : children(clause)) {
-        if (node_symbol(item) != k.with_item) continue;
-        TSNode value = field(item, k.f_value);
-        const CallSite* c = !node_is_null(value) && node_symbol(value) == k.call ? model.call_at(value) : nullptr;
-        if (c != nullptr && (c->canonical == "torch.no_grad" || c->canonical == "torch.inference_mode" ||
-                             c->method == "no_grad" || c->method == "inference_mode"))
-          return true;
-      }
+    for (TSNode value : with_item_values(n)) {
+      const CallSite* c = node_symbol(value) == k.call ? model.call_at(value) : nullptr;
+      if (c != nullptr && (c->canonical == "torch.no_grad" || c->canonical == "torch.inference_mode" ||
+                           c->method == "no_grad" || c->method == "inference_mode"))
+        return true;
     }
     return false;
   }

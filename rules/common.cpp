@@ -584,6 +584,33 @@ bool under_no_grad(const SemanticModel& model, TSNode node) {
   return false;
 }
 
+bool calls_as_model(const SemanticModel& model, const CallSite& call, std::string_view path) {
+  return model.path_of(call.callee) == path || (call.method == "forward" && model.path_of(call.receiver) == path);
+}
+
+std::string_view bound_parameter(const SemanticModel& model, int f, const Argument& a, int position) {
+  if (a.kind == Argument::Kind::Keyword) return a.keyword;
+  auto parameters = model.parameters_of(f);
+  return position >= 0 && position < static_cast<int>(parameters.size())
+             ? parameters[static_cast<std::size_t>(position)].first
+             : std::string_view();
+}
+
+std::vector<TSNode> with_item_values(TSNode with_statement) {
+  const Kinds& k = kinds();
+  std::vector<TSNode> out;
+  for (TSNode clause : children(with_statement)) {
+    if (node_symbol(clause) != k.with_clause) continue;
+    for (TSNode item : children(clause)) {
+      if (node_symbol(item) != k.with_item) continue;
+      TSNode value = field(item, k.f_value);
+      if (!node_is_null(value) && std::string_view(ts_node_type(value)) == "as_pattern") value = ts_node_named_child(value, 0);
+      if (!node_is_null(value)) out.push_back(value);
+    }
+  }
+  return out;
+}
+
 // --- host-device syncs of a step (DDP401, DDP404) ---------------------------
 
 namespace {

@@ -174,6 +174,21 @@ bool region_within(const SemanticModel& model, int inner, int outer);
 /// `torch.inference_mode()`, or in a function decorated with them.
 bool under_no_grad(const SemanticModel& model, TSNode node);
 
+/// True when `call` runs the object at `path` as a model: `path(...)` or
+/// `path.forward(...)`.
+bool calls_as_model(const SemanticModel& model, const CallSite& call, std::string_view path);
+
+/// The parameter of this file's function `f` that argument `a` of a call binds:
+/// its keyword, or the parameter at `position` (the argument's index among the
+/// positional ones; SemanticModel::parameters_of leaves out `self`). Empty when
+/// there is none.
+std::string_view bound_parameter(const SemanticModel& model, int f, const Argument& a, int position);
+
+/// The expressions a `with` statement enters, one per item (`torch.no_grad()`
+/// and `autocast()` of `with torch.no_grad(), autocast():`; `ctx()` of
+/// `with ctx() as x:`).
+std::vector<TSNode> with_item_values(TSNode with_statement);
+
 /// Byte ranges [start, end) of syntax nodes.
 using ByteRanges = std::vector<std::pair<std::uint32_t, std::uint32_t>>;
 

@@ -252,50 +252,45 @@ Value SemanticModel::value_uncached(TSNode expr, int depth) const {
   return Value::unknown();
 }
 
-namespace {
-// True when `expr` is os.environ, or a name bound once to a copy of its
-// entries: `{key: os.environ[key] for key in (...)}` (pytorch/examples'
-// DDP example), `dict(os.environ)`, `os.environ.copy()`.
-bool environ_or_copy(const SemanticModel& m, TSNode expr) {
+bool SemanticModel::environ_or_copy(TSNode expr) const {
   const Kinds& k = kinds();
-  if (m.canonical_name(expr) == "os.environ") return true;
+  if (canonical_name(expr) == "os.environ") return true;
   if (node_symbol(expr) != k.identifier) return false;
-  TSNode bound = m.single_assignment(expr);
+  TSNode bound = single_assignment(expr);
   if (node_is_null(bound)) return false;
-  // a copy written to afterwards (`env["RANK"] = env["LOCAL_RANK"]`,
-  // `env.update(...)`) holds what the script put there, not the environment
-  std::string_view name = m.text(expr);
-  for (TSNode sub : m.subscript_write_targets())
-    if (m.text(field(sub, k.f_value)) == name) return false;
-  for (const CallSite& c : m.calls())
-    if (!node_is_null(c.receiver) && node_symbol(c.receiver) == k.identifier && m.text(c.receiver) == name &&
-        (c.method == "update" || c.method == "setdefault" || c.method == "pop" || c.method == "__setitem__" ||
-         c.method == "clear"))
-      return false;
+  bool copy = false;
   if (node_symbol(bound) == k.dictionary_comprehension) {
     TSNode pair = ts_node_named_child(bound, 0);
     if (node_is_null(pair) || node_symbol(pair) != k.pair) return false;
     TSNode key = ts_node_child_by_field_name(pair, "key", 3);
     TSNode value = ts_node_child_by_field_name(pair, "value", 5);
-    return !node_is_null(key) && !node_is_null(value) && node_symbol(key) == k.identifier &&
-           node_symbol(value) == k.subscript && m.canonical_name(field(value, k.f_value)) == "os.environ" &&
-           m.text(field(value, k.f_subscript)) == m.text(key);
+    copy = !node_is_null(key) && !node_is_null(value) && node_symbol(key) == k.identifier &&
+           node_symbol(value) == k.subscript && canonical_name(field(value, k.f_value)) == "os.environ" &&
+           text(field(value, k.f_subscript)) == text(key);
+  } else if (const CallSite* c = node_symbol(bound) == k.call ? call_at(bound) : nullptr) {
+    copy = c->canonical == "os.environ.copy" ||
+           (c->method == "dict" && node_is_null(c->receiver) && positional_count(*c) == 1 &&
+            canonical_name(argument(*c, "", 0)) == "os.environ");
   }
-  if (node_symbol(bound) != k.call) return false;
-  const CallSite* c = m.call_at(bound);
-  if (c == nullptr) return false;
-  if (c->canonical == "os.environ.copy") return true;
-  return c->method == "dict" && node_is_null(c->receiver) && m.positional_count(*c) == 1 &&
-         m.canonical_name(m.argument(*c, "", 0)) == "os.environ";
+  if (!copy) return false;
+  // a copy written to afterwards (`env["RANK"] = env["LOCAL_RANK"]`,
+  // `env.update(...)`) holds what the script put there, not the environment
+  std::string_view name = text(expr);
+  for (const auto& [sub, value] : name_subscript_writes_)
+    if (text(field(sub, k.f_value)) == name) return false;
+  for (std::string_view method : {"update", "setdefault", "pop", "__setitem__", "clear"})
+    for (const CallSite* c : calls_named(method))
+      if (!node_is_null(c->receiver) && node_symbol(c->receiver) == k.identifier && text(c->receiver) == name)
+        return false;
+  return true;
 }
-}  // namespace
 
 std::string SemanticModel::env_var_read(TSNode expr) const {
   const Kinds& k = kinds();
   for (int guard = 0; guard < 4 && !node_is_null(expr); ++guard) {
     TSSymbol s = node_symbol(expr);
     if (s == k.subscript) {
-      if (!environ_or_copy(*this, field(expr, k.f_value))) return {};
+      if (!environ_or_copy(field(expr, k.f_value))) return {};
       Value v = value_of(field(expr, k.f_subscript));
       return v.kind == Value::Kind::Str ? v.s : std::string();
     }
@@ -303,7 +298,7 @@ std::string SemanticModel::env_var_read(TSNode expr) const {
     const CallSite* c = call_at(expr);
     if (!c) return {};
     if (c->canonical == "os.environ.get" || c->canonical == "os.getenv" ||
-        (c->method == "get" && !node_is_null(c->receiver) && environ_or_copy(*this, c->receiver))) {
+        (c->method == "get" && !node_is_null(c->receiver) && environ_or_copy(c->receiver))) {
       Value v = value_of(argument(*c, "key", 0));
       return v.kind == Value::Kind::Str ? v.s : std::string();
     }
