@@ -230,6 +230,44 @@ struct ValueUse {
   const ProjectCaller* caller = nullptr;
 };
 
+/// A training framework whose calls mean something in DDP terms
+/// (linter/model/frameworks.cpp).
+enum class Framework : std::uint8_t {
+  None,
+  Accelerate,  ///< Hugging Face Accelerate: `accelerate.Accelerator`
+  Lightning,   ///< the Lightning Trainer: `lightning.Trainer`, `pytorch_lightning.Trainer`
+  Fabric,      ///< Lightning Fabric: `lightning.Fabric`, `lightning_fabric.Fabric`
+  HfTrainer,   ///< the Hugging Face Trainer's arguments: `transformers.TrainingArguments` (and TRL's configs)
+};
+
+/// What object of a framework an expression holds (SemanticModel::framework_object).
+enum class FrameworkObject : std::uint8_t {
+  None,
+  Accelerator,       ///< an `accelerate.Accelerator`
+  Fabric,            ///< a `lightning.Fabric`
+  LightningTrainer,  ///< a `lightning.Trainer`
+  LightningModule,   ///< `self` in a method of a LightningModule subclass
+  TrainingArguments, ///< a `transformers.TrainingArguments` (or a TRL config)
+};
+
+/// One framework configuration written in the code: the constructor call
+/// `Accelerator(...)`, `L.Trainer(...)`, `L.Fabric(...)` or `TrainingArguments(...)`.
+struct FrameworkConfig {
+  Framework framework = Framework::None;
+  const CallSite* call = nullptr;
+};
+
+/// One setting of a FrameworkConfig (SemanticModel::framework_setting).
+struct FrameworkSetting {
+  enum class State : std::uint8_t {
+    Written,  ///< given as a keyword: `value` holds the expression
+    Default,  ///< not given, and every argument of the call is known: the framework's default applies
+    Unknown,  ///< not given as a keyword, but `**kwargs` or positional arguments may set it
+  };
+  State state = State::Unknown;
+  TSNode value{};
+};
+
 /// A function defined in the file.
 struct FunctionInfo {
   std::string_view name;
@@ -382,6 +420,11 @@ class SemanticModel {
   /// `args.X` with an argparse default in the file, simple arithmetic, `int()`/
   /// `float()`/`str()` of known values. Environment reads are Unknown.
   Value value_of(TSNode expr) const;
+  /// The argparse destinations of the file (`batch_size` for
+  /// `add_argument("--batch-size")`), in no particular order, each once.
+  std::vector<std::string_view> argparse_destinations() const;
+  /// The `add_argument` call that defines destination `dest` first, or nullptr.
+  const CallSite* argparse_definition(std::string_view dest) const;
   /// Region holding `node` (innermost region whose range contains it).
   int region_of(TSNode node) const;
 
@@ -456,6 +499,33 @@ class SemanticModel {
   bool trains() const { return trains_; }
   /// True if the process group backend is explicitly gloo-only.
   bool gloo_backend() const { return gloo_; }
+
+
+  // --- frameworks (linter/model/frameworks.cpp) ----------------------------------
+  /// The framework configurations constructed in the file, in file order.
+  std::span<const FrameworkConfig> framework_configs() const { return framework_configs_; }
+  /// The setting `key` of `config`: the keyword's value when written; Default
+  /// when the call passes no `**kwargs` and no positional argument that could
+  /// be it (the framework's own default then applies); else Unknown.
+  FrameworkSetting framework_setting(const FrameworkConfig& config, std::string_view key) const;
+  /// The framework object `expr` holds: a name or attribute every binding of
+  /// which (in its scope) is a framework constructor call, or a parameter
+  /// annotated with the framework's class (`fabric: L.Fabric`), or `self` in
+  /// a method of a LightningModule subclass of this file. None when unknown.
+  FrameworkObject framework_object(TSNode expr) const;
+  /// The framework configuration whose constructor call `expr` (a name bound
+  /// once to it, or an attribute such as `self.accelerator`) holds, or nullptr.
+  const FrameworkConfig* framework_config_of(TSNode expr) const;
+  /// True when function `f` is a Lightning hook that runs once per training
+  /// step: `training_step`, `on_train_batch_start`/`_end`, `on_before_backward`,
+  /// `on_after_backward`, `on_before_optimizer_step`, `on_before_zero_grad`,
+  /// `optimizer_step`, a method of a subclass (in this file) of
+  /// `LightningModule` or `Callback` (Lightning's training loop calls them
+  /// for every batch: lightning/pytorch/loops/training_epoch_loop.py).
+  bool is_lightning_step_hook(int f) const;
+  /// True when class region `r` derives, directly or through classes of this
+  /// file, from one of the canonical classes `bases`.
+  bool class_derives_from(int r, std::span<const std::string_view> bases) const;
 
   // --- the project --------------------------------------------------------------
   /// The project facts the model was built with (empty when linted alone).
@@ -612,6 +682,9 @@ class SemanticModel {
   bool distributed_ = false, cuda_ = false, wraps_ddp_ = false, gloo_ = false, trains_ = false;
   const ProjectFacts* project_ = nullptr;
   std::pmr::vector<ProjectFacts::Trains> function_trains_{arena_.get()};
+  void find_frameworks();  // frameworks.cpp, after the walk: framework_configs_, step hooks
+  std::pmr::vector<FrameworkConfig> framework_configs_{arena_.get()};
+  std::pmr::vector<std::uint8_t> lightning_hook_{arena_.get()};  // function index -> a per-step hook
   static const ProjectFacts& no_project_facts();
 };
 

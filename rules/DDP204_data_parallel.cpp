@@ -13,15 +13,27 @@ void check(const SemanticModel& model, RuleContext& ctx) {
                "GPU every step and gathers outputs on the first one; DistributedDataParallel (one process "
                "per GPU) is faster even on one machine");
   }
+  // Fabric's (and Lightning 1.x's Trainer's) "dp" strategy is DataParallel
+  // (lightning/fabric/strategies/dp.py: DataParallelStrategy wraps the module
+  // in torch.nn.DataParallel)
+  for (const FrameworkStrategy& st : framework_strategies(model)) {
+    if (st.name != "dp") continue;
+    TSNode at = argument_node(model, *st.config->call, st.value);
+    ctx.report(node_start_byte(at), node_end_byte(at),
+               "strategy=\"dp\" is torch.nn.DataParallel: one Python process drives every GPU, copies the model to "
+               "each GPU every step and gathers outputs on the first one; strategy=\"ddp\" (one process per GPU) "
+               "is faster even on one machine");
+  }
 }
 }  // namespace
 
-// needs: reports DataParallel calls (torch.nn.DataParallel, torch.nn.parallel.DataParallel)
+// needs: DataParallel calls (torch.nn.DataParallel, torch.nn.parallel.DataParallel), or a
+// Lightning/Fabric strategy="dp" (the word dp)
 extern const Rule kRuleDDP204{
     .info = {.code = "DDP204", .name = "data-parallel", .severity = Severity::Warning,
              .summary = "torch.nn.DataParallel: single-process, replicates the model every step; use DDP",
              .url = "https://pytorch.org/docs/stable/generated/torch.nn.DataParallel.html",
-             .needs = "torch;DataParallel"},
+             .needs = "DataParallel|dp"},
     .check = &check};
 
 }  // namespace ddplint::rules

@@ -82,7 +82,60 @@ std::pair<std::string, std::uint32_t> result_carrier(const SemanticModel& model,
   return {std::string(text), node_end_byte(call.node)};
 }
 
+// Lightning's `self.log(name, value, sync_dist=True)` (and `log_dict`) where
+// it logs on every step: Lightning all-reduces the value as it is logged
+// (lightning/pytorch/trainer/connectors/logger_connector/result.py,
+// _ResultMetric.update: `self._forward_cache = self.meta.sync(value.clone())`
+// when on_step), and `on_step` defaults to True in training_step and the
+// batch hooks. The value goes to the logs only.
+void lightning_sync_dist(const SemanticModel& model, RuleContext& ctx) {
+  for (std::string_view method : {"log", "log_dict"}) {
+    for (const CallSite* call : model.calls_named(method)) {
+      if (node_is_null(call->receiver) || model.text(call->receiver) != "self") continue;
+      if (model.framework_object(call->receiver) != FrameworkObject::LightningModule) continue;
+      if (model.has_unpacked_arguments(*call)) continue;
+      TSNode sync = model.argument(*call, "sync_dist");
+      Value v = model.value_of(sync);
+      if (node_is_null(sync) || !v.known() || !v.truthy()) continue;
+      TSNode on_step = model.argument(*call, "on_step");
+      if (!node_is_null(on_step)) {
+        Value s = model.value_of(on_step);
+        if (!s.known() || !s.truthy()) continue;  // logged per epoch: reduced once, at its end
+      }
+      if (!model.runs_every_step(call->node, kRareGuards | kGuardRankDependent)) continue;
+      auto [start, end] = first_line_range(model, call->node);
+      ctx.report(start, end,
+                 "`self." + std::string(method) + "(..., sync_dist=True)` on every training step all-reduces the "
+                 "value for the logs: each call waits for the slowest rank and adds a round of communication "
+                 "outside DDP's overlapped gradient buckets; reduce it once per epoch (on_step=False, on_epoch=True) "
+                 "or log this rank's value without sync_dist");
+    }
+  }
+}
+
+// A barrier through a framework object on every step: Accelerate's
+// `accelerator.wait_for_everyone()` and Fabric's `fabric.barrier()`
+// (torch.distributed.barrier under DDP: accelerate/state.py, lightning/fabric/strategies/ddp.py).
+void framework_barriers(const SemanticModel& model, RuleContext& ctx) {
+  for (std::string_view method : {"wait_for_everyone", "barrier"}) {
+    for (const CallSite* call : model.calls_named(method)) {
+      FrameworkObject o = model.framework_object(call->receiver);
+      if (!(method == "wait_for_everyone" && o == FrameworkObject::Accelerator) &&
+          !(method == "barrier" && o == FrameworkObject::Fabric))
+        continue;
+      if (!model.runs_every_step(call->node, kRareGuards | kGuardRankDependent)) continue;
+      auto [start, end] = first_line_range(model, call->node);
+      ctx.report(start, end,
+                 "`" + std::string(method) + "()` (a barrier) on every training step: each call waits for the "
+                 "slowest rank and adds a round of communication outside DDP's overlapped gradient buckets; "
+                 "do it every N steps or after the loop");
+    }
+  }
+}
+
 void check(const SemanticModel& model, RuleContext& ctx) {
+  lightning_sync_dist(model, ctx);
+  framework_barriers(model, ctx);
   for (const CallSite& call : model.calls()) {
     if (!is_collective(call.canonical)) continue;
     // rank-dependent branches are a different fault (the other ranks never join)
@@ -125,12 +178,14 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 }
 }  // namespace
 
-// needs: a torch.distributed collective (is_collective: every name contains one of these) run every step (a training loop)
+// needs: a torch.distributed collective (is_collective: every name contains one of these) run every step
+// (a training loop, or a Lightning hook, which needs neither backward nor step), Lightning's sync_dist, or
+// Accelerate's wait_for_everyone
 extern const Rule kRuleDDP302{
     .info = {.code = "DDP302", .name = "collective-in-training-loop", .severity = Severity::Warning,
              .summary = "A collective (all_reduce, barrier, all_gather, ...) executed on every training step",
              .url = "https://pytorch.org/docs/stable/distributed.html#collective-functions",
-             .needs = "torch;reduce|gather|broadcast|scatter|barrier|all_to_all;backward|step"},
+             .needs = "reduce|gather|broadcast|scatter|barrier|all_to_all|sync_dist|wait_for_everyone"},
     .check = &check};
 
 }  // namespace ddplint::rules

@@ -708,4 +708,51 @@ std::unordered_set<const CallSite*> syncs_after_sync(const SemanticModel& model,
 }
 
 
+namespace {
+// Lightning's and Fabric's DDP strategy classes (lightning/pytorch/strategies/ddp.py,
+// lightning/fabric/strategies/ddp.py), however imported.
+bool lightning_ddp_strategy(std::string_view canonical) {
+  if (!canonical.ends_with(".DDPStrategy")) return false;
+  for (std::string_view root : {"lightning.", "pytorch_lightning.", "lightning_fabric."})
+    if (canonical.starts_with(root)) return true;
+  return false;
+}
+}  // namespace
+
+std::vector<FrameworkStrategy> framework_strategies(const SemanticModel& model) {
+  std::vector<FrameworkStrategy> out;
+  const Kinds& k = kinds();
+  std::vector<const CallSite*> passed;
+  for (const FrameworkConfig& config : model.framework_configs()) {
+    if (config.framework != Framework::Lightning && config.framework != Framework::Fabric) continue;
+    FrameworkSetting s = model.framework_setting(config, "strategy");
+    if (s.state != FrameworkSetting::State::Written) continue;
+    FrameworkStrategy st;
+    st.config = &config;
+    st.value = s.value;
+    TSNode v = s.value;
+    if (node_symbol(v) == k.identifier) {
+      TSNode bound = model.single_assignment(v);
+      if (!node_is_null(bound) && node_symbol(bound) == k.call) v = bound;
+    }
+    if (node_symbol(v) == k.call) {
+      const CallSite* c = model.call_at(v);
+      if (c != nullptr && lightning_ddp_strategy(c->canonical)) st.object = c, passed.push_back(c);
+    } else {
+      Value name = model.value_of(v);
+      if (name.kind == Value::Kind::Str) st.name = name.s;
+    }
+    if (st.object != nullptr || !st.name.empty()) out.push_back(std::move(st));
+  }
+  for (const CallSite& c : model.calls()) {
+    if (!lightning_ddp_strategy(c.canonical)) continue;
+    if (std::find(passed.begin(), passed.end(), &c) != passed.end()) continue;
+    FrameworkStrategy st;
+    st.object = &c;
+    st.value = c.node;
+    out.push_back(std::move(st));
+  }
+  return out;
+}
+
 }  // namespace ddplint::rules

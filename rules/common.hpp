@@ -26,6 +26,21 @@ inline constexpr GuardMask kRareGuards = kGuardPeriodic | kGuardFinalStep | kGua
 /// True if `name` (without the `torch.distributed.` prefix) is a collective.
 bool is_collective(std::string_view canonical);
 
+/// The distributed strategy a Lightning Trainer or Fabric configuration
+/// (FrameworkConfig) asks for, as written: a string (`strategy="ddp_spawn"`)
+/// or a strategy object (`DDPStrategy(find_unused_parameters=True)`).
+struct FrameworkStrategy {
+  const FrameworkConfig* config = nullptr;
+  TSNode value{};                   ///< the `strategy=` value
+  std::string name;                 ///< the string's value, when a known string ("" otherwise)
+  const CallSite* object = nullptr; ///< the `DDPStrategy(...)` call it is (through a name bound once), or null
+};
+/// The strategies of the file's Lightning Trainer and Fabric configurations
+/// whose `strategy=` is written (a string of known value, or a call to a
+/// Lightning/Fabric `DDPStrategy`); a `DDPStrategy(...)` not passed to a
+/// configuration of this file is listed too, with `config` null.
+std::vector<FrameworkStrategy> framework_strategies(const SemanticModel& model);
+
 /// True if the expression is a gradient: reads `.grad`, or is a name such as
 /// `grad`/`grads` or bound to such an expression in the file.
 bool mentions_gradient(const SemanticModel& model, TSNode expr);

@@ -919,6 +919,24 @@ class ModelBuilder {
     if (m_.argparse_.contains("local_rank")) m_.distributed_ = true;
     if (m_.project_ && m_.project_->cuda) m_.cuda_ = true;  // a CUDA script of the project calls into this file
 
+    m_.find_frameworks();
+    // A framework that picks the device itself puts the work on the GPU when
+    // there is one (Accelerate's and Lightning's default accelerator is
+    // "auto"): a file that trains through one is a CUDA script unless it
+    // names another accelerator or asks for the CPU
+    bool framework_device = false;
+    for (const FrameworkConfig& c : m_.framework_configs_) {
+      if (c.framework == Framework::HfTrainer) continue;
+      Value cpu = m_.value_of(m_.argument(*c.call, c.framework == Framework::Accelerate ? "cpu" : "accelerator"));
+      if (cpu.kind == Value::Kind::Bool ? !cpu.truthy() : !(cpu.kind == Value::Kind::Str && cpu.s == "cpu"))
+        framework_device = true;
+      else
+        other_accelerator_ = true;
+    }
+    for (std::size_t f = 0; f < m_.functions_.size(); ++f)
+      if (m_.is_lightning_step_hook(static_cast<int>(f))) framework_device = true;
+    if (framework_device && !other_accelerator_) m_.cuda_ = true;
+
     m_.analyse_loops();
   }
 

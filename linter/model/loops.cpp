@@ -15,6 +15,8 @@ using namespace model_detail;
 
 bool SemanticModel::training_call(const CallSite& c) const {
   if (c.method == "backward") return true;
+  // Lightning's manual optimization: `self.manual_backward(loss)` in a LightningModule
+  if (c.method == "manual_backward" && !node_is_null(c.receiver) && text(c.receiver) == "self") return true;
   // The MAE/DeiT/ConvNeXt engine's `loss_scaler(loss, optimizer, ...)`: a
   // loss-scaler object called with the optimizer runs backward and the step
   // (timm's NativeScaler.__call__: scaler.scale(loss).backward(), then
@@ -175,6 +177,9 @@ void SemanticModel::analyse_loops() {
       if (f >= 0) work.push_back(f);
     }
   }
+  // a Lightning training_step is the body of the Trainer's step loop
+  for (std::size_t f = 0; f < functions_.size(); ++f)
+    if (is_lightning_step_hook(static_cast<int>(f))) trains_ = true;
   function_trains_.assign(functions_.size(), ProjectFacts::Trains::None);
   for (std::size_t f = 0; f < functions_.size(); ++f) {
     if (trains_direct[f]) function_trains_[f] = ProjectFacts::Trains::Direct;
@@ -248,6 +253,8 @@ bool SemanticModel::runs_every_step_from(int region, GuardMask exempt, int depth
           cycle = true;  // answers that met this cycle are provisional
           return false;
         }
+        // a Lightning hook that the Trainer's loop runs for every batch
+        if (is_lightning_step_hook(reg.function)) return true;
         // called every step by a training loop of another file of the project
         // (a call with no guard of any kind, so it holds whatever `exempt` is)
         if (is_top_level_function(reg.function) &&
@@ -290,6 +297,7 @@ bool SemanticModel::in_training_loop(TSNode node) const {
       if (reg.kind == Region::Kind::Function) {
         if (auto m = memo.find(reg.function); m != memo.end()) return m->second;
         if (std::find(visiting.begin(), visiting.end(), reg.function) != visiting.end()) return false;
+        if (is_lightning_step_hook(reg.function)) return true;
         if (project_ && is_top_level_function(reg.function) &&
             (entry_of(project_, true, functions_[reg.function].name) ||
              entry_of(project_, false, functions_[reg.function].name)))

@@ -311,4 +311,17 @@ std::string SemanticModel::env_var_read(TSNode expr) const {
   return {};
 }
 
+std::vector<std::string_view> SemanticModel::argparse_destinations() const {
+  std::vector<std::string_view> out;
+  out.reserve(argparse_.size());
+  for (const auto& [dest, calls] : argparse_) out.push_back(dest);
+  return out;
+}
+
+const CallSite* SemanticModel::argparse_definition(std::string_view dest) const {
+  auto it = argparse_.find(dest);
+  if (it == argparse_.end() || it->second.empty()) return nullptr;
+  return &calls_[static_cast<std::size_t>(it->second.front())];
+}
+
 }  // namespace ddplint

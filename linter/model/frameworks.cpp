@@ -1,0 +1,203 @@
+// Training frameworks in DDP terms: the configuration objects of Accelerate,
+// the Lightning Trainer, Fabric and the Hugging Face Trainer's arguments, the
+// objects that hold them, and Lightning's per-step hooks. The rules read these
+// facts to apply the same causes to framework code (a Lightning
+// `training_step` is the body of a step loop; `strategy="dp"` in Fabric is
+// DataParallel) and to stay silent where the framework does the job.
+#include "linter/model/internal.hpp"
+#include "linter/node_access.hpp"
+
+#include <array>
+#include <string>
+#include <string_view>
+
+namespace ddplint {
+
+using namespace model_detail;
+
+namespace {
+
+// The framework whose configuration a constructor's canonical name builds.
+Framework config_framework(std::string_view canonical) {
+  if (canonical == "accelerate.Accelerator" || canonical == "accelerate.accelerator.Accelerator")
+    return Framework::Accelerate;
+  for (std::string_view c : {"lightning.Trainer", "lightning.pytorch.Trainer", "lightning.pytorch.trainer.Trainer",
+                             "pytorch_lightning.Trainer", "pytorch_lightning.trainer.Trainer",
+                             "pytorch_lightning.trainer.trainer.Trainer", "lightning.pytorch.trainer.trainer.Trainer"})
+    if (canonical == c) return Framework::Lightning;
+  for (std::string_view c : {"lightning.Fabric", "lightning.fabric.Fabric", "lightning_fabric.Fabric",
+                             "lightning.fabric.fabric.Fabric", "lightning_fabric.fabric.Fabric"})
+    if (canonical == c) return Framework::Fabric;
+  // TrainingArguments and the TRL configs that subclass it (trl/trainer/*_config.py)
+  for (std::string_view c : {"transformers.TrainingArguments", "transformers.Seq2SeqTrainingArguments",
+                             "transformers.training_args.TrainingArguments", "trl.SFTConfig", "trl.DPOConfig",
+                             "trl.ORPOConfig", "trl.KTOConfig", "trl.CPOConfig", "trl.RewardConfig",
+                             "trl.GRPOConfig", "trl.PPOConfig", "trl.RLOOConfig", "trl.OnlineDPOConfig"})
+    if (canonical == c) return Framework::HfTrainer;
+  return Framework::None;
+}
+
+FrameworkObject object_of(Framework f) {
+  switch (f) {
+    case Framework::Accelerate: return FrameworkObject::Accelerator;
+    case Framework::Lightning: return FrameworkObject::LightningTrainer;
+    case Framework::Fabric: return FrameworkObject::Fabric;
+    case Framework::HfTrainer: return FrameworkObject::TrainingArguments;
+    case Framework::None: break;
+  }
+  return FrameworkObject::None;
+}
+
+constexpr std::array<std::string_view, 6> kLightningModules = {
+    "lightning.LightningModule",         "lightning.pytorch.LightningModule",
+    "pytorch_lightning.LightningModule", "pytorch_lightning.core.LightningModule",
+    "lightning.pytorch.core.LightningModule", "pytorch_lightning.core.module.LightningModule"};
+constexpr std::array<std::string_view, 6> kLightningCallbacks = {
+    "lightning.Callback",          "lightning.pytorch.Callback",           "pytorch_lightning.Callback",
+    "pytorch_lightning.callbacks.Callback", "lightning.pytorch.callbacks.Callback",
+    "pytorch_lightning.callbacks.base.Callback"};
+
+// Lightning's hooks that its training loop runs for every batch
+// (lightning/pytorch/loops/training_epoch_loop.py, optimization/automatic.py).
+bool per_step_hook_name(std::string_view name) {
+  for (std::string_view h : {"training_step", "on_train_batch_start", "on_train_batch_end", "on_before_backward",
+                             "on_after_backward", "on_before_optimizer_step", "on_before_zero_grad"})
+    if (name == h) return true;
+  return false;
+}
+
+}  // namespace
+
+void SemanticModel::find_frameworks() {
+  for (const CallSite& c : calls_) {
+    if (c.canonical.empty()) continue;
+    Framework f = config_framework(c.canonical);
+    if (f != Framework::None) framework_configs_.push_back(FrameworkConfig{f, &c});
+  }
+  lightning_hook_.assign(functions_.size(), 0);
+  for (std::size_t f = 0; f < functions_.size(); ++f) {
+    if (!per_step_hook_name(functions_[f].name)) continue;
+    int parent = regions_[functions_[f].region].parent;
+    if (parent < 0 || regions_[parent].kind != Region::Kind::Class) continue;
+    if (class_derives_from(parent, kLightningModules) ||
+        (functions_[f].name != "training_step" && class_derives_from(parent, kLightningCallbacks)))
+      lightning_hook_[f] = 1;
+  }
+}
+
+bool SemanticModel::is_lightning_step_hook(int f) const {
+  return f >= 0 && static_cast<std::size_t>(f) < lightning_hook_.size() && lightning_hook_[f] != 0;
+}
+
+bool SemanticModel::class_derives_from(int r, std::span<const std::string_view> bases) const {
+  const Kinds& k = kinds();
+  std::string name;
+  for (int depth = 0; depth < 8 && r >= 0; ++depth) {
+    if (regions_[r].kind != Region::Kind::Class) return false;
+    TSNode supers = field(regions_[r].node, k.f_superclasses);
+    if (node_is_null(supers)) return false;
+    int next = -1;
+    for (TSNode b : children(supers)) {
+      if (node_symbol(b) != k.identifier && node_symbol(b) != k.attribute) continue;
+      if (canonical_name_into(b, name)) {
+        for (std::string_view base : bases)
+          if (name == base) return true;
+        continue;
+      }
+      // a class of this file: follow its bases (one chain)
+      if (node_symbol(b) != k.identifier || next >= 0) continue;
+      for (const Binding* d : bindings_of(text(b), 0)) {
+        if (d->kind != Binding::Kind::Definition || node_symbol(d->value) != k.class_definition) continue;
+        int cr = region_of(field(d->value, k.f_body));
+        if (cr >= 0 && regions_[cr].kind == Region::Kind::Class && cr != r) next = cr;
+      }
+    }
+    r = next;
+  }
+  return false;
+}
+
+FrameworkSetting SemanticModel::framework_setting(const FrameworkConfig& config, std::string_view key) const {
+  FrameworkSetting out;
+  if (config.call == nullptr) return out;
+  TSNode v = argument(*config.call, key);
+  if (!node_is_null(v)) {
+    out.state = FrameworkSetting::State::Written;
+    out.value = v;
+    return out;
+  }
+  if (has_unpacked_arguments(*config.call)) return out;
+  // Lightning's Trainer and Fabric take keyword arguments only; TrainingArguments
+  // takes output_dir first; Accelerator's settings are all keywords in practice:
+  // a positional argument there may be any of them
+  int positional = positional_count(*config.call);
+  if (config.framework == Framework::Accelerate && positional > 0) return out;
+  if (config.framework == Framework::HfTrainer && positional > 1) return out;
+  out.state = FrameworkSetting::State::Default;
+  return out;
+}
+
+const FrameworkConfig* SemanticModel::framework_config_of(TSNode expr) const {
+  if (node_is_null(expr)) return nullptr;
+  const Kinds& k = kinds();
+  TSNode value = expr;
+  if (node_symbol(expr) == k.identifier || node_symbol(expr) == k.attribute) {
+    std::string path = path_of(expr);
+    if (path.empty()) return nullptr;
+    BindingList bs = bindings_of(path, region_of(expr));
+    if (bs.size() != 1 || bs.front()->kind != Binding::Kind::Assign) return nullptr;
+    value = bs.front()->value;
+  }
+  if (node_is_null(value) || node_symbol(value) != k.call) return nullptr;
+  for (const FrameworkConfig& c : framework_configs_)
+    if (ts_node_eq(c.call->node, value)) return &c;
+  return nullptr;
+}
+
+FrameworkObject SemanticModel::framework_object(TSNode expr) const {
+  if (node_is_null(expr)) return FrameworkObject::None;
+  const Kinds& k = kinds();
+  TSSymbol s = node_symbol(expr);
+  if (s == k.call) {
+    const CallSite* c = call_at(expr);
+    return c == nullptr ? FrameworkObject::None : object_of(config_framework(c->canonical));
+  }
+  if (s != k.identifier && s != k.attribute) return FrameworkObject::None;
+  std::string path = path_of(expr);
+  if (path.empty()) return FrameworkObject::None;
+  int region = region_of(expr);
+  if (path == "self") {
+    // `self` in a method of a LightningModule subclass
+    for (int r = region; r > 0; r = regions_[r].parent) {
+      if (regions_[r].kind != Region::Kind::Class) continue;
+      return class_derives_from(r, kLightningModules) ? FrameworkObject::LightningModule : FrameworkObject::None;
+    }
+    return FrameworkObject::None;
+  }
+  BindingList bs = bindings_of(path, region);
+  if (bs.empty()) return FrameworkObject::None;
+  FrameworkObject found = FrameworkObject::None;
+  std::string name;
+  for (const Binding* b : bs) {
+    FrameworkObject here = FrameworkObject::None;
+    if (b->kind == Binding::Kind::Assign && !node_is_null(b->value) && node_symbol(b->value) == k.call) {
+      const CallSite* c = call_at(b->value);
+      if (c != nullptr) here = object_of(config_framework(c->canonical));
+    } else if (b->kind == Binding::Kind::Parameter && !node_is_null(b->target)) {
+      // `fabric: L.Fabric`, `accelerator: Accelerator = None`
+      TSNode p = ts_node_parent(b->target);
+      TSNode type = node_is_null(p) ? TSNode{} : ts_node_child_by_field_name(p, "type", 4);
+      if (!node_is_null(type) && ts_node_named_child_count(type) == 1) {
+        TSNode t = ts_node_named_child(type, 0);
+        if ((node_symbol(t) == k.identifier || node_symbol(t) == k.attribute) && canonical_name_into(t, name))
+          here = object_of(config_framework(name));
+      }
+    }
+    if (here == FrameworkObject::None) return FrameworkObject::None;  // some binding holds something else
+    if (found != FrameworkObject::None && found != here) return FrameworkObject::None;
+    found = here;
+  }
+  return found;
+}
+
+}  // namespace ddplint
