@@ -586,7 +586,12 @@ class SemanticModel {
   // (pytorch/examples' DDP example), `dict(os.environ)`, `os.environ.copy()`.
   bool environ_or_copy(TSNode expr) const;
   void analyse_loops();
-  bool runs_every_step_from(int region, GuardMask exempt, int depth, std::vector<int>& visiting, bool& cycle) const;
+  bool runs_every_step_from(int region, std::uint32_t at, GuardMask exempt, int depth, std::vector<int>& visiting,
+                            bool& cycle) const;
+  // Guards of the early exits of function or loop region `r` before byte `at`:
+  // `if <test>: return` (or raise; in a loop, continue or break) among its
+  // body's statements before the one holding `at`, each test negated.
+  GuardMask early_exit_guards(int r, std::uint32_t at) const;
   Value value_rec(TSNode expr, int depth) const;
   Value value_uncached(TSNode expr, int depth) const;
   Value argparse_uncached(const std::string& dest, int depth) const;

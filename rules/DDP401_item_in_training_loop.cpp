@@ -63,6 +63,68 @@ bool feeds_finiteness_check(const SemanticModel& model, const CallSite& call) {
   return false;
 }
 
+// The Accelerator whose prepared DataLoader `expr` holds: `accelerator.prepare(...)`
+// (one of its results), `accelerator.prepare_data_loader(loader)`,
+// `accelerator.skip_first_batches(loader, n)`, or a name whose last binding
+// before byte `before` is one of those. Null node when not known to be one.
+TSNode preparing_accelerator(const SemanticModel& model, TSNode expr, std::uint32_t before, int depth = 0) {
+  const Kinds& k = kinds();
+  if (node_is_null(expr) || depth > 3) return {};
+  if (node_symbol(expr) == k.call) {
+    const CallSite* c = model.call_at(expr);
+    if (c == nullptr || (c->method != "prepare" && c->method != "prepare_data_loader" && c->method != "skip_first_batches"))
+      return {};
+    return model.framework_object(c->receiver) == FrameworkObject::Accelerator ? c->receiver : TSNode{};
+  }
+  if (node_symbol(expr) != k.identifier) return {};
+  const Binding* last = nullptr;
+  for (const Binding* b : model.bindings_of(model.text(expr), model.region_of(expr)))
+    if (!node_is_null(b->target) && node_start_byte(b->target) < before &&
+        (last == nullptr || node_start_byte(b->target) > node_start_byte(last->target)))
+      last = b;
+  if (last == nullptr || last->kind != Binding::Kind::Assign) return {};
+  // `model, optimizer, loader = accelerator.prepare(...)`: the assignment's right side
+  TSNode value = last->value;
+  if (node_is_null(value)) {
+    for (TSNode n = ts_node_parent(last->target); !node_is_null(n); n = ts_node_parent(n)) {
+      if (node_symbol(n) == k.assignment) {
+        value = field(n, k.f_right);
+        break;
+      }
+      std::string_view type = ts_node_type(n);
+      if (type != "pattern_list" && type != "tuple_pattern" && type != "list_pattern") break;
+    }
+  }
+  return preparing_accelerator(model, value, node_start_byte(last->target), depth + 1);
+}
+
+// True when `call` runs in a loop over a DataLoader that Accelerate prepared
+// with its default configuration: each batch is moved to the GPU with a
+// blocking copy (accelerate/data_loader.py, DataLoaderShard.__iter__:
+// send_to_device(batch, device, non_blocking=self._non_blocking), False unless
+// DataLoaderConfiguration(non_blocking=True)), so the loop already waits for
+// the GPU's queue at every batch: one more sync in the step costs little.
+bool in_blocking_accelerate_loop(const SemanticModel& model, const CallSite& call) {
+  const Kinds& k = kinds();
+  int loop = -1;
+  for (int r = call.region; r > 0; r = model.regions()[r].parent) {
+    const Region& region = model.regions()[r];
+    if (region.kind == Region::Kind::Function || region.kind == Region::Kind::Class) return false;
+    if (region.kind == Region::Kind::Loop && model.is_step_loop(r)) {
+      loop = r;
+      break;
+    }
+  }
+  if (loop < 0 || node_symbol(model.regions()[loop].node) != k.for_statement) return false;
+  TSNode stmt = model.regions()[loop].node;
+  TSNode accelerator = preparing_accelerator(model, model.iterated_container(field(stmt, k.f_right)),
+                                             node_start_byte(stmt));
+  if (node_is_null(accelerator)) return false;
+  const FrameworkConfig* config = model.framework_config_of(accelerator);
+  return config != nullptr &&
+         model.framework_setting(*config, "dataloader_config").state == FrameworkSetting::State::Default;
+}
+
 void check(const SemanticModel& model, RuleContext& ctx) {
   if (!model.uses_cuda()) return;
   std::unordered_set<const CallSite*> drained;
@@ -75,6 +137,7 @@ void check(const SemanticModel& model, RuleContext& ctx) {
     if (model.from_host_parameter(call->receiver)) continue;  // every per-step caller passes a host value
     if (in_run_ending_branch(model, call->node)) continue;  // runs once, before the run stops
     if (feeds_finiteness_check(model, *call)) continue;
+    if (in_blocking_accelerate_loop(model, *call)) continue;
     if (!drained_known) {
       lambdas = lambda_ranges(model);
       drained = syncs_after_sync(model, ddp_wraps(model), lambdas);

@@ -228,11 +228,33 @@ const ProjectCaller* SemanticModel::step_caller_elsewhere(TSNode node) const {
 bool SemanticModel::runs_every_step(TSNode node, GuardMask exempt) const {
   std::vector<int> visiting;
   bool cycle = false;
-  return runs_every_step_from(region_of(node), exempt, 0, visiting, cycle);
+  return runs_every_step_from(region_of(node), node_start_byte(node), exempt, 0, visiting, cycle);
 }
 
-bool SemanticModel::runs_every_step_from(int region, GuardMask exempt, int depth, std::vector<int>& visiting,
-                                         bool& cycle) const {
+GuardMask SemanticModel::early_exit_guards(int r, std::uint32_t at) const {
+  const Kinds& k = kinds();
+  TSNode body = field(regions_[r].node, k.f_body);
+  if (node_is_null(body)) return 0;
+  bool loop = regions_[r].kind == Region::Kind::Loop;
+  GuardMask mask = 0;
+  for (TSNode stmt : children(body)) {
+    if (node_end_byte(stmt) > at) break;  // the statement holding `at`, and those after it
+    if (node_symbol(stmt) != k.if_statement || !node_is_null(field(stmt, k.f_alternative))) continue;
+    TSNode consequence = field(stmt, k.f_consequence);
+    std::uint32_t n = node_is_null(consequence) ? 0 : ts_node_named_child_count(consequence);
+    if (n == 0) continue;
+    TSNode last = ts_node_named_child(consequence, n - 1);
+    std::string_view type = ts_node_type(last);
+    bool exits = node_symbol(last) == k.return_statement || node_symbol(last) == k.raise_statement ||
+                 (loop && (type == "continue_statement" || node_symbol(last) == k.break_statement));
+    // what follows runs only when the test is false: `if step % every != 0: return`
+    if (exits) mask |= classify_condition(field(stmt, k.f_condition), true);
+  }
+  return mask;
+}
+
+bool SemanticModel::runs_every_step_from(int region, std::uint32_t at, GuardMask exempt, int depth,
+                                         std::vector<int>& visiting, bool& cycle) const {
   if (depth > 256) return false;  // call chains deeper than this are not followed
   for (int r = region; r >= 0; r = regions_[r].parent) {
     const Region& reg = regions_[r];
@@ -241,10 +263,12 @@ bool SemanticModel::runs_every_step_from(int region, GuardMask exempt, int depth
         if (reg.guard & exempt) return false;
         break;
       case Region::Kind::Loop:
-        if (step_loop_[r]) return true;
+        if (step_loop_[r]) return (early_exit_guards(r, at) & exempt) == 0;
         if (training_loop_[r]) return false;  // an epoch loop: runs once per epoch
         break;
       case Region::Kind::Function: {
+        // after an early exit on a rare condition (`if step % every != 0: return`)
+        if (early_exit_guards(r, at) & exempt) return false;
         // memoised per (function, exempt): each function's call sites are
         // examined once per query kind, however the call graph branches
         std::uint64_t key = (static_cast<std::uint64_t>(reg.function) << 8) | exempt;
@@ -264,7 +288,8 @@ bool SemanticModel::runs_every_step_from(int region, GuardMask exempt, int depth
         bool any = false, saw_cycle = false;
         for (int ci : callers_[reg.function]) {
           bool inner_cycle = false;
-          if (runs_every_step_from(calls_[ci].region, exempt, depth + 1, visiting, inner_cycle)) {
+          if (runs_every_step_from(calls_[ci].region, node_start_byte(calls_[ci].node), exempt, depth + 1, visiting,
+                                   inner_cycle)) {
             any = true;
             break;
           }
