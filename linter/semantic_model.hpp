@@ -523,6 +523,10 @@ class SemanticModel {
   /// `LightningModule` or `Callback` (Lightning's training loop calls them
   /// for every batch: lightning/pytorch/loops/training_epoch_loop.py).
   bool is_lightning_step_hook(int f) const;
+  /// True when `node` is in a method of a LightningModule subclass of this file
+  /// (whose loss, returned by training_step, the Trainer's precision plugin
+  /// backpropagates and, under "16-mixed", scales).
+  bool in_lightning_module(TSNode node) const;
   /// True when class region `r` derives, directly or through classes of this
   /// file, from one of the canonical classes `bases`.
   bool class_derives_from(int r, std::span<const std::string_view> bases) const;

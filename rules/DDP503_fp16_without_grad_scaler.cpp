@@ -121,6 +121,11 @@ void check(const SemanticModel& model, RuleContext& ctx) {
     if (autocast_precision(model, call) != "fp16") continue;
     // with autograd off (validation, a preview) no gradient can underflow
     if (under_no_grad(model, call.node) || with_no_grad_beside(model, call)) continue;
+    // a LightningModule: the Trainer backpropagates the loss its
+    // training_step returns, through its precision plugin, which under
+    // "16-mixed" scales it with a GradScaler (lightning/pytorch/plugins/
+    // precision/amp.py); that precision is set where the Trainer is made
+    if (model.in_lightning_module(call.node)) continue;
     // an autocast in a function that trains, or in a helper run on every step
     // (`loss = compute_loss(x)`); one in a function without backward that runs
     // only now and then (validation images every N steps) computes no gradients

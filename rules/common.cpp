@@ -641,6 +641,11 @@ int step_loop_of(const SemanticModel& model, int region) {
   int innermost = model.innermost_loop(region);
   for (int loop = innermost; loop > 0; loop = model.innermost_loop(model.regions()[loop].parent))
     if (model.is_step_loop(loop)) return loop;
+  // a Lightning hook that runs every step is the body of the Trainer's step loop
+  int scope = model.regions()[region].scope;
+  if (innermost < 0 && scope > 0 && model.regions()[scope].kind == Region::Kind::Function &&
+      model.is_lightning_step_hook(model.regions()[scope].function))
+    return scope;
   return innermost;
 }
 

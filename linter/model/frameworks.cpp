@@ -85,6 +85,12 @@ void SemanticModel::find_frameworks() {
   }
 }
 
+bool SemanticModel::in_lightning_module(TSNode node) const {
+  for (int r = region_of(node); r > 0; r = regions_[r].parent)
+    if (regions_[r].kind == Region::Kind::Class) return class_derives_from(r, kLightningModules);
+  return false;
+}
+
 bool SemanticModel::is_lightning_step_hook(int f) const {
   return f >= 0 && static_cast<std::size_t>(f) < lightning_hook_.size() && lightning_hook_[f] != 0;
 }
