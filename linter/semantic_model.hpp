@@ -453,6 +453,10 @@ class SemanticModel {
   int innermost_loop(int region) const;
   /// True if region `r` is a loop that runs once per training step.
   bool is_step_loop(int r) const { return r >= 0 && static_cast<std::size_t>(r) < step_loop_.size() && step_loop_[r]; }
+  /// True if region `r` is a training loop: a step loop, or a loop holding one (an epoch loop).
+  bool is_training_loop(int r) const {
+    return r >= 0 && static_cast<std::size_t>(r) < training_loop_.size() && training_loop_[r];
+  }
   /// True when the node is inside any training loop (step or epoch level).
   bool in_training_loop(TSNode node) const;
   /// Classifies an `if` condition (see GuardKind). `negated` for the else branch.

@@ -215,11 +215,44 @@ TSNode periodic_update_flag(const SemanticModel& model, const CallSite& call) {
   return {};
 }
 
+// Accelerate's `model, optimizer, loader = accelerator.prepare(model, optimizer,
+// loader)`: under multi-GPU launch each prepared module is wrapped in DDP
+// (accelerate/accelerator.py, prepare_model: DistributedDataParallel(model,
+// device_ids=[local_process_index], ...)). The names each result is bound to,
+// with their scope; those called as a model are the DDP model.
+std::vector<std::pair<std::string, int>> accelerate_prepared(const SemanticModel& model) {
+  const Kinds& k = kinds();
+  std::vector<std::pair<std::string, int>> out;
+  for (const CallSite* c : model.calls_named("prepare")) {
+    if (model.framework_object(c->receiver) != FrameworkObject::Accelerator) continue;
+    int scope = model.regions()[c->region].scope;
+    TSNode parent = ts_node_parent(c->node);
+    if (node_is_null(parent) || node_symbol(parent) != k.assignment) continue;
+    TSNode left = field(parent, k.f_left);
+    if (node_symbol(left) == k.identifier || node_symbol(left) == k.attribute) {
+      out.emplace_back(model.path_of(left), scope);
+      continue;
+    }
+    for (TSNode t : children(left))
+      if (std::string p = model.path_of(t); !p.empty()) out.emplace_back(std::move(p), scope);
+  }
+  // only the results some call runs as a model (`model(batch)`): not the
+  // optimizer, loader or scheduler prepared beside it
+  std::erase_if(out, [&](const std::pair<std::string, int>& handle) {
+    for (const CallSite& c : model.calls())
+      if (calls_as_model(model, c, handle.first)) return false;
+    return true;
+  });
+  return out;
+}
+
 void check(const SemanticModel& model, RuleContext& ctx) {
   // the DDP model: wrapped in this file, or passed in by another file of the
-  // project (main.py wraps, engine.py's train_one_epoch(model, ...) accumulates)
+  // project (main.py wraps, engine.py's train_one_epoch(model, ...) accumulates),
+  // or prepared by Accelerate
   const auto& passed = model.project().ddp_parameters;
-  if (!model.wraps_ddp() && passed.empty()) return;
+  std::vector<std::pair<std::string, int>> prepared = accelerate_prepared(model);
+  if (!model.wraps_ddp() && passed.empty() && prepared.empty()) return;
   auto given_ddp = [&](const CallSite& c) -> const ProjectFacts::DdpArguments* {
     int f = model.top_level_function_of(c.node);
     if (f < 0) return nullptr;
@@ -234,6 +267,10 @@ void check(const SemanticModel& model, RuleContext& ctx) {
     if (!w.result.empty()) handles.paths.emplace_back(w.result, w.scope), ddp_paths.push_back(w.result);
     if (!w.module.empty()) ddp_paths.push_back(w.module);
     if (!w.module.empty() && (w.result.empty() || w.result == w.module)) handles.paths.emplace_back(w.module, w.scope);
+  }
+  for (auto& [path, scope] : prepared) {
+    ddp_paths.push_back(path);
+    handles.paths.emplace_back(std::move(path), scope);
   }
   for (std::size_t f = 0; f < model.functions().size(); ++f) {
     if (!model.is_top_level_function(static_cast<int>(f))) continue;
@@ -254,16 +291,19 @@ void check(const SemanticModel& model, RuleContext& ctx) {
     (c.method == "backward" ? backwards : steps).push_back(&c);
   }
   if (steps.empty() || syncs_selectively(model, ddp_paths)) return;
+  bool accelerate = !model.wraps_ddp() && passed.empty();  // the DDP model comes from Accelerate's prepare
   auto report = [&](const CallSite* step) {
     std::string from;
     if (!model.wraps_ddp())
       if (const ProjectFacts::DdpArguments* d = given_ddp(*step))
         from = " (the DDP model is passed in at " + d->caller.path + ":" + std::to_string(d->caller.line) + ")";
     auto [start, end] = first_line_range(model, step->node);
+    std::string instead = accelerate ? "train under `with accelerator.accumulate(model):` with "
+                                       "Accelerator(gradient_accumulation_steps=N), which skips it on the others"
+                                     : "run the other micro-steps under `with model.no_sync():`";
     ctx.report(start, end,
                "gradient accumulation with DDP and no model.no_sync(): every micro-step's backward all-reduces "
-               "the gradients, although only the last one before this step needs it; run the other micro-steps "
-               "under `with model.no_sync():`" + from);
+               "the gradients, although only the last one before this step needs it; " + instead + from);
   };
   // (c) a loss scaler told to step only on accumulation boundaries: it runs
   // backward (an all-reduce) on every micro-step
@@ -313,12 +353,12 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 }
 }  // namespace
 
-// needs: a DDP/FSDP wrap (wraps_ddp()) and a backward() call
+// needs: a DDP/FSDP wrap (wraps_ddp()) or Accelerate's prepare, and a backward() call
 extern const Rule kRuleDDP303{
     .info = {.code = "DDP303", .name = "accumulation-without-no-sync", .severity = Severity::Warning,
              .summary = "Gradient accumulation in a DDP script without model.no_sync(): DDP all-reduces every micro-step",
              .url = "https://pytorch.org/docs/stable/generated/torch.nn.parallel.DistributedDataParallel.html#torch.nn.parallel.DistributedDataParallel.no_sync",
-             .needs = "torch;DistributedDataParallel|FullyShardedDataParallel|fully_shard;backward"},
+             .needs = "DistributedDataParallel|FullyShardedDataParallel|fully_shard|prepare;backward"},
     .check = &check};
 
 }  // namespace ddplint::rules

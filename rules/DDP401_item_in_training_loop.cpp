@@ -104,19 +104,11 @@ TSNode preparing_accelerator(const SemanticModel& model, TSNode expr, std::uint3
 // send_to_device(batch, device, non_blocking=self._non_blocking), False unless
 // DataLoaderConfiguration(non_blocking=True)), so the loop already waits for
 // the GPU's queue at every batch: one more sync in the step costs little.
-bool in_blocking_accelerate_loop(const SemanticModel& model, const CallSite& call) {
+// True when step loop region `loop` iterates such a loader.
+bool blocking_accelerate_loop(const SemanticModel& model, int loop) {
   const Kinds& k = kinds();
-  int loop = -1;
-  for (int r = call.region; r > 0; r = model.regions()[r].parent) {
-    const Region& region = model.regions()[r];
-    if (region.kind == Region::Kind::Function || region.kind == Region::Kind::Class) return false;
-    if (region.kind == Region::Kind::Loop && model.is_step_loop(r)) {
-      loop = r;
-      break;
-    }
-  }
-  if (loop < 0 || node_symbol(model.regions()[loop].node) != k.for_statement) return false;
   TSNode stmt = model.regions()[loop].node;
+  if (node_symbol(stmt) != k.for_statement) return false;
   TSNode accelerator = preparing_accelerator(model, model.iterated_container(field(stmt, k.f_right)),
                                              node_start_byte(stmt));
   if (node_is_null(accelerator)) return false;
@@ -125,11 +117,33 @@ bool in_blocking_accelerate_loop(const SemanticModel& model, const CallSite& cal
          model.framework_setting(*config, "dataloader_config").state == FrameworkSetting::State::Default;
 }
 
+// `call` in a step loop over such a loader; or, when it runs per step through
+// a function of this file (a helper the loop calls), every step loop of the
+// file iterates one (`all_blocking`).
+bool in_blocking_accelerate_loop(const SemanticModel& model, const CallSite& call, bool all_blocking) {
+  for (int r = call.region; r > 0; r = model.regions()[r].parent) {
+    const Region& region = model.regions()[r];
+    if (region.kind == Region::Kind::Function || region.kind == Region::Kind::Class) return all_blocking;
+    if (region.kind == Region::Kind::Loop && model.is_step_loop(r)) return blocking_accelerate_loop(model, r);
+  }
+  return all_blocking;
+}
+
+bool every_step_loop_blocking(const SemanticModel& model) {
+  bool any = false;
+  for (int r = 0; r < static_cast<int>(model.regions().size()); ++r) {
+    if (!model.is_step_loop(r)) continue;
+    if (!blocking_accelerate_loop(model, r)) return false;
+    any = true;
+  }
+  return any;
+}
+
 void check(const SemanticModel& model, RuleContext& ctx) {
   if (!model.uses_cuda()) return;
   std::unordered_set<const CallSite*> drained;
   ByteRanges lambdas;
-  bool drained_known = false;
+  bool drained_known = false, blocking_known = false, all_blocking = false;
   for (const CallSite* call : model.calls_named("item")) {
     if (node_is_null(call->receiver) || model.positional_count(*call) != 0) continue;
     if (!model.runs_every_step(call->node, kRareGuards)) continue;
@@ -137,7 +151,8 @@ void check(const SemanticModel& model, RuleContext& ctx) {
     if (model.from_host_parameter(call->receiver)) continue;  // every per-step caller passes a host value
     if (in_run_ending_branch(model, call->node)) continue;  // runs once, before the run stops
     if (feeds_finiteness_check(model, *call)) continue;
-    if (in_blocking_accelerate_loop(model, *call)) continue;
+    if (!blocking_known) all_blocking = every_step_loop_blocking(model), blocking_known = true;
+    if (in_blocking_accelerate_loop(model, *call, all_blocking)) continue;
     if (!drained_known) {
       lambdas = lambda_ranges(model);
       drained = syncs_after_sync(model, ddp_wraps(model), lambdas);

@@ -57,6 +57,13 @@ bool uses_reduced_precision(const SemanticModel& model) {
   for (TSNode d : model.decorators()) {
     if (model.text(d).find("autocast") != std::string_view::npos) return true;
   }
+  // a framework whose precision is not written here comes from the launch:
+  // Accelerate's from ACCELERATE_MIXED_PRECISION, which `accelerate launch`
+  // exports from its config (accelerate/state.py, utils/launch.py), Fabric's
+  // from LT_PRECISION (`fabric run`), TrainingArguments' from the command line
+  // (HfArgumentParser): unknown, so not guessed
+  for (const FrameworkConfig& config : model.framework_configs())
+    if (config.framework != Framework::Lightning) return true;
   return false;
 }
 

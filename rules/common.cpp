@@ -233,6 +233,36 @@ bool iterates_name(const SemanticModel& model, TSNode expr, std::string_view nam
   return false;
 }
 
+// `a, b, name = x.prepare(a, b, name)`: binding `b` of `name` is the result at
+// the position where `name` is passed (Accelerate's prepare returns its
+// arguments prepared, in order).
+bool prepared_in_place(const SemanticModel& model, const Binding& b, std::string_view name) {
+  const Kinds& k = kinds();
+  if (node_is_null(b.target)) return false;
+  TSNode pattern = ts_node_parent(b.target);
+  if (node_is_null(pattern)) return false;
+  std::string_view type = ts_node_type(pattern);
+  if (type != "pattern_list" && type != "tuple_pattern") return false;
+  TSNode assignment = ts_node_parent(pattern);
+  if (node_is_null(assignment) || node_symbol(assignment) != k.assignment) return false;
+  TSNode right = field(assignment, k.f_right);
+  const CallSite* c = node_symbol(right) == k.call ? model.call_at(right) : nullptr;
+  if (c == nullptr || c->method != "prepare" || model.has_unpacked_arguments(*c)) return false;
+  int target_at = -1, i = 0;
+  for (TSNode t : children(pattern)) {
+    if (node_eq(t, b.target)) target_at = i;
+    ++i;
+  }
+  int arg_at = -1;
+  i = 0;
+  for (const Argument& a : model.arguments(*c)) {
+    if (a.kind != Argument::Kind::Positional) return false;
+    if (node_symbol(a.value) == k.identifier && model.text(a.value) == name) arg_at = i;
+    ++i;
+  }
+  return target_at >= 0 && target_at == arg_at && i == static_cast<int>(ts_node_named_child_count(pattern));
+}
+
 bool within(TSNode outer, TSNode inner) {
   return node_start_byte(inner) >= node_start_byte(outer) && node_end_byte(inner) <= node_end_byte(outer);
 }
@@ -244,10 +274,12 @@ bool loader_feeds_no_training(const SemanticModel& model, const CallSite& call) 
   if (node_is_null(target) || node_symbol(target) != k.identifier) return false;
   std::string_view name = model.text(target);
   const int scope = model.regions()[model.region_of(call.node)].scope;
-  // every binding of the name in this scope: this DataLoader, or `name = x.prepare(name)`
+  // every binding of the name in this scope: this DataLoader, `name = x.prepare(name)`,
+  // or one of the results of `model, ..., name = x.prepare(model, ..., name)` at its position
   for (const Binding& b : model.bindings()) {
     if (b.scope != scope || b.path != name) continue;
     if (node_eq(b.value, call.node)) continue;
+    if (node_is_null(b.value) && prepared_in_place(model, b, name)) continue;
     const CallSite* c = node_is_null(b.value) ? nullptr : model.call_at(b.value);
     if (!c || c->method != "prepare" || model.arguments(*c).size() != 1 || !iterates_name(model, b.value, name)) return false;
   }
@@ -261,7 +293,8 @@ bool loader_feeds_no_training(const SemanticModel& model, const CallSite& call) 
     if (reg.kind != Region::Kind::Loop || reg.scope != scope || node_symbol(reg.node) != k.for_statement) continue;
     TSNode iterable = field(reg.node, k.f_right);
     if (!iterates_name(model, iterable, name)) continue;
-    if (model.is_step_loop(r) || model.in_training_loop(reg.node)) return false;
+    // (an evaluation loop may sit inside the epoch loop: it is no training loop itself)
+    if (model.is_step_loop(r) || model.is_training_loop(r)) return false;
     for (const CallSite& c : model.calls())
       if (model.is_training_call(c) && within(reg.node, c.node)) return false;
     iterables.push_back(iterable);
@@ -272,7 +305,7 @@ bool loader_feeds_no_training(const SemanticModel& model, const CallSite& call) 
     for (const Argument& a : model.arguments(c)) {
       if (node_is_null(a.value) || node_symbol(a.value) != k.identifier || model.text(a.value) != name) continue;
       bool in_loop = std::any_of(iterables.begin(), iterables.end(), [&](TSNode it) { return within(it, c.node); });
-      bool prepared = c.method == "prepare" && model.arguments(c).size() == 1;
+      bool prepared = c.method == "prepare";
       if (!in_loop && !prepared) return false;
     }
   }
