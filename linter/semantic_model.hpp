@@ -254,7 +254,16 @@ enum class FrameworkObject : std::uint8_t {
 /// `Accelerator(...)`, `L.Trainer(...)`, `L.Fabric(...)` or `TrainingArguments(...)`.
 struct FrameworkConfig {
   Framework framework = Framework::None;
+  /// The constructor call; for arguments parsed from the command line, the
+  /// `HfArgumentParser((..., TrainingArguments))` call.
   const CallSite* call = nullptr;
+  /// For HfArgumentParser: the class region of this file's dataclass that
+  /// subclasses TrainingArguments (its field defaults are the settings'
+  /// defaults), or -1 for TrainingArguments itself.
+  int dataclass = -1;
+  /// True when the settings come from the command line (HfArgumentParser):
+  /// a setting's value is then its default unless the launch overrides it.
+  bool parsed = false;
 };
 
 /// One setting of a FrameworkConfig (SemanticModel::framework_setting).
@@ -510,7 +519,11 @@ class SemanticModel {
   std::span<const FrameworkConfig> framework_configs() const { return framework_configs_; }
   /// The setting `key` of `config`: the keyword's value when written; Default
   /// when the call passes no `**kwargs` and no positional argument that could
-  /// be it (the framework's own default then applies); else Unknown.
+  /// be it (the framework's own default then applies); else Unknown. For a
+  /// parsed config (HfArgumentParser), the default of the field in this
+  /// file's dataclass (`ddp_backend: str = field(default="gloo")`: Written,
+  /// the value node inside the class), else Default, as an argparse default is
+  /// read as the option's value.
   FrameworkSetting framework_setting(const FrameworkConfig& config, std::string_view key) const;
   /// The framework object `expr` holds: a name or attribute every binding of
   /// which (in its scope) is a framework constructor call, or a parameter

@@ -72,7 +72,47 @@ bool platform_branch(const SemanticModel& model, TSNode node) {
   return false;
 }
 
+bool gloo_value(const SemanticModel& model, TSNode v) {
+  Value value = model.value_of(v);
+  return value.kind == Value::Kind::Str && value.s == "gloo";
+}
+
+constexpr std::string_view kSlower =
+    ": gradient all-reduces of CUDA tensors run far slower than with NCCL; ";
+
+// The backend chosen through a framework: TrainingArguments(ddp_backend="gloo")
+// (the Hugging Face Trainer's process group: transformers/training_args.py),
+// and Lightning's or Fabric's DDPStrategy(process_group_backend="gloo").
+void framework_backends(const SemanticModel& model, RuleContext& ctx) {
+  for (const FrameworkConfig& config : model.framework_configs()) {
+    if (config.framework != Framework::HfTrainer) continue;
+    FrameworkSetting backend = model.framework_setting(config, "ddp_backend");
+    if (backend.state != FrameworkSetting::State::Written || !gloo_value(model, backend.value)) continue;
+    bool cpu = false;
+    for (std::string_view key : {"use_cpu", "no_cuda"}) {
+      FrameworkSetting s = model.framework_setting(config, key);
+      Value v = model.value_of(s.value);
+      cpu = cpu || (s.state == FrameworkSetting::State::Written && (!v.known() || v.truthy()));
+    }
+    if (cpu || platform_branch(model, config.call->node)) continue;
+    TSNode at = argument_node(model, *config.call, backend.value);
+    ctx.report(node_start_byte(at), node_end_byte(at),
+               "ddp_backend=\"gloo\" for the Trainer" + std::string(kSlower) + "leave ddp_backend unset (NCCL on CUDA)");
+  }
+  if (!model.uses_cuda()) return;
+  for (const FrameworkStrategy& st : framework_strategies(model)) {
+    if (st.object == nullptr) continue;
+    TSNode backend = model.argument(*st.object, "process_group_backend");
+    if (node_is_null(backend) || !gloo_value(model, backend) || platform_branch(model, st.object->node)) continue;
+    TSNode at = argument_node(model, *st.object, backend);
+    ctx.report(node_start_byte(at), node_end_byte(at),
+               "process_group_backend=\"gloo\" in a script that trains on CUDA" + std::string(kSlower) +
+                   "leave it unset (NCCL on CUDA)");
+  }
+}
+
 void check(const SemanticModel& model, RuleContext& ctx) {
+  framework_backends(model, ctx);
   if (!model.uses_cuda() || !model.gloo_backend()) return;
   // only collectives move CUDA tensors through the process group: an RPC-only
   // script with a gloo group for bookkeeping is not slowed down by it
@@ -94,12 +134,12 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 }
 }  // namespace
 
-// needs: reports init_process_group calls (the gloo backend is only read there)
+// needs: the gloo backend (or Backend.GLOO), named in init_process_group, TrainingArguments(ddp_backend=) or DDPStrategy(process_group_backend=)
 extern const Rule kRuleDDP305{
     .info = {.code = "DDP305", .name = "gloo-backend-for-cuda", .severity = Severity::Warning,
              .summary = "init_process_group(backend=\"gloo\") in a script that trains on CUDA",
              .url = "https://pytorch.org/docs/stable/distributed.html#which-backend-to-use",
-             .needs = "torch;init_process_group"},
+             .needs = "gloo|GLOO"},
     .check = &check};
 
 }  // namespace ddplint::rules

@@ -48,6 +48,10 @@ FrameworkObject object_of(Framework f) {
   return FrameworkObject::None;
 }
 
+constexpr std::array<std::string_view, 4> kTrainingArguments = {
+    "transformers.TrainingArguments", "transformers.Seq2SeqTrainingArguments",
+    "transformers.training_args.TrainingArguments", "trl.SFTConfig"};
+
 constexpr std::array<std::string_view, 6> kLightningModules = {
     "lightning.LightningModule",         "lightning.pytorch.LightningModule",
     "pytorch_lightning.LightningModule", "pytorch_lightning.core.LightningModule",
@@ -69,10 +73,37 @@ bool per_step_hook_name(std::string_view name) {
 }  // namespace
 
 void SemanticModel::find_frameworks() {
+  const Kinds& k = kinds();
+  std::string name;
   for (const CallSite& c : calls_) {
     if (c.canonical.empty()) continue;
     Framework f = config_framework(c.canonical);
-    if (f != Framework::None) framework_configs_.push_back(FrameworkConfig{f, &c});
+    if (f != Framework::None) framework_configs_.push_back(FrameworkConfig{f, &c, -1, false});
+    // HfArgumentParser((ModelArguments, TrainingArguments)): the classes whose
+    // fields become command-line options (transformers/hf_argparser.py)
+    if (c.canonical != "transformers.HfArgumentParser" && c.canonical != "transformers.hf_argparser.HfArgumentParser")
+      continue;
+    TSNode types = argument(c, "dataclass_types", 0);
+    if (node_is_null(types)) continue;
+    std::vector<TSNode> names;
+    if (node_symbol(types) == k.identifier || node_symbol(types) == k.attribute) names.push_back(types);
+    else
+      for (TSNode e : children(types)) names.push_back(e);
+    for (TSNode n : names) {
+      if (node_symbol(n) != k.identifier && node_symbol(n) != k.attribute) continue;
+      if (canonical_name_into(n, name)) {
+        if (config_framework(name) == Framework::HfTrainer)
+          framework_configs_.push_back(FrameworkConfig{Framework::HfTrainer, &c, -1, true});
+        continue;
+      }
+      if (node_symbol(n) != k.identifier) continue;
+      for (const Binding* d : bindings_of(text(n), 0)) {
+        if (d->kind != Binding::Kind::Definition || node_symbol(d->value) != k.class_definition) continue;
+        int cr = region_of(field(d->value, k.f_body));
+        if (cr > 0 && regions_[cr].kind == Region::Kind::Class && class_derives_from(cr, kTrainingArguments))
+          framework_configs_.push_back(FrameworkConfig{Framework::HfTrainer, &c, cr, true});
+      }
+    }
   }
   lightning_hook_.assign(functions_.size(), 0);
   for (std::size_t f = 0; f < functions_.size(); ++f) {
@@ -126,6 +157,42 @@ bool SemanticModel::class_derives_from(int r, std::span<const std::string_view> 
 FrameworkSetting SemanticModel::framework_setting(const FrameworkConfig& config, std::string_view key) const {
   FrameworkSetting out;
   if (config.call == nullptr) return out;
+  if (config.parsed) {
+    // the field's default in this file's dataclass (or a dataclass it derives from here)
+    const Kinds& k = kinds();
+    for (int cr = config.dataclass, depth = 0; cr > 0 && depth < 8; ++depth) {
+      TSNode body = field(regions_[cr].node, k.f_body);
+      for (TSNode stmt : children(body)) {
+        if (node_symbol(stmt) != k.expression_statement || ts_node_named_child_count(stmt) != 1) continue;
+        TSNode a = ts_node_named_child(stmt, 0);
+        if (node_symbol(a) != k.assignment || node_is_null(field(a, k.f_right))) continue;
+        TSNode left = field(a, k.f_left);
+        if (node_symbol(left) != k.identifier || text(left) != key) continue;
+        TSNode v = field(a, k.f_right);
+        if (node_symbol(v) == k.call) {  // field(default=..., metadata=...)
+          const CallSite* f = call_at(v);
+          if (f == nullptr || (f->canonical != "dataclasses.field" && f->method != "field")) return out;
+          v = argument(*f, "default");
+          if (node_is_null(v)) return out;  // default_factory, or none: unknown
+        }
+        out.state = FrameworkSetting::State::Written;
+        out.value = v;
+        return out;
+      }
+      // the next class of this file up the chain
+      int next = -1;
+      TSNode supers = field(regions_[cr].node, k.f_superclasses);
+      for (TSNode b : children(supers)) {
+        if (node_symbol(b) != k.identifier) continue;
+        for (const Binding* d : bindings_of(text(b), 0))
+          if (d->kind == Binding::Kind::Definition && node_symbol(d->value) == k.class_definition)
+            next = region_of(field(d->value, k.f_body));
+      }
+      cr = next;
+    }
+    out.state = FrameworkSetting::State::Default;
+    return out;
+  }
   TSNode v = argument(*config.call, key);
   if (!node_is_null(v)) {
     out.state = FrameworkSetting::State::Written;
