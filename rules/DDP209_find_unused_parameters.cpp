@@ -50,10 +50,8 @@ void check(const SemanticModel& model, RuleContext& ctx) {
     constexpr std::string_view kSuffix = "_find_unused_parameters_true";
     if (!st.name.ends_with(kSuffix)) continue;
     std::string plain = st.name.substr(0, st.name.size() - kSuffix.size());
-    std::optional<Fix> fix;
-    if (node_symbol(st.value) == kinds().string && model.text(st.value).find('{') == std::string_view::npos)
-      fix = Fix{Fix::Applicability::Unsafe, "Use `strategy=\"" + plain + "\"`",
-                {Edit{node_start_byte(st.value), node_end_byte(st.value), "\"" + plain + "\""}}};
+    // unsafe: with parameters that really get no gradient, DDP then fails in backward
+    std::optional<Fix> fix = strategy_rename_fix(model, st, plain);
     TSNode at = argument_node(model, *st.config->call, st.value);
     ctx.report(node_start_byte(at), node_end_byte(at),
                "strategy=\"" + st.name + "\" is DDP with find_unused_parameters=True, which" + std::string(kCost),
@@ -62,7 +60,7 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 }
 }  // namespace
 
-// needs: the find_unused_parameters keyword of DDP, Accelerate's DDP kwargs handler, Lightning's DDPStrategy,
+// needs: the find_unused_parameters keyword of DDP or Lightning's DDPStrategy,
 // or TrainingArguments(ddp_find_unused_parameters=), or a strategy name that ends in it
 extern const Rule kRuleDDP209{
     .info = {.code = "DDP209", .name = "find-unused-parameters", .severity = Severity::Info,

@@ -24,12 +24,9 @@ void check(const SemanticModel& model, RuleContext& ctx) {
     }
     if (st.name.rfind("ddp_spawn", 0) != 0) continue;
     std::string plain = "ddp" + st.name.substr(std::string_view("ddp_spawn").size());
-    std::optional<Fix> fix;
-    if (node_symbol(st.value) == kinds().string && model.text(st.value).find('{') == std::string_view::npos)
-      // unsafe: with "ddp" the whole script runs once per GPU, so code before
-      // fit() runs N times, and the launching process's model is the trained one
-      fix = Fix{Fix::Applicability::Unsafe, "Use `strategy=\"" + plain + "\"`",
-                {Edit{node_start_byte(st.value), node_end_byte(st.value), "\"" + plain + "\""}}};
+    // unsafe: with "ddp" the whole script runs once per GPU, so code before
+    // fit() runs in every process
+    std::optional<Fix> fix = strategy_rename_fix(model, st, plain);
     TSNode at = argument_node(model, *st.config->call, st.value);
     ctx.report(node_start_byte(at), node_end_byte(at),
                "strategy=\"" + st.name + "\" starts the GPU processes by spawn: Lightning's docs call it generally "

@@ -757,6 +757,14 @@ bool lightning_ddp_strategy(std::string_view canonical) {
 }
 }  // namespace
 
+std::optional<Fix> strategy_rename_fix(const SemanticModel& model, const FrameworkStrategy& st, std::string_view name) {
+  if (node_symbol(st.value) != kinds().string || model.text(st.value).find('{') != std::string_view::npos)
+    return std::nullopt;
+  std::string quoted = "\"" + std::string(name) + "\"";
+  return Fix{Fix::Applicability::Unsafe, "Use `strategy=" + quoted + "`",
+             {Edit{node_start_byte(st.value), node_end_byte(st.value), quoted}}};
+}
+
 std::vector<FrameworkStrategy> framework_strategies(const SemanticModel& model) {
   std::vector<FrameworkStrategy> out;
   const Kinds& k = kinds();

@@ -40,6 +40,9 @@ struct FrameworkStrategy {
 /// Lightning/Fabric `DDPStrategy`); a `DDPStrategy(...)` not passed to a
 /// configuration of this file is listed too, with `config` null.
 std::vector<FrameworkStrategy> framework_strategies(const SemanticModel& model);
+/// An unsafe fix that writes `strategy="<name>"` in place of the string of
+/// `st` (a plain string literal only; none for an f-string, a name or an object).
+std::optional<Fix> strategy_rename_fix(const SemanticModel& model, const FrameworkStrategy& st, std::string_view name);
 
 /// True if the expression is a gradient: reads `.grad`, or is a name such as
 /// `grad`/`grads` or bound to such an expression in the file.
