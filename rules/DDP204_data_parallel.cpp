@@ -18,6 +18,8 @@ void check(const SemanticModel& model, RuleContext& ctx) {
   // in torch.nn.DataParallel)
   for (const FrameworkStrategy& st : framework_strategies(model)) {
     if (st.name != "dp") continue;
+    Value device = model.value_of(model.argument(*st.config->call, "accelerator"));
+    if (device.kind == Value::Kind::Str && device.s == "cpu") continue;  // no GPUs to drive
     TSNode at = argument_node(model, *st.config->call, st.value);
     ctx.report(node_start_byte(at), node_end_byte(at),
                "strategy=\"dp\" is torch.nn.DataParallel: one Python process drives every GPU, copies the model to "

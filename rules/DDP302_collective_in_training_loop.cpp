@@ -94,6 +94,22 @@ void lightning_sync_dist(const SemanticModel& model, RuleContext& ctx) {
       if (node_is_null(call->receiver) || model.text(call->receiver) != "self") continue;
       if (model.framework_object(call->receiver) != FrameworkObject::LightningModule) continue;
       if (model.has_unpacked_arguments(*call)) continue;
+      // a torchmetrics Metric held by the module (`self.log("acc", self.acc,
+      // sync_dist=True)`) is reduced by the metric at the epoch's compute(),
+      // not by sync_dist (result.py: only tensor values take meta.sync); a
+      // log_dict of anything but a dict written here may hold such metrics
+      TSNode value = model.argument(*call, method == "log" ? "value" : "dictionary", method == "log" ? 1 : 0);
+      if (node_is_null(value)) continue;
+      if (method == "log" && model.path_of(value).starts_with("self.")) continue;
+      if (method == "log_dict") {
+        if (node_symbol(value) != kinds().dictionary) continue;
+        bool held = false;
+        for (TSNode pair : children(value)) {
+          TSNode v = ts_node_child_by_field_name(pair, "value", 5);
+          held = held || node_is_null(v) || model.path_of(v).starts_with("self.");
+        }
+        if (held) continue;
+      }
       TSNode sync = model.argument(*call, "sync_dist");
       Value v = model.value_of(sync);
       if (node_is_null(sync) || !v.known() || !v.truthy()) continue;

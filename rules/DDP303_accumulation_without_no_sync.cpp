@@ -225,6 +225,11 @@ std::vector<std::pair<std::string, int>> accelerate_prepared(const SemanticModel
   std::vector<std::pair<std::string, int>> out;
   for (const CallSite* c : model.calls_named("prepare")) {
     if (model.framework_object(c->receiver) != FrameworkObject::Accelerator) continue;
+    // with a DeepSpeed plugin, prepare() returns a DeepSpeed engine that keeps
+    // its own accumulation boundaries, not DDP
+    const FrameworkConfig* config = model.framework_config_of(c->receiver);
+    if (config == nullptr || model.framework_setting(*config, "deepspeed_plugin").state != FrameworkSetting::State::Default)
+      continue;
     int scope = model.regions()[c->region].scope;
     TSNode parent = ts_node_parent(c->node);
     if (node_is_null(parent) || node_symbol(parent) != k.assignment) continue;

@@ -1,5 +1,6 @@
 // DDP401 item-in-training-loop: .item() on every step (host-device sync).
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <unordered_set>
 #include <vector>
@@ -63,87 +64,12 @@ bool feeds_finiteness_check(const SemanticModel& model, const CallSite& call) {
   return false;
 }
 
-// The Accelerator whose prepared DataLoader `expr` holds: `accelerator.prepare(...)`
-// (one of its results), `accelerator.prepare_data_loader(loader)`,
-// `accelerator.skip_first_batches(loader, n)`, or a name whose last binding
-// before byte `before` is one of those. Null node when not known to be one.
-TSNode preparing_accelerator(const SemanticModel& model, TSNode expr, std::uint32_t before, int depth = 0) {
-  const Kinds& k = kinds();
-  if (node_is_null(expr) || depth > 3) return {};
-  if (node_symbol(expr) == k.call) {
-    const CallSite* c = model.call_at(expr);
-    if (c == nullptr || (c->method != "prepare" && c->method != "prepare_data_loader" && c->method != "skip_first_batches"))
-      return {};
-    return model.framework_object(c->receiver) == FrameworkObject::Accelerator ? c->receiver : TSNode{};
-  }
-  if (node_symbol(expr) != k.identifier) return {};
-  const Binding* last = nullptr;
-  for (const Binding* b : model.bindings_of(model.text(expr), model.region_of(expr)))
-    if (!node_is_null(b->target) && node_start_byte(b->target) < before &&
-        (last == nullptr || node_start_byte(b->target) > node_start_byte(last->target)))
-      last = b;
-  if (last == nullptr || last->kind != Binding::Kind::Assign) return {};
-  // `model, optimizer, loader = accelerator.prepare(...)`: the assignment's right side
-  TSNode value = last->value;
-  if (node_is_null(value)) {
-    for (TSNode n = ts_node_parent(last->target); !node_is_null(n); n = ts_node_parent(n)) {
-      if (node_symbol(n) == k.assignment) {
-        value = field(n, k.f_right);
-        break;
-      }
-      std::string_view type = ts_node_type(n);
-      if (type != "pattern_list" && type != "tuple_pattern" && type != "list_pattern") break;
-    }
-  }
-  return preparing_accelerator(model, value, node_start_byte(last->target), depth + 1);
-}
-
-// True when `call` runs in a loop over a DataLoader that Accelerate prepared
-// with its default configuration: each batch is moved to the GPU with a
-// blocking copy (accelerate/data_loader.py, DataLoaderShard.__iter__:
-// send_to_device(batch, device, non_blocking=self._non_blocking), False unless
-// DataLoaderConfiguration(non_blocking=True)), so the loop already waits for
-// the GPU's queue at every batch: one more sync in the step costs little.
-// True when step loop region `loop` iterates such a loader.
-bool blocking_accelerate_loop(const SemanticModel& model, int loop) {
-  const Kinds& k = kinds();
-  TSNode stmt = model.regions()[loop].node;
-  if (node_symbol(stmt) != k.for_statement) return false;
-  TSNode accelerator = preparing_accelerator(model, model.iterated_container(field(stmt, k.f_right)),
-                                             node_start_byte(stmt));
-  if (node_is_null(accelerator)) return false;
-  const FrameworkConfig* config = model.framework_config_of(accelerator);
-  return config != nullptr &&
-         model.framework_setting(*config, "dataloader_config").state == FrameworkSetting::State::Default;
-}
-
-// `call` in a step loop over such a loader; or, when it runs per step through
-// a function of this file (a helper the loop calls), every step loop of the
-// file iterates one (`all_blocking`).
-bool in_blocking_accelerate_loop(const SemanticModel& model, const CallSite& call, bool all_blocking) {
-  for (int r = call.region; r > 0; r = model.regions()[r].parent) {
-    const Region& region = model.regions()[r];
-    if (region.kind == Region::Kind::Function || region.kind == Region::Kind::Class) return all_blocking;
-    if (region.kind == Region::Kind::Loop && model.is_step_loop(r)) return blocking_accelerate_loop(model, r);
-  }
-  return all_blocking;
-}
-
-bool every_step_loop_blocking(const SemanticModel& model) {
-  bool any = false;
-  for (int r = 0; r < static_cast<int>(model.regions().size()); ++r) {
-    if (!model.is_step_loop(r)) continue;
-    if (!blocking_accelerate_loop(model, r)) return false;
-    any = true;
-  }
-  return any;
-}
-
 void check(const SemanticModel& model, RuleContext& ctx) {
   if (!model.uses_cuda()) return;
   std::unordered_set<const CallSite*> drained;
   ByteRanges lambdas;
-  bool drained_known = false, blocking_known = false, all_blocking = false;
+  bool drained_known = false;
+  std::optional<BlockingLoaderSteps> blocking;
   for (const CallSite* call : model.calls_named("item")) {
     if (node_is_null(call->receiver) || model.positional_count(*call) != 0) continue;
     if (!model.runs_every_step(call->node, kRareGuards)) continue;
@@ -151,8 +77,8 @@ void check(const SemanticModel& model, RuleContext& ctx) {
     if (model.from_host_parameter(call->receiver)) continue;  // every per-step caller passes a host value
     if (in_run_ending_branch(model, call->node)) continue;  // runs once, before the run stops
     if (feeds_finiteness_check(model, *call)) continue;
-    if (!blocking_known) all_blocking = every_step_loop_blocking(model), blocking_known = true;
-    if (in_blocking_accelerate_loop(model, *call, all_blocking)) continue;
+    if (!blocking) blocking.emplace(model);
+    if (blocking->holds(*call)) continue;
     if (!drained_known) {
       lambdas = lambda_ranges(model);
       drained = syncs_after_sync(model, ddp_wraps(model), lambdas);
@@ -168,12 +94,13 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 }
 }  // namespace
 
-// needs: fires without torch: uses_cuda() ("cuda"/"nccl"), .item(), a training loop (backward()/.step())
+// needs: fires without torch: uses_cuda() ("cuda"/"nccl", or a framework that picks the GPU: accelerate,
+// lightning), .item(), a training loop (backward()/.step()) or a Lightning per-step hook (on_train_batch_*, ...)
 extern const Rule kRuleDDP401{
     .info = {.code = "DDP401", .name = "item-in-training-loop", .severity = Severity::Warning,
              .summary = "`.item()` on every step of a CUDA training loop: a host-device sync",
              .url = "https://pytorch.org/docs/stable/notes/cuda.html#asynchronous-execution",
-             .needs = "torch|cuda|nccl;item;backward|step"},
+             .needs = "torch|cuda|nccl|accelerate|lightning;item;backward|step|on_train_batch|zero_grad"},
     .check = &check};
 
 }  // namespace ddplint::rules

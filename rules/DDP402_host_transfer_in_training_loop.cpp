@@ -1,4 +1,5 @@
 // DDP402 host-transfer-in-training-loop: .cpu()/.numpy()/.tolist()/.to("cpu") every step.
+#include <optional>
 #include <unordered_set>
 
 #include "linter/semantic_model.hpp"
@@ -63,6 +64,7 @@ bool host_receiver(const SemanticModel& model, TSNode expr, int depth = 0, bool 
 
 void check(const SemanticModel& model, RuleContext& ctx) {
   if (!model.uses_cuda()) return;
+  std::optional<BlockingLoaderSteps> blocking;
   // In a chain (`loss.detach().cpu().numpy()`, `x.cpu().item()`) only the
   // outermost read is reported: one copy, one sync, one finding.
   std::unordered_set<std::uint32_t> inner;
@@ -80,6 +82,8 @@ void check(const SemanticModel& model, RuleContext& ctx) {
     if (host_receiver(model, c.receiver)) continue;
     if (model.from_host_parameter(c.receiver)) continue;  // every per-step caller passes a host value
     if (!model.runs_every_step(c.node, kRareGuards)) continue;
+    if (!blocking) blocking.emplace(model);
+    if (blocking->holds(c)) continue;  // the loop waits for the GPU at each batch anyway
     auto [start, end] = first_line_range(model, c.node);
     std::string what = c.method == "to" ? ".to(\"cpu\")" : "." + std::string(c.method) + "()";
     ctx.report(start, end,
@@ -89,12 +93,13 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 }
 }  // namespace
 
-// needs: fires without torch: uses_cuda() ("cuda"/"nccl") and a training loop (backward()/.step())
+// needs: fires without torch: uses_cuda() ("cuda"/"nccl", or a framework that picks the GPU: accelerate,
+// lightning) and a training loop (backward()/.step()) or a Lightning per-step hook (on_train_batch_*, ...)
 extern const Rule kRuleDDP402{
     .info = {.code = "DDP402", .name = "host-transfer-in-training-loop", .severity = Severity::Warning,
              .summary = "`.cpu()`, `.numpy()`, `.tolist()` or `.to(\"cpu\")` on every step of a CUDA training loop",
              .url = "https://pytorch.org/docs/stable/notes/cuda.html#asynchronous-execution",
-             .needs = "torch|cuda|nccl;backward|step"},
+             .needs = "torch|cuda|nccl|accelerate|lightning;backward|step|on_train_batch|zero_grad"},
     .check = &check};
 
 }  // namespace ddplint::rules

@@ -49,12 +49,12 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 }
 }  // namespace
 
-// needs: reports calls run every step (runs_every_step: a training loop, backward()/.step())
+// needs: reports calls run every step (runs_every_step: a training loop, backward()/.step()), or a Lightning per-step hook
 extern const Rule kRuleDDP403{
     .info = {.code = "DDP403", .name = "tensor-print-in-training-loop", .severity = Severity::Warning,
              .summary = "print/logging/f-string of a tensor every training step: an implicit copy to the host",
              .url = "https://pytorch.org/docs/stable/notes/cuda.html#asynchronous-execution",
-             .needs = "torch;backward|step"},
+             .needs = "torch;backward|step|on_train_batch|zero_grad"},
     .check = &check};
 
 }  // namespace ddplint::rules

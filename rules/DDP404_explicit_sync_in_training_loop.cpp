@@ -64,12 +64,12 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 }
 }  // namespace
 
-// needs: reports torch.cuda.synchronize/empty_cache calls run every step
+// needs: reports torch.cuda.synchronize/empty_cache calls run every step, or a Lightning per-step hook
 extern const Rule kRuleDDP404{
     .info = {.code = "DDP404", .name = "explicit-sync-in-training-loop", .severity = Severity::Warning,
              .summary = "torch.cuda.synchronize() or torch.cuda.empty_cache() on every training step",
              .url = "https://pytorch.org/docs/stable/notes/cuda.html#asynchronous-execution",
-             .needs = "torch;synchronize|empty_cache;backward|step"},
+             .needs = "torch;synchronize|empty_cache;backward|step|on_train_batch|zero_grad"},
     .check = &check};
 
 }  // namespace ddplint::rules

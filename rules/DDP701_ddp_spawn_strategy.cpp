@@ -29,7 +29,7 @@ void check(const SemanticModel& model, RuleContext& ctx) {
     std::optional<Fix> fix = strategy_rename_fix(model, st, plain);
     TSNode at = argument_node(model, *st.config->call, st.value);
     ctx.report(node_start_byte(at), node_end_byte(at),
-               "strategy=\"" + st.name + "\" starts the GPU processes by spawn: Lightning's docs call it generally "
+               "strategy=\"" + st.name + "\" starts its processes by spawn: Lightning's docs call it generally "
                "slower than DDP, for debugging, and without multi-node support; use strategy=\"" + plain + "\"",
                std::move(fix));
   }

@@ -50,14 +50,24 @@ void check(const SemanticModel& model, RuleContext& ctx) {
       continue;
     }
     if (steps_set_later(model, model.path_of(call->receiver))) continue;
-    // Left at its default, only `accelerate launch --use_deepspeed
-    // --gradient_accumulation_steps N` sets it from outside
-    // (ACCELERATE_GRADIENT_ACCUMULATION_STEPS, accelerate/utils/launch.py
-    // prepare_deepspeed_cmd_env): not for a DeepSpeed Accelerator
+    // the variable Accelerator() reads when given no plugin, written by the script
+    bool from_environment = false;
+    for (const EnvWrite& w : model.env_writes())
+      from_environment = from_environment || w.name == "ACCELERATE_GRADIENT_ACCUMULATION_STEPS";
+    if (from_environment) continue;
+    // Left at its default, only a DeepSpeed launch sets it from outside
+    // (`accelerate launch --use_deepspeed --gradient_accumulation_steps N` or a
+    // DeepSpeed config file export ACCELERATE_GRADIENT_ACCUMULATION_STEPS:
+    // accelerate/utils/launch.py prepare_deepspeed_cmd_env): not for a DeepSpeed Accelerator
     if (steps.state == FrameworkSetting::State::Default &&
         model.framework_setting(*config, "deepspeed_plugin").state != FrameworkSetting::State::Default)
       continue;
+    // a DeepSpeed launch configuration can still set the steps of a plain
+    // Accelerator() (Accelerate then builds its DeepSpeed plugin from the
+    // environment): only a script with an accumulation option of its own,
+    // never given to the Accelerator, certainly loses it
     std::string_view option = accumulation_option(model);
+    if (option.empty()) continue;
     bool given = false;
     for (const Argument& a : model.arguments(*config->call)) given = given || (!option.empty() && model.last_name(a.value) == option);
     if (given) continue;
@@ -65,15 +75,14 @@ void check(const SemanticModel& model, RuleContext& ctx) {
     auto line_of = [&](TSNode n) { return std::to_string(model.source().lines().position(node_start_byte(n)).row); };
     std::string setting = steps.state == FrameworkSetting::State::Written ? "gradient_accumulation_steps=1"
                                                                           : "no gradient_accumulation_steps";
-    std::string unused;
-    if (!option.empty()) {
-      const CallSite* defined = model.argparse_definition(option);
-      unused = ", and the script's --" + std::string(option) +
-               (defined == nullptr ? std::string() : " (line " + line_of(defined->node) + ")") + " never reaches it";
-    }
+    const CallSite* defined = model.argparse_definition(option);
+    std::string unused = ", and the script's --" + std::string(option) +
+                         (defined == nullptr ? std::string() : " (line " + line_of(defined->node) + ")") +
+                         " never reaches it";
     auto [start, end] = first_line_range(model, config->call->node);
     ctx.report(start, end,
-               "Accelerator with " + setting + " and accelerator.accumulate() at line " + line_of(call->node) +
+               "Accelerator with " + setting + " and " + std::string(model.text(call->receiver)).substr(0, 40) +
+                   ".accumulate() at line " + line_of(call->node) +
                    ": it accumulates over 1 micro-step, so every micro-step all-reduces and steps the optimizer" +
                    unused + "; pass gradient_accumulation_steps to Accelerator(...)");
   }

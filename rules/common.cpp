@@ -801,4 +801,111 @@ std::vector<FrameworkStrategy> framework_strategies(const SemanticModel& model) 
   return out;
 }
 
+namespace {
+// The Accelerator whose prepared DataLoader `expr` holds: `accelerator.prepare(...)`
+// (one of its results), `accelerator.prepare_data_loader(loader)`,
+// `accelerator.skip_first_batches(loader, n)`, or a name whose last binding
+// before byte `before` is one of those. Null node when not known to be one.
+TSNode preparing_accelerator(const SemanticModel& model, TSNode expr, std::uint32_t before, int depth = 0) {
+  const Kinds& k = kinds();
+  if (node_is_null(expr) || depth > 3) return {};
+  if (node_symbol(expr) == k.call) {
+    const CallSite* c = model.call_at(expr);
+    if (c == nullptr || (c->method != "prepare" && c->method != "prepare_data_loader" && c->method != "skip_first_batches"))
+      return {};
+    if (model.framework_object(c->receiver) == FrameworkObject::Accelerator) return c->receiver;
+    // an Accelerator handed in (`def train(accelerator, model, loader)`) in a
+    // file that imports Accelerate: a parameter is all it can be bound to here
+    bool imports_accelerate = false;
+    for (const auto& [local, target] : model.imports().entries())
+      imports_accelerate = imports_accelerate || target == "accelerate" || target.starts_with("accelerate.");
+    if (!imports_accelerate || node_symbol(c->receiver) != k.identifier) return {};
+    BindingList bs = model.bindings_of(model.text(c->receiver), model.region_of(c->receiver));
+    if (bs.empty()) return {};
+    for (const Binding* b : bs)
+      if (b->kind != Binding::Kind::Parameter) return {};
+    return c->receiver;
+  }
+  if (node_symbol(expr) != k.identifier) return {};
+  const Binding* last = nullptr;
+  for (const Binding* b : model.bindings_of(model.text(expr), model.region_of(expr)))
+    if (!node_is_null(b->target) && node_start_byte(b->target) < before &&
+        (last == nullptr || node_start_byte(b->target) > node_start_byte(last->target)))
+      last = b;
+  if (last == nullptr || last->kind != Binding::Kind::Assign) return {};
+  // `model, optimizer, loader = accelerator.prepare(...)`: the assignment's right side
+  TSNode value = last->value;
+  if (node_is_null(value)) {
+    for (TSNode n = ts_node_parent(last->target); !node_is_null(n); n = ts_node_parent(n)) {
+      if (node_symbol(n) == k.assignment) {
+        value = field(n, k.f_right);
+        break;
+      }
+      std::string_view type = ts_node_type(n);
+      if (type != "pattern_list" && type != "tuple_pattern" && type != "list_pattern") break;
+    }
+  }
+  return preparing_accelerator(model, value, node_start_byte(last->target), depth + 1);
+}
+
+// True when `call` runs in a loop over a DataLoader that Accelerate prepared
+// with its default configuration: each batch is moved to the GPU with a
+// blocking copy (accelerate/data_loader.py, DataLoaderShard.__iter__:
+// send_to_device(batch, device, non_blocking=self._non_blocking), False unless
+// DataLoaderConfiguration(non_blocking=True)), so the loop already waits for
+// the GPU's queue at every batch: one more sync in the step costs little.
+// True when step loop region `loop` iterates such a loader.
+bool blocking_accelerate_loop(const SemanticModel& model, int loop) {
+  const Kinds& k = kinds();
+  TSNode stmt = model.regions()[loop].node;
+  if (node_symbol(stmt) != k.for_statement) return false;
+  TSNode accelerator = preparing_accelerator(model, model.iterated_container(field(stmt, k.f_right)),
+                                             node_start_byte(stmt));
+  if (node_is_null(accelerator)) return false;
+  // the Accelerator's configuration, where this file makes it: not blocking
+  // only when known to move batches without waiting (DataLoaderConfiguration(
+  // non_blocking=True)) or not to move them at all (device_placement=False);
+  // an Accelerator passed in or configured elsewhere moves them as by default
+  const FrameworkConfig* config = model.framework_config_of(accelerator);
+  if (config == nullptr) return true;
+  FrameworkSetting placement = model.framework_setting(*config, "device_placement");
+  if (placement.state == FrameworkSetting::State::Written) {
+    Value v = model.value_of(placement.value);
+    if (!v.known() || !v.truthy()) return false;
+  }
+  FrameworkSetting dl = model.framework_setting(*config, "dataloader_config");
+  if (dl.state != FrameworkSetting::State::Written) return true;
+  TSNode made = dl.value;
+  if (node_symbol(made) == k.identifier) made = model.single_assignment(made);
+  const CallSite* c = !node_is_null(made) && node_symbol(made) == k.call ? model.call_at(made) : nullptr;
+  if (c == nullptr) return model.value_of(dl.value).kind == Value::Kind::None;  // dataloader_config=None
+  Value non_blocking = model.value_of(model.argument(*c, "non_blocking"));
+  return node_is_null(model.argument(*c, "non_blocking")) || (non_blocking.known() && !non_blocking.truthy());
+}
+
+}  // namespace
+
+BlockingLoaderSteps::BlockingLoaderSteps(const SemanticModel& model) : model_(model) {
+  bool any = false;
+  all_ = true;
+  for (int r = 0; r < static_cast<int>(model.regions().size()) && all_; ++r) {
+    if (!model.is_step_loop(r)) continue;
+    all_ = blocking_accelerate_loop(model, r);
+    any = true;
+  }
+  all_ = all_ && any;
+}
+
+bool BlockingLoaderSteps::in_region(int region) const {
+  const SemanticModel& model = model_;
+  const bool all_blocking = all_;
+  for (int r = region; r > 0; r = model.regions()[r].parent) {
+    const Region& region = model.regions()[r];
+    if (region.kind == Region::Kind::Function || region.kind == Region::Kind::Class) return all_blocking;
+    if (region.kind == Region::Kind::Loop && model.is_step_loop(r)) return blocking_accelerate_loop(model, r);
+  }
+  return all_blocking;
+}
+
+
 }  // namespace ddplint::rules

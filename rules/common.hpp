@@ -40,6 +40,26 @@ struct FrameworkStrategy {
 /// Lightning/Fabric `DDPStrategy`); a `DDPStrategy(...)` not passed to a
 /// configuration of this file is listed too, with `config` null.
 std::vector<FrameworkStrategy> framework_strategies(const SemanticModel& model);
+/// The per-step work that runs in loops over DataLoaders Accelerate prepared
+/// to move each batch with a blocking copy (its default: accelerate/
+/// data_loader.py, DataLoaderShard.__iter__: send_to_device(batch, device,
+/// non_blocking=self._non_blocking), False unless DataLoaderConfiguration(
+/// non_blocking=True)): such a loop already waits for the GPU's queue at
+/// every batch, so one more host-device sync in the step costs little.
+class BlockingLoaderSteps {
+ public:
+  explicit BlockingLoaderSteps(const SemanticModel& model);
+  /// True when `call` is in a step loop over such a loader, or runs per step
+  /// through a function of this file while every step loop of the file iterates one.
+  bool holds(const CallSite& call) const { return in_region(call.region); }
+  /// The same for code in region `region`.
+  bool in_region(int region) const;
+
+ private:
+  const SemanticModel& model_;
+  bool all_ = false;
+};
+
 /// An unsafe fix that writes `strategy="<name>"` in place of the string of
 /// `st` (a plain string literal only; none for an f-string, a name or an object).
 std::optional<Fix> strategy_rename_fix(const SemanticModel& model, const FrameworkStrategy& st, std::string_view name);

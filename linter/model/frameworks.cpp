@@ -7,7 +7,9 @@
 #include "linter/model/internal.hpp"
 #include "linter/node_access.hpp"
 
+#include <algorithm>
 #include <array>
+#include <vector>
 #include <string>
 #include <string_view>
 
@@ -52,14 +54,17 @@ constexpr std::array<std::string_view, 4> kTrainingArguments = {
     "transformers.TrainingArguments", "transformers.Seq2SeqTrainingArguments",
     "transformers.training_args.TrainingArguments", "trl.SFTConfig"};
 
-constexpr std::array<std::string_view, 6> kLightningModules = {
+constexpr std::array<std::string_view, 8> kLightningModules = {
     "lightning.LightningModule",         "lightning.pytorch.LightningModule",
     "pytorch_lightning.LightningModule", "pytorch_lightning.core.LightningModule",
-    "lightning.pytorch.core.LightningModule", "pytorch_lightning.core.module.LightningModule"};
-constexpr std::array<std::string_view, 6> kLightningCallbacks = {
+    "lightning.pytorch.core.LightningModule", "pytorch_lightning.core.module.LightningModule",
+    "lightning.pytorch.core.module.LightningModule",
+    "pytorch_lightning.core.lightning.LightningModule"};  // (pytorch_lightning <= 1.6)
+constexpr std::array<std::string_view, 8> kLightningCallbacks = {
     "lightning.Callback",          "lightning.pytorch.Callback",           "pytorch_lightning.Callback",
     "pytorch_lightning.callbacks.Callback", "lightning.pytorch.callbacks.Callback",
-    "pytorch_lightning.callbacks.base.Callback"};
+    "pytorch_lightning.callbacks.base.Callback", "pytorch_lightning.callbacks.callback.Callback",
+    "lightning.pytorch.callbacks.callback.Callback"};
 
 // Lightning's hooks that its training loop runs for every batch
 // (lightning/pytorch/loops/training_epoch_loop.py, optimization/automatic.py).
@@ -129,11 +134,14 @@ bool SemanticModel::is_lightning_step_hook(int f) const {
 bool SemanticModel::class_derives_from(int r, std::span<const std::string_view> bases) const {
   const Kinds& k = kinds();
   std::string name;
-  for (int depth = 0; depth < 8 && r >= 0; ++depth) {
-    if (regions_[r].kind != Region::Kind::Class) return false;
-    TSNode supers = field(regions_[r].node, k.f_superclasses);
-    if (node_is_null(supers)) return false;
-    int next = -1;
+  // the class and the classes of this file it derives from (mixins included),
+  // each looked at once (a cycle `class A(B)`, `class B(A)` ends)
+  std::vector<int> work{r};
+  for (std::size_t i = 0; i < work.size() && i < 64; ++i) {
+    int c = work[i];
+    if (c < 0 || regions_[c].kind != Region::Kind::Class) continue;
+    TSNode supers = field(regions_[c].node, k.f_superclasses);
+    if (node_is_null(supers)) continue;
     for (TSNode b : children(supers)) {
       if (node_symbol(b) != k.identifier && node_symbol(b) != k.attribute) continue;
       if (canonical_name_into(b, name)) {
@@ -141,15 +149,14 @@ bool SemanticModel::class_derives_from(int r, std::span<const std::string_view> 
           if (name == base) return true;
         continue;
       }
-      // a class of this file: follow its bases (one chain)
-      if (node_symbol(b) != k.identifier || next >= 0) continue;
+      if (node_symbol(b) != k.identifier) continue;
       for (const Binding* d : bindings_of(text(b), 0)) {
         if (d->kind != Binding::Kind::Definition || node_symbol(d->value) != k.class_definition) continue;
         int cr = region_of(field(d->value, k.f_body));
-        if (cr >= 0 && regions_[cr].kind == Region::Kind::Class && cr != r) next = cr;
+        if (cr >= 0 && regions_[cr].kind == Region::Kind::Class && std::find(work.begin(), work.end(), cr) == work.end())
+          work.push_back(cr);
       }
     }
-    r = next;
   }
   return false;
 }

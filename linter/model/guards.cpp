@@ -132,6 +132,19 @@ GuardMask SemanticModel::classify_rec(TSNode c, bool neg, int depth) const {
       Value v = value_of(other);
       if (v.kind == Value::Kind::Int && v.i == 1 && ((op == "==" && !neg) || (op == "<=" && !neg))) return kNeutral;
     }
+    // one iteration: `if batch_idx == 0:`, `if i == 3:` on a counter of the loop
+    // around it (a loop target) or the batch index a Lightning hook is given
+    if (positive && op == "==") {
+      for (int side = 0; side < 2; ++side) {
+        TSNode counter = operands[side], other = operands[1 - side];
+        Value v = value_of(other);
+        if (v.kind != Value::Kind::Int || node_symbol(counter) != k.identifier) continue;
+        for (const Binding* b : bindings_of(text(counter), region_of(counter))) {
+          bool hook_index = b->kind == Binding::Kind::Parameter && text(counter) == "batch_idx";
+          if (b->kind == Binding::Kind::LoopTarget || hook_index) return kGuardFinalStep;
+        }
+      }
+    }
     // final iteration: `i == len(loader) - 1`, `step == max_steps`, `i + 1 == n`
     if ((op == "==" || op == ">=" || op == ">") && !neg) {
       for (TSNode x : operands) {

@@ -237,18 +237,33 @@ GuardMask SemanticModel::early_exit_guards(int r, std::uint32_t at) const {
   if (node_is_null(body)) return 0;
   bool loop = regions_[r].kind == Region::Kind::Loop;
   GuardMask mask = 0;
-  for (TSNode stmt : children(body)) {
-    if (node_end_byte(stmt) > at) break;  // the statement holding `at`, and those after it
-    if (node_symbol(stmt) != k.if_statement || !node_is_null(field(stmt, k.f_alternative))) continue;
-    TSNode consequence = field(stmt, k.f_consequence);
-    std::uint32_t n = node_is_null(consequence) ? 0 : ts_node_named_child_count(consequence);
-    if (n == 0) continue;
-    TSNode last = ts_node_named_child(consequence, n - 1);
-    std::string_view type = ts_node_type(last);
-    bool exits = node_symbol(last) == k.return_statement || node_symbol(last) == k.raise_statement ||
-                 (loop && (type == "continue_statement" || node_symbol(last) == k.break_statement));
-    // what follows runs only when the test is false: `if step % every != 0: return`
-    if (exits) mask |= classify_condition(field(stmt, k.f_condition), true);
+  // the statements before `at` in its block and in the blocks around it up to
+  // the body: `with torch.no_grad():` and `try:` bodies run in line
+  std::vector<TSNode> blocks{body};
+  for (std::size_t i = 0; i < blocks.size() && blocks.size() < 16; ++i) {
+    for (TSNode stmt : children(blocks[i])) {
+      if (node_start_byte(stmt) > at || node_end_byte(stmt) < at) continue;
+      TSSymbol s = node_symbol(stmt);
+      if (s == k.with_statement || s == k.try_statement) {
+        TSNode inner = field(stmt, k.f_body);
+        if (!node_is_null(inner) && node_start_byte(inner) <= at && at < node_end_byte(inner)) blocks.push_back(inner);
+      }
+    }
+  }
+  for (TSNode block : blocks) {
+    for (TSNode stmt : children(block)) {
+      if (node_end_byte(stmt) > at) break;  // the statement holding `at`, and those after it
+      if (node_symbol(stmt) != k.if_statement || !node_is_null(field(stmt, k.f_alternative))) continue;
+      TSNode consequence = field(stmt, k.f_consequence);
+      std::uint32_t n = node_is_null(consequence) ? 0 : ts_node_named_child_count(consequence);
+      if (n == 0) continue;
+      TSNode last = ts_node_named_child(consequence, n - 1);
+      std::string_view type = ts_node_type(last);
+      bool exits = node_symbol(last) == k.return_statement || node_symbol(last) == k.raise_statement ||
+                   (loop && (type == "continue_statement" || node_symbol(last) == k.break_statement));
+      // what follows runs only when the test is false: `if step % every != 0: return`
+      if (exits) mask |= classify_condition(field(stmt, k.f_condition), true);
+    }
   }
   return mask;
 }
