@@ -241,13 +241,16 @@ std::vector<std::pair<std::string, int>> accelerate_prepared(const SemanticModel
     for (TSNode t : children(left))
       if (std::string p = model.path_of(t); !p.empty()) out.emplace_back(std::move(p), scope);
   }
-  // only the results some call runs as a model (`model(batch)`): not the
-  // optimizer, loader or scheduler prepared beside it
-  std::erase_if(out, [&](const std::pair<std::string, int>& handle) {
-    for (const CallSite& c : model.calls())
-      if (calls_as_model(model, c, handle.first)) return false;
-    return true;
-  });
+  // only the results some call runs as a model (`model(batch)`,
+  // `model.forward(x)`): not the optimizer, loader or scheduler prepared
+  // beside it (the paths called so, gathered in one pass over the calls)
+  if (out.empty()) return out;
+  std::set<std::string, std::less<>> called;
+  for (const CallSite& c : model.calls()) {
+    called.insert(model.path_of(c.callee));
+    if (c.method == "forward") called.insert(model.path_of(c.receiver));
+  }
+  std::erase_if(out, [&](const std::pair<std::string, int>& handle) { return !called.contains(handle.first); });
   return out;
 }
 
