@@ -75,6 +75,20 @@ bool per_step_hook_name(std::string_view name) {
   return false;
 }
 
+// The class regions of the module-level classes of this file that the
+// identifier `name` names (`class Base(...)` for `Base`), in binding order.
+std::vector<int> local_class_regions(const SemanticModel& m, TSNode name) {
+  const Kinds& k = kinds();
+  std::vector<int> out;
+  if (node_symbol(name) != k.identifier) return out;
+  for (const Binding* d : m.bindings_of(m.text(name), 0)) {
+    if (d->kind != Binding::Kind::Definition || node_symbol(d->value) != k.class_definition) continue;
+    int cr = m.region_of(field(d->value, k.f_body));
+    if (cr > 0 && m.regions()[cr].kind == Region::Kind::Class) out.push_back(cr);
+  }
+  return out;
+}
+
 }  // namespace
 
 void SemanticModel::find_frameworks() {
@@ -101,13 +115,9 @@ void SemanticModel::find_frameworks() {
           framework_configs_.push_back(FrameworkConfig{Framework::HfTrainer, &c, -1, true});
         continue;
       }
-      if (node_symbol(n) != k.identifier) continue;
-      for (const Binding* d : bindings_of(text(n), 0)) {
-        if (d->kind != Binding::Kind::Definition || node_symbol(d->value) != k.class_definition) continue;
-        int cr = region_of(field(d->value, k.f_body));
-        if (cr > 0 && regions_[cr].kind == Region::Kind::Class && class_derives_from(cr, kTrainingArguments))
+      for (int cr : local_class_regions(*this, n))
+        if (class_derives_from(cr, kTrainingArguments))
           framework_configs_.push_back(FrameworkConfig{Framework::HfTrainer, &c, cr, true});
-      }
     }
   }
   lightning_hook_.assign(functions_.size(), 0);
@@ -149,13 +159,8 @@ bool SemanticModel::class_derives_from(int r, std::span<const std::string_view> 
           if (name == base) return true;
         continue;
       }
-      if (node_symbol(b) != k.identifier) continue;
-      for (const Binding* d : bindings_of(text(b), 0)) {
-        if (d->kind != Binding::Kind::Definition || node_symbol(d->value) != k.class_definition) continue;
-        int cr = region_of(field(d->value, k.f_body));
-        if (cr >= 0 && regions_[cr].kind == Region::Kind::Class && std::find(work.begin(), work.end(), cr) == work.end())
-          work.push_back(cr);
-      }
+      for (int cr : local_class_regions(*this, b))
+        if (std::find(work.begin(), work.end(), cr) == work.end()) work.push_back(cr);
     }
   }
   return false;
@@ -189,12 +194,8 @@ FrameworkSetting SemanticModel::framework_setting(const FrameworkConfig& config,
       // the next class of this file up the chain
       int next = -1;
       TSNode supers = field(regions_[cr].node, k.f_superclasses);
-      for (TSNode b : children(supers)) {
-        if (node_symbol(b) != k.identifier) continue;
-        for (const Binding* d : bindings_of(text(b), 0))
-          if (d->kind == Binding::Kind::Definition && node_symbol(d->value) == k.class_definition)
-            next = region_of(field(d->value, k.f_body));
-      }
+      for (TSNode b : children(supers))
+        if (std::vector<int> classes = local_class_regions(*this, b); !classes.empty()) next = classes.back();
       cr = next;
     }
     out.state = FrameworkSetting::State::Default;
