@@ -10,6 +10,7 @@
 namespace ddplint {
 
 class SemanticModel;
+class LaunchModel;
 
 /// Severity of a rule, as shown in output (`error`, `warning`, `info`).
 enum class Severity : std::uint8_t { Error, Warning, Info };
@@ -112,11 +113,15 @@ class RuleContext {
   const RuleOptions& options_;
 };
 
-/// A rule: metadata plus its check, which asks the semantic model questions
-/// and reports findings. Checks are pure functions of the model.
+/// A rule: metadata plus its checks, which ask a model questions and report
+/// findings. Checks are pure functions of the model. `check` runs on Python
+/// files (the semantic model), `check_launch` on shell and SLURM scripts (the
+/// launch model, linter/launch_model.hpp); a rule has one or both (null: the
+/// rule has nothing to say about that language).
 struct Rule {
   RuleInfo info;
   void (*check)(const SemanticModel& model, RuleContext& ctx) = nullptr;
+  void (*check_launch)(const LaunchModel& model, RuleContext& ctx) = nullptr;
 };
 
 }  // namespace ddplint

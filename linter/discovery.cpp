@@ -1,5 +1,9 @@
 #include "linter/discovery.hpp"
 
+#include <fstream>
+
+#include "linter/syntax.hpp"
+
 #include "linter/config.hpp"
 
 #include <algorithm>
@@ -18,6 +22,19 @@ namespace {
 bool default_excluded(const fs::path& path, bool /*is_dir*/) {
   std::string name = path.filename().string();
   return std::find(kDefaultExclude.begin(), kDefaultExclude.end(), name) != kDefaultExclude.end();
+}
+
+// A file a folder walk lints: `*.py`, a shell or SLURM script by extension
+// (`*.sh`, `*.bash`, `*.slurm`, `*.sbatch`), or a file without an extension
+// whose first line is a sh/bash shebang (only its first 128 bytes are read).
+bool lintable_name(const fs::directory_entry& entry) {
+  std::string name = entry.path().filename().string();
+  if (entry.path().extension() == ".py" || has_shell_extension(name)) return true;
+  if (name.find('.') != std::string::npos) return false;
+  std::ifstream in(entry.path(), std::ios::binary);
+  char head[128];
+  in.read(head, sizeof head);
+  return has_shell_shebang(std::string_view(head, static_cast<std::size_t>(in.gcount())));
 }
 
 }  // namespace
@@ -42,8 +59,7 @@ void PathWalk::open(const fs::path& dir, const std::string& shown, std::string p
     if (entry.is_directory(e2)) {
       // symbolic links to folders are not followed: no loops, no escapes
       if (!is_link && !excluded_(entry.path(), true)) folder.items.push_back({entry.path().filename().string(), true});
-    } else if (entry.path().extension() == ".py" && (entry.is_regular_file(e2) || is_link) &&
-               !excluded_(entry.path(), false)) {
+    } else if (lintable_name(entry) && (entry.is_regular_file(e2) || is_link) && !excluded_(entry.path(), false)) {
       folder.items.push_back({entry.path().filename().string(), false});
     }
     di.increment(e2);

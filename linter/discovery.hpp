@@ -21,8 +21,9 @@ struct DiscoveredPath {
 using ExcludeFn = std::function<bool(const std::filesystem::path& path, bool is_dir)>;
 
 /// Expands files and folders, one path at a time: a file is taken as given
-/// (whatever its extension); a folder is searched recursively for `*.py`,
-/// leaving out what `excluded` says (by default the names in kDefaultExclude:
+/// (whatever its extension); a folder is searched recursively for `*.py` and
+/// launch scripts (`*.sh`, `*.bash`, `*.slurm`, `*.sbatch`, and files without
+/// an extension that start with a sh/bash shebang), leaving out what `excluded` says (by default the names in kDefaultExclude:
 /// `.git`, `.venv`, `venv`, `__pycache__`, `build`, `node_modules`,
 /// `site-packages`) and not following symbolic links to folders (no loops).
 /// Paths named as arguments are linted even if excluded, unless

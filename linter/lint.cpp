@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "linter/launch_model.hpp"
 #include "linter/prefilter.hpp"
 #include "linter/semantic_model.hpp"
 #include "linter/suppressions.hpp"
@@ -67,6 +68,7 @@ LintResult lint_decoded(const SourceFile& source, const SyntaxTree& tree, std::s
   for (std::size_t i = 0; i < rules.size(); ++i) {
     if (run[i] == RunPlan::kOff) continue;
     if (run[i] == RunPlan::kIfCatalogMayFire && !scan.rule_may_fire(i)) continue;
+    if (rules[i].check == nullptr) continue;  // a launch-script rule
     RuleContext ctx(rules[i].info, found, options);
     rules[i].check(model, ctx);
   }
@@ -98,6 +100,36 @@ LintResult lint_decoded(const SourceFile& source, const SyntaxTree& tree, std::s
   return result;
 }
 
+// A shell or SLURM script: the launch model and the rules' check_launch. No
+// prefilter (the rules' `needs` describe Python text; launch scripts are few
+// and small), and no syntax-error finding: tree-sitter-bash does not know
+// every shell's syntax, and a false "syntax error" would be worse than none.
+LintResult lint_launch(const SourceFile& source, const SyntaxTree& tree, std::span<const Rule> rules,
+                       const RunPlan& plan, const RuleOptions& options) {
+  LintResult result;
+  if (!tree) {
+    result.error = "tree-sitter could not parse the file";
+    return result;
+  }
+  LaunchModel model(source, tree);
+  std::vector<Diagnostic> found;
+  for (std::size_t i = 0; i < rules.size(); ++i) {
+    if (plan.run[i] == RunPlan::kOff || rules[i].check_launch == nullptr) continue;
+    RuleContext ctx(rules[i].info, found, options);
+    rules[i].check_launch(model, ctx);
+  }
+  if (found.empty()) return result;
+  Suppressions noqa = Suppressions::collect(model);
+  const LineIndex& lines = source.lines();
+  for (Diagnostic& d : found)
+    if (!noqa.suppresses(d, lines.line_of(d.start))) result.diagnostics.push_back(std::move(d));
+  std::stable_sort(result.diagnostics.begin(), result.diagnostics.end(), [](const Diagnostic& a, const Diagnostic& b) {
+    if (a.start != b.start) return a.start < b.start;
+    return a.rule->code < b.rule->code;
+  });
+  return result;
+}
+
 }  // namespace
 
 LintResult lint(const SourceFile& source, std::span<const Rule> rules, const RuleSelection& selection,
@@ -105,6 +137,8 @@ LintResult lint(const SourceFile& source, std::span<const Rule> rules, const Rul
   std::string detail;
   if (source.check_decodable(&detail) != DecodeError::None) return LintResult{{}, detail};
   const RunPlan& plan = plan_for(rules, selection);
+  if (language_of(source.path(), source.text()) == Language::Shell)
+    return lint_launch(source, parse_shell(source), rules, plan, options);
   Prefilter::Scan scan(plan.prefilter, source.text());
   if (project != nullptr && project->empty()) project = nullptr;
   if (prefilter && project == nullptr && !scan.may_fire()) {
@@ -122,6 +156,7 @@ LintResult lint(const SourceFile& source, const SyntaxTree& tree, std::span<cons
   std::string detail;
   if (source.check_decodable(&detail) != DecodeError::None) return LintResult{{}, detail};
   const RunPlan& plan = plan_for(rules, selection);
+  if (language_of(tree) == Language::Shell) return lint_launch(source, tree, rules, plan, options);
   Prefilter::Scan scan(plan.prefilter, source.text());
   return lint_decoded(source, tree, rules, plan, scan, options, project);
 }

@@ -25,7 +25,12 @@ struct LintResult {
   bool skipped = false;
 };
 
-/// Lints one in-memory source: checks it can be decoded, skips it when the
+/// Lints one in-memory source. A shell or SLURM script (language_of(path,
+/// text) is Shell: `*.sh`, `*.bash`, `*.slurm`, `*.sbatch`, or a sh/bash
+/// shebang on a name without an extension) is parsed with tree-sitter-bash
+/// into a LaunchModel and checked by the rules' check_launch, with its `#`
+/// noqa comments; `prefilter` and `project` do not apply to it. Python:
+/// checks it can be decoded, skips it when the
 /// prefilter (linter/prefilter.hpp) finds that no enabled rule could fire on
 /// its bytes, else parses it once, builds the semantic model once, runs each
 /// enabled rule, drops findings silenced by `# noqa`, and sorts. Never throws
@@ -45,7 +50,8 @@ LintResult lint(const SourceFile& source, std::span<const Rule> rules, const Rul
 
 /// The same as lint() above for a source already parsed into `tree` (the
 /// language server keeps a tree per buffer and reparses incrementally).
-/// `tree` must be parse_python(source[, previous]).
+/// `tree` must be parse_source(source, language_of(source.path(), source.text())[, previous]):
+/// a parse_shell tree is linted as a launch script.
 LintResult lint(const SourceFile& source, const SyntaxTree& tree, std::span<const Rule> rules,
                 const RuleSelection& selection, const RuleOptions& options = RuleOptions{},
                 const ProjectFacts* project = nullptr);

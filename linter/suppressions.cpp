@@ -1,5 +1,7 @@
 #include "linter/suppressions.hpp"
 
+#include "linter/launch_model.hpp"
+
 #include <algorithm>
 #include <cctype>
 
@@ -110,27 +112,38 @@ std::optional<Edit> noqa_edit(const SourceFile& source, const SyntaxTree& tree, 
   return Edit{end, end, suffix};
 }
 
+namespace {
+// Adds the directive of one comment: file-wide in the header block, else for its line.
+void add_comment(Suppressions& out, std::string_view text, std::uint32_t start, std::uint32_t header_end,
+                 const LineIndex& lines) {
+  if (start < header_end) {
+    Suppressions::Entry file;
+    if (parse_noqa(text, true, file)) {
+      out.file.all |= file.all;
+      out.file.codes.insert(out.file.codes.end(), file.codes.begin(), file.codes.end());
+      return;
+    }
+  }
+  Suppressions::Entry line;
+  if (parse_noqa(text, false, line)) {
+    Suppressions::Entry& e = out.lines[lines.line_of(start)];
+    e.all |= line.all;
+    e.codes.insert(e.codes.end(), line.codes.begin(), line.codes.end());
+  }
+}
+}  // namespace
+
 Suppressions Suppressions::collect(const SemanticModel& model) {
   Suppressions out;
   const LineIndex& lines = model.source().lines();
-  for (TSNode c : model.comments()) {
-    std::string_view text = model.text(c);
-    std::uint32_t start = ts_node_start_byte(c);
-    if (start < model.header_end()) {
-      Entry file;
-      if (parse_noqa(text, true, file)) {
-        out.file.all |= file.all;
-        out.file.codes.insert(out.file.codes.end(), file.codes.begin(), file.codes.end());
-        continue;
-      }
-    }
-    Entry line;
-    if (parse_noqa(text, false, line)) {
-      Entry& e = out.lines[lines.line_of(start)];
-      e.all |= line.all;
-      e.codes.insert(e.codes.end(), line.codes.begin(), line.codes.end());
-    }
-  }
+  for (TSNode c : model.comments()) add_comment(out, model.text(c), ts_node_start_byte(c), model.header_end(), lines);
+  return out;
+}
+
+Suppressions Suppressions::collect(const LaunchModel& model) {
+  Suppressions out;
+  const LineIndex& lines = model.source().lines();
+  for (auto [start, end] : model.comments()) add_comment(out, model.text(start, end), start, model.header_end(), lines);
   return out;
 }
 

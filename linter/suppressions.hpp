@@ -16,6 +16,7 @@
 namespace ddplint {
 
 class SemanticModel;
+class LaunchModel;
 
 /// The noqa comments of one file.
 /// - `# noqa` on a line silences every finding that starts on that line;
@@ -34,6 +35,9 @@ struct Suppressions {
 
   /// Collects the suppressions from the model's comment nodes (never from strings).
   static Suppressions collect(const SemanticModel& model);
+  /// The same for a shell script: from its `#` comments (the header block is
+  /// the comments before the first command, shebang and `#SBATCH` lines included).
+  static Suppressions collect(const LaunchModel& model);
   /// True if `d` is silenced.
   bool suppresses(const Diagnostic& d, std::uint32_t line) const;
 };

@@ -420,4 +420,74 @@ SyntaxTree parse_python(const SourceFile& source, const SyntaxTree* previous) {
   return SyntaxTree(tree, lone_cr);
 }
 
+bool has_shell_extension(std::string_view name) {
+  for (std::string_view ext : {".sh", ".bash", ".slurm", ".sbatch"})
+    if (name.size() > ext.size() && name.ends_with(ext)) return true;
+  return false;
+}
+
+bool has_shell_shebang(std::string_view text) {
+  if (text.starts_with("\xEF\xBB\xBF")) text.remove_prefix(3);
+  if (!text.starts_with("#!")) return false;
+  std::string_view line = text.substr(2, text.find('\n') == std::string_view::npos ? std::string_view::npos : text.find('\n') - 2);
+  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  // the interpreter: the first word, or the word after `env` (and its options)
+  auto words = [](std::string_view s) {
+    std::vector<std::string_view> out;
+    std::size_t i = 0;
+    while (i < s.size()) {
+      while (i < s.size() && (s[i] == ' ' || s[i] == '\t')) ++i;
+      std::size_t j = i;
+      while (j < s.size() && s[j] != ' ' && s[j] != '\t') ++j;
+      if (j > i) out.push_back(s.substr(i, j - i));
+      i = j;
+    }
+    return out;
+  };
+  auto base = [](std::string_view w) { return w.substr(w.rfind('/') == std::string_view::npos ? 0 : w.rfind('/') + 1); };
+  std::vector<std::string_view> w = words(line);
+  std::size_t at = 0;
+  if (at < w.size() && base(w[at]) == "env") {
+    ++at;
+    while (at < w.size() && w[at].starts_with("-")) ++at;
+  }
+  if (at >= w.size()) return false;
+  std::string_view interpreter = base(w[at]);
+  return interpreter == "sh" || interpreter == "bash";
+}
+
+Language language_of(std::string_view path, std::string_view text) {
+  std::string_view name = path.substr(path.rfind('/') == std::string_view::npos ? 0 : path.rfind('/') + 1);
+  if (has_shell_extension(name)) return Language::Shell;
+  if (name.find('.') == std::string_view::npos && !name.empty() && has_shell_shebang(text)) return Language::Shell;
+  return Language::Python;
+}
+
+SyntaxTree parse_shell(const SourceFile& source, const SyntaxTree* previous) {
+  ArenaPause pause(true);  // shell trees are few and small: tree-sitter's own allocator
+  std::unique_ptr<TSParser, void (*)(TSParser*)> parser(ts_parser_new(), &ts_parser_delete);
+  if (!parser || !ts_parser_set_language(parser.get(), tree_sitter_bash())) return {};
+  std::string_view text = source.text();
+  if (source.bom_length() > 0) {
+    TSRange range{};
+    range.start_byte = source.bom_length();
+    range.start_point = {0, source.bom_length()};
+    range.end_byte = static_cast<uint32_t>(text.size());
+    range.end_point = {UINT32_MAX, UINT32_MAX};
+    ts_parser_set_included_ranges(parser.get(), &range, 1);
+  }
+  TSTree* old = previous != nullptr && language_of(*previous) == Language::Shell ? previous->get() : nullptr;
+  TSTree* tree = ts_parser_parse_string_encoding(parser.get(), old, text.data(), static_cast<uint32_t>(text.size()),
+                                                 TSInputEncodingUTF8);
+  return SyntaxTree(tree);
+}
+
+SyntaxTree parse_source(const SourceFile& source, Language language, const SyntaxTree* previous) {
+  return language == Language::Shell ? parse_shell(source, previous) : parse_python(source, previous);
+}
+
+Language language_of(const SyntaxTree& tree) {
+  return tree && ts_tree_language(tree.get()) == tree_sitter_bash() ? Language::Shell : Language::Python;
+}
+
 }  // namespace ddplint

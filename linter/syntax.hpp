@@ -4,6 +4,7 @@
 
 #include <tree_sitter/api.h>
 
+#include <cstdint>
 #include <memory>
 #include <string_view>
 #include <vector>
@@ -12,6 +13,7 @@
 #include "linter/tree_walk.h"
 
 extern "C" const TSLanguage* tree_sitter_python(void);
+extern "C" const TSLanguage* tree_sitter_bash(void);
 
 namespace ddplint {
 
@@ -115,6 +117,38 @@ void set_parse_arena_hooks(bool on);
 /// the same BOM length as `source`. It is not reused when either text has a
 /// lone \r (an edit next to a \r changes what the byte before it reads as).
 SyntaxTree parse_python(const SourceFile& source, const SyntaxTree* previous = nullptr);
+
+/// The language a source is linted as.
+enum class Language : std::uint8_t {
+  Python,  ///< tree-sitter-python, the semantic model, the rules' check()
+  Shell,   ///< tree-sitter-bash, the launch model (linter/launch_model.hpp), the rules' check_launch()
+};
+
+/// True for a file name that names a shell or SLURM batch script by its
+/// extension: `*.sh`, `*.bash`, `*.slurm`, `*.sbatch`.
+bool has_shell_extension(std::string_view file_name);
+
+/// True when `text` starts with a shebang line naming sh or bash
+/// (`#!/bin/bash`, `#!/usr/bin/env bash`, `#!/bin/sh -l`).
+bool has_shell_shebang(std::string_view text);
+
+/// The language of a file: Shell for a shell extension, or for a name without
+/// an extension whose text starts with a sh/bash shebang; Python otherwise
+/// (`.py`, standard input, editor buffers named anything else).
+Language language_of(std::string_view path, std::string_view text);
+
+/// Parses `source` with tree-sitter-bash (launch scripts, SLURM batch files).
+/// Like parse_python, never fails on bad syntax and keeps byte offsets
+/// relative to the whole buffer (a leading BOM is excluded); `previous` makes
+/// the parse incremental (it must be a parse_shell tree). The tree is not
+/// allocated in the parse arena.
+SyntaxTree parse_shell(const SourceFile& source, const SyntaxTree* previous = nullptr);
+
+/// Parses `source` with the grammar of `language`.
+SyntaxTree parse_source(const SourceFile& source, Language language, const SyntaxTree* previous = nullptr);
+
+/// The language a tree was parsed in (Shell for a parse_shell tree).
+Language language_of(const SyntaxTree& tree);
 
 /// Node kinds (grammar symbols) and field ids of tree-sitter-python, looked up
 /// once. Comparing ids avoids string compares in the hot walk.

@@ -76,8 +76,8 @@ TextPosition position_at(std::string_view text, const LineIndex& lines, std::uin
   return {line, units};
 }
 
-Document::Document(std::string uri, std::string path, std::int64_t version, std::string text)
-    : uri_(std::move(uri)), version_(version), source_(std::move(path), std::move(text)) {}
+Document::Document(std::string uri, std::string path, std::int64_t version, std::string text, Language language)
+    : uri_(std::move(uri)), language_(language), version_(version), source_(std::move(path), std::move(text)) {}
 
 void Document::set_text(std::string text) {
   source_ = SourceFile(source_.path(), std::move(text));
@@ -119,7 +119,7 @@ const SyntaxTree& Document::tree() {
   }
   if (!tree_current_) {
     bool reuse = tree_reusable_ && tree_bom_ == source_.bom_length();
-    tree_ = parse_python(source_, reuse ? &tree_ : nullptr);
+    tree_ = parse_source(source_, language_, reuse ? &tree_ : nullptr);
     tree_bom_ = source_.bom_length();
     tree_reusable_ = static_cast<bool>(tree_);
     tree_current_ = true;

@@ -42,8 +42,13 @@ TextPosition position_at(std::string_view text, const LineIndex& lines, std::uin
 /// next parse is incremental.
 class Document {
  public:
-  /// `uri` as the client sent it; `path` the file path shown in logs.
-  Document(std::string uri, std::string path, std::int64_t version, std::string text);
+  /// `uri` as the client sent it; `path` the file path shown in logs;
+  /// `language` the grammar its text is parsed with (from the client's languageId).
+  Document(std::string uri, std::string path, std::int64_t version, std::string text,
+           Language language = Language::Python);
+
+  /// The language the buffer is linted as.
+  Language language() const { return language_; }
 
   const std::string& uri() const { return uri_; }
   std::int64_t version() const { return version_; }
@@ -71,6 +76,7 @@ class Document {
   void set_text(std::string text);
 
   std::string uri_;
+  Language language_ = Language::Python;
   std::int64_t version_ = 0;
   SourceFile source_;
   SyntaxTree tree_;

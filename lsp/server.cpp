@@ -454,12 +454,14 @@ void Server::did_open(const json& params) {
   const json& td = params.at("textDocument");
   std::string uri = td.at("uri").get<std::string>();
   std::string language = member(td, "languageId").is_string() ? td.at("languageId").get<std::string>() : "";
-  if (language != "python") {
+  // VS Code says "shellscript", Neovim the filetype ("sh", "bash")
+  bool shell = language == "shellscript" || language == "sh" || language == "bash";
+  if (language != "python" && !shell) {
     log_("not linted (languageId '" + language + "'): " + uri);
     return;
   }
   auto doc = std::make_unique<Document>(uri, uri_to_path(uri), td.at("version").get<std::int64_t>(),
-                                        td.at("text").get<std::string>());
+                                        td.at("text").get<std::string>(), shell ? Language::Shell : Language::Python);
   documents_[uri] = std::move(doc);
   mark_pending(uri);
 }

@@ -1,4 +1,5 @@
 // DDP206 legacy-launcher: --local_rank arguments or torch.distributed.launch.
+#include "linter/launch_model.hpp"
 #include "linter/semantic_model.hpp"
 #include "linter/node_access.hpp"
 #include "rules/common.hpp"
@@ -75,6 +76,32 @@ void check(const SemanticModel& model, RuleContext& ctx) {
     }
   }
 }
+
+// A launch script's `python -m torch.distributed.launch ...`. The fix starts
+// the script with torchrun and drops `--use_env` (torchrun always sets
+// LOCAL_RANK in the environment). It is unsafe: torchrun does not pass
+// `--local_rank` to the script, so a script that reads only that argument
+// (without `--use_env`, the legacy launcher passes it) breaks.
+void check_launch(const LaunchModel& model, RuleContext& ctx) {
+  for (const Launch& l : model.launches()) {
+    if (l.launcher != Launcher::TorchDistributedLaunch) continue;
+    std::vector<Edit> edits{Edit{l.launcher_start, l.launcher_end, "torchrun"}};
+    const LaunchOption* use_env = l.option("use-env");
+    if (use_env != nullptr) {
+      std::uint32_t from = use_env->start;
+      std::string_view text = model.source().text();
+      while (from > l.launcher_end && (text[from - 1] == ' ' || text[from - 1] == '\t')) --from;
+      edits.push_back(Edit{from, use_env->end, ""});
+    }
+    ctx.report(l.launcher_start, l.launcher_end,
+               use_env != nullptr
+                   ? "torch.distributed.launch is deprecated: start the script with torchrun (the script already "
+                     "reads LOCAL_RANK from the environment, as --use_env asks)"
+                   : "torch.distributed.launch is deprecated: start the script with torchrun, which sets LOCAL_RANK "
+                     "in the environment and passes no --local_rank argument",
+               Fix{Fix::Applicability::Unsafe, "Start it with torchrun", std::move(edits)});
+  }
+}
 }  // namespace
 
 // needs: --local_rank needs no torch: `.local_rank` in the text and an add_argument call; the launch checks need torch
@@ -83,6 +110,7 @@ extern const Rule kRuleDDP206{
              .summary = "`--local_rank` argument or torch.distributed.launch: deprecated, use torchrun and LOCAL_RANK",
              .url = "https://pytorch.org/docs/stable/elastic/run.html", .fixable = true, .deprecated_api = true,
              .needs = "torch|.local_rank;torch|add_argument"},
-    .check = &check};
+    .check = &check,
+    .check_launch = &check_launch};
 
 }  // namespace ddplint::rules

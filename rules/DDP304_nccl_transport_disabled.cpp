@@ -1,4 +1,5 @@
 // DDP304 nccl-transport-disabled: NCCL forced onto slower transports.
+#include "linter/launch_model.hpp"
 #include "linter/semantic_model.hpp"
 #include "rules/common.hpp"
 
@@ -28,6 +29,30 @@ void check(const SemanticModel& model, RuleContext& ctx) {
     ctx.report(start, end, what + ": collectives get slower; set it only to work around a broken fabric");
   }
 }
+
+// A launch script's `export NCCL_P2P_DISABLE=1` or `NCCL_IB_DISABLE=1 torchrun ...`.
+// A setting inside an `if`/`case` is a deliberate, guarded one (disabling P2P
+// only on GPUs that lack it) and is left alone, and so is a plain shell
+// variable that is never exported (it does not reach NCCL).
+void check_launch(const LaunchModel& model, RuleContext& ctx) {
+  for (const EnvSetting& s : model.env_settings()) {
+    if (s.conditional || s.scope == EnvSetting::Scope::Shell || !s.value.value) continue;
+    const std::string& v = *s.value.value;
+    std::string what;
+    if (s.name == "NCCL_IB_DISABLE" || s.name == "NCCL_P2P_DISABLE" || s.name == "NCCL_SHM_DISABLE") {
+      if (v.empty() || v == "0") continue;
+      what = s.name == "NCCL_IB_DISABLE"    ? "InfiniBand/RoCE, so inter-node traffic goes over TCP sockets"
+             : s.name == "NCCL_P2P_DISABLE" ? "direct GPU-to-GPU (NVLink/PCIe peer) copies, so traffic is staged through host memory"
+                                            : "shared-memory transport between processes, so intra-node traffic goes over the network";
+      what = s.name + " disables " + what;
+    } else if (s.name == "NCCL_NET" && lowercase(v) == "socket") {
+      what = "NCCL_NET=Socket forces TCP sockets even where InfiniBand or RoCE is available";
+    } else {
+      continue;
+    }
+    ctx.report(s.start, s.end, what + ": collectives get slower; set it only to work around a broken fabric");
+  }
+}
 }  // namespace
 
 // needs: env writes (os.environ, putenv) without torch; `NCCL` written out (checked in check())
@@ -36,6 +61,7 @@ extern const Rule kRuleDDP304{
              .summary = "NCCL_IB_DISABLE / NCCL_P2P_DISABLE / NCCL_SHM_DISABLE / NCCL_NET=Socket set in code",
              .url = "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html",
              .needs = "NCCL;environ|putenv"},
-    .check = &check};
+    .check = &check,
+    .check_launch = &check_launch};
 
 }  // namespace ddplint::rules

@@ -1,4 +1,5 @@
 // DDP306 nccl-debug-left-on: NCCL_DEBUG=INFO/TRACE set in code.
+#include "linter/launch_model.hpp"
 #include "linter/semantic_model.hpp"
 #include "rules/common.hpp"
 
@@ -20,6 +21,20 @@ void check(const SemanticModel& model, RuleContext& ctx) {
                                   "debugging sessions");
   }
 }
+
+// A launch script's `export NCCL_DEBUG=INFO` (or `NCCL_DEBUG=INFO torchrun ...`);
+// not a setting guarded by an `if`/`case` (a debug switch of the script).
+void check_launch(const LaunchModel& model, RuleContext& ctx) {
+  for (const EnvSetting& s : model.env_settings()) {
+    if (s.conditional || s.scope == EnvSetting::Scope::Shell || !s.value.value || s.name != "NCCL_DEBUG") continue;
+    std::string level = lowercase(*s.value.value);
+    if (level != "info" && level != "trace") continue;
+    ctx.report(s.start, s.end,
+               level == "trace" ? "NCCL_DEBUG=TRACE logs every collective call: leave it for debugging sessions"
+                                : "NCCL_DEBUG=INFO left on in the launch script: every rank logs NCCL's set-up; use "
+                                  "WARN outside debugging sessions");
+  }
+}
 }  // namespace
 
 // needs: env writes (os.environ, putenv) without torch; `NCCL` written out (checked in check())
@@ -28,6 +43,7 @@ extern const Rule kRuleDDP306{
              .summary = "NCCL_DEBUG set to INFO or TRACE in code",
              .url = "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html#nccl-debug",
              .needs = "NCCL;environ|putenv"},
-    .check = &check};
+    .check = &check,
+    .check_launch = &check_launch};
 
 }  // namespace ddplint::rules

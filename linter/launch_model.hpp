@@ -1,0 +1,164 @@
+// The launch model: what a shell script or SLURM batch file says about how
+// distributed training starts (launchers, their options, the environment they
+// run in, the job's allocation). The shell counterpart of SemanticModel: built
+// once per file from a tree-sitter-bash tree, then asked by the rules'
+// check_launch(). Nothing is run or expanded beyond what the file itself
+// writes: a word whose value depends on the caller (`$1`, `$(nproc)`, an
+// unset variable) is Unknown, and rules stay silent on Unknown.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "linter/source.hpp"
+#include "linter/syntax.hpp"
+
+namespace ddplint {
+
+/// One word of a command (or the value of an assignment) as the shell passes it.
+struct ShellWord {
+  std::uint32_t start = 0;  ///< byte range of the word in the file
+  std::uint32_t end = 0;
+  /// The value after quote removal and expansion of variables the file
+  /// assigns once, unconditionally, before the word (`GPUS=4 ... $GPUS`).
+  /// Unset when the value is not known here.
+  std::optional<std::string> value;
+};
+
+/// An environment variable setting and how far it reaches.
+struct EnvSetting {
+  enum class Scope : std::uint8_t {
+    Exported,  ///< `export X=1` (or `declare -x`): this shell and every command it starts afterwards
+    Command,   ///< `X=1 cmd` or `env X=1 cmd`: that one command only
+    Shell,     ///< `X=1` alone: a shell variable, seen by commands only once exported
+  };
+  std::string name;
+  ShellWord value;          ///< the assigned value (an empty word for `export X=` or `export X` of an unset name)
+  Scope scope = Scope::Shell;
+  std::uint32_t start = 0;  ///< the assignment's bytes (`NCCL_DEBUG=INFO`)
+  std::uint32_t end = 0;
+  /// Inside an `if`, `case`, loop, function or `&&`/`||` chain: a deliberate,
+  /// guarded setting that may not run (Accelerate disables P2P only on GPUs
+  /// that lack it), or one that runs only on some paths.
+  bool conditional = false;
+};
+
+/// An option of a launcher, of a wrapper such as srun, or of the trained
+/// script: `--nproc_per_node=4`, `--nproc-per-node 4`, `--standalone`.
+struct LaunchOption {
+  std::string name;  ///< without leading dashes, `_` read as `-`: "nproc-per-node"
+  std::string written;  ///< as written, dashes included: "--nproc_per_node"
+  std::optional<ShellWord> value;  ///< none for a flag
+  std::uint32_t start = 0;  ///< from the option's first byte to its value's last
+  std::uint32_t end = 0;
+};
+
+/// How a command starts Python.
+enum class Launcher : std::uint8_t {
+  Python,                  ///< `python train.py`: one process
+  Torchrun,                ///< `torchrun ...`
+  TorchDistributedRun,     ///< `python -m torch.distributed.run ...` (torchrun's module)
+  TorchDistributedLaunch,  ///< `python -m torch.distributed.launch ...`: deprecated
+  Accelerate,              ///< `accelerate launch ...`
+  DeepSpeed,               ///< `deepspeed ...`
+};
+
+/// One command that starts training (or any Python script), after the
+/// wrappers in front of it (`srun`, `mpirun`, `nohup`, `env X=1`, `exec`, `time`).
+struct Launch {
+  Launcher launcher = Launcher::Python;
+  std::uint32_t start = 0;  ///< the whole command
+  std::uint32_t end = 0;
+  /// The words that name the launcher: `torchrun`, `python -m torch.distributed.launch`,
+  /// `accelerate launch`.
+  std::uint32_t launcher_start = 0;
+  std::uint32_t launcher_end = 0;
+  std::vector<std::string> wrappers;          ///< "srun", "mpirun", ... outermost first
+  std::vector<LaunchOption> wrapper_options;  ///< the options of those wrappers
+  std::vector<LaunchOption> options;          ///< the launcher's own options (torchrun's, accelerate's)
+  /// The script started (`train.py`), or the module after `-m`; none when not known.
+  std::optional<ShellWord> script;
+  bool module = false;  ///< `script` names a module (`-m pkg.train`)
+  std::vector<LaunchOption> script_options;  ///< the options given to the script (`--batch_size 8`)
+  std::vector<EnvSetting> env;               ///< `X=1 cmd` / `env X=1 cmd` settings of this command
+  bool conditional = false;                  ///< as EnvSetting::conditional
+
+  /// The launcher option with this (normalised) name, or null.
+  const LaunchOption* option(std::string_view name) const;
+  /// The wrapper option with any of these (normalised) names, or null.
+  const LaunchOption* wrapper_option(std::initializer_list<std::string_view> names) const;
+  /// True when a launcher (not plain Python) starts the processes.
+  bool is_distributed_launcher() const { return launcher != Launcher::Python; }
+  /// True for torchrun and its modules (`torch.distributed.run`, `.launch`).
+  bool is_torch_launcher() const {
+    return launcher == Launcher::Torchrun || launcher == Launcher::TorchDistributedRun ||
+           launcher == Launcher::TorchDistributedLaunch;
+  }
+};
+
+/// One `#SBATCH` directive of the header (sbatch stops reading them at the
+/// first command).
+struct SbatchDirective {
+  LaunchOption option;  ///< `--gpus-per-node=4` -> name "gpus-per-node", value "4"
+};
+
+/// The launch model of one shell file.
+class LaunchModel {
+ public:
+  /// Builds the model from `tree`, a parse_shell() tree of `source`.
+  LaunchModel(const SourceFile& source, const SyntaxTree& tree);
+
+  const SourceFile& source() const { return source_; }
+  /// The file's bytes [start, end).
+  std::string_view text(std::uint32_t start, std::uint32_t end) const;
+
+  /// Every environment setting, in file order.
+  const std::vector<EnvSetting>& env_settings() const { return env_; }
+  /// Every command that starts Python, in file order.
+  const std::vector<Launch>& launches() const { return launches_; }
+  /// The `#SBATCH` directives, in order.
+  const std::vector<SbatchDirective>& sbatch() const { return sbatch_; }
+  /// The last `#SBATCH` directive with one of these names (`-N` is "N"), or null.
+  const SbatchDirective* sbatch_option(std::initializer_list<std::string_view> names) const;
+
+  /// The value `name` has in the environment of the command at byte `at`, as
+  /// this file sets it: a `Command` setting of that command, else the last
+  /// unconditional `Exported` setting before it (a later unconditional
+  /// `export X` of a shell variable counts). Unset when the file does not set
+  /// it before there, sets it only conditionally, or sets it to an unknown value.
+  std::optional<std::string> env_value(const Launch& launch, std::string_view name) const;
+
+  /// GPUs one node of the job offers the launch, and what says so:
+  /// CUDA_VISIBLE_DEVICES in its environment (the count of its entries), else
+  /// the batch header (`--gpus-per-node=N`, `--gres=gpu[:type]:N`, or
+  /// `--gpus=N` on one node). Unset when not known.
+  struct Gpus {
+    std::int64_t count = 0;
+    std::string because;  ///< e.g. "CUDA_VISIBLE_DEVICES=0,1", "#SBATCH --gpus-per-node=4"
+  };
+  std::optional<Gpus> gpus_per_node(const Launch& launch) const;
+
+  /// Byte ranges of the file's comments, for `# noqa`.
+  const std::vector<std::pair<std::uint32_t, std::uint32_t>>& comments() const { return comments_; }
+  /// Where the header block ends: comments before the first command (the
+  /// shebang and `#SBATCH` lines included); a `# ddplint: noqa` there applies
+  /// to the whole file.
+  std::uint32_t header_end() const { return header_end_; }
+
+ private:
+  const SourceFile& source_;
+  std::vector<EnvSetting> env_;
+  std::vector<Launch> launches_;
+  std::vector<SbatchDirective> sbatch_;
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> comments_;
+  std::uint32_t header_end_ = 0;
+  friend struct LaunchBuilder;
+};
+
+/// Reads a whole non-negative decimal number (`"4"`); unset otherwise.
+std::optional<std::int64_t> parse_count(std::string_view text);
+
+}  // namespace ddplint

@@ -1,0 +1,695 @@
+// The launch model (linter/launch_model.hpp): one walk over a tree-sitter-bash
+// tree records assignments, commands and comments; then variables are
+// resolved and each command is read as a launch (wrappers, launcher, options,
+// script, script options).
+#include "linter/launch_model.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <string>
+#include <utility>
+
+namespace ddplint {
+
+std::optional<std::int64_t> parse_count(std::string_view text) {
+  if (text.empty() || text.size() > 9) return std::nullopt;
+  std::int64_t n = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9') return std::nullopt;
+    n = n * 10 + (c - '0');
+  }
+  return n;
+}
+
+const LaunchOption* Launch::option(std::string_view name) const {
+  const LaunchOption* found = nullptr;
+  for (const LaunchOption& o : options)
+    if (o.name == name) found = &o;  // the last one wins, as in argparse
+  return found;
+}
+
+const LaunchOption* Launch::wrapper_option(std::initializer_list<std::string_view> names) const {
+  const LaunchOption* found = nullptr;
+  for (const LaunchOption& o : wrapper_options)
+    for (std::string_view n : names)
+      if (o.name == n) found = &o;
+  return found;
+}
+
+namespace {
+
+std::string_view kind(TSNode n) { return ts_node_type(n); }
+std::uint32_t start_of(TSNode n) { return ts_node_start_byte(n); }
+std::uint32_t end_of(TSNode n) { return ts_node_end_byte(n); }
+
+std::string_view basename(std::string_view w) {
+  std::size_t slash = w.rfind('/');
+  return slash == std::string_view::npos ? w : w.substr(slash + 1);
+}
+
+// python, python3, python3.11 (a path to one too)
+bool is_python(std::string_view w) {
+  std::string_view b = basename(w);
+  if (!b.starts_with("python")) return false;
+  for (char c : b.substr(6))
+    if (!(c == '.' || (c >= '0' && c <= '9'))) return false;
+  return true;
+}
+
+std::string normalise(std::string_view option) {
+  while (option.starts_with("-")) option.remove_prefix(1);
+  std::string out(option);
+  std::replace(out.begin(), out.end(), '_', '-');
+  return out;
+}
+
+bool contains(std::initializer_list<std::string_view> set, std::string_view x) {
+  return std::find(set.begin(), set.end(), x) != set.end();
+}
+
+// Options of each launcher that take no value (the rest take the next word
+// unless written `--x=y`). torch/distributed/run.py and launch.py, accelerate's
+// launch command, the deepspeed runner.
+bool is_flag(Launcher l, std::string_view name) {
+  switch (l) {
+    case Launcher::Torchrun:
+    case Launcher::TorchDistributedRun:
+    case Launcher::TorchDistributedLaunch:
+      return contains({"standalone", "m", "module", "no-python", "run-path", "use-env", "virtual-local-rank"}, name);
+    case Launcher::Accelerate:
+      return contains({"cpu", "multi-gpu", "tpu", "ipex", "use-deepspeed", "use-fsdp", "use-megatron-lm", "use-xpu",
+                       "no-python", "m", "module", "debug", "quiet", "q", "same-network", "tpu-use-cluster",
+                       "tpu-use-sudo", "downcast-bf16", "enable-cpu-affinity", "dynamo-use-fullgraph",
+                       "dynamo-use-dynamic", "h", "help"},
+                      name);
+    case Launcher::DeepSpeed:
+      return contains({"no-python", "module", "no-local-rank", "force-multi", "elastic-training", "bind-cores-to-rank",
+                       "no-ssh-check", "no-ssh"},
+                      name);
+    case Launcher::Python:
+      return false;
+  }
+  return false;
+}
+
+// Wrappers that start the command after their own options.
+bool is_wrapper(std::string_view b) {
+  return contains({"srun", "mpirun", "mpiexec", "nohup", "exec", "time", "stdbuf", "numactl", "taskset", "nice",
+                   "ionice", "timeout", "xargs"},
+                  b);
+}
+
+bool is_program_word(std::string_view w) {
+  std::string_view b = basename(w);
+  return is_python(b) || b == "torchrun" || b == "accelerate" || b == "deepspeed" || b == "bash" || b == "sh" ||
+         w.ends_with(".py");
+}
+
+}  // namespace
+
+struct LaunchBuilder {
+  LaunchModel& m;
+  const SourceFile& source;
+  std::string_view text;
+
+  struct Assignment {
+    std::string name;
+    TSNode value{};  // null node: no value (`export X`)
+    bool has_value = false;
+    EnvSetting::Scope scope = EnvSetting::Scope::Shell;
+    std::uint32_t start = 0, end = 0;
+    bool conditional = false;
+  };
+  struct Command {
+    TSNode node;
+    bool conditional;
+  };
+  std::vector<Assignment> assignments;  // statement-level and declaration assignments, in file order
+  std::vector<Command> commands;
+  bool seen_statement = false;
+
+  std::string_view node_text(TSNode n) const { return text.substr(start_of(n), end_of(n) - start_of(n)); }
+
+  // --- pass 1: the walk ----------------------------------------------------
+  void walk(TSNode root) {
+    struct Item {
+      TSNode node;
+      bool conditional;
+      int depth;
+    };
+    std::vector<Item> stack{{root, false, 0}};
+    while (!stack.empty()) {
+      Item it = stack.back();
+      stack.pop_back();
+      TSNode n = it.node;
+      std::string_view k = kind(n);
+      if (k == "comment") {
+        m.comments_.emplace_back(start_of(n), end_of(n));
+        if (!seen_statement) header_comment(n);
+        continue;
+      }
+      if (it.depth == 1 && !seen_statement && ts_node_is_named(n)) {
+        seen_statement = true;
+        m.header_end_ = start_of(n);
+      }
+      if (it.depth > 400) continue;  // hostile nesting: the rest is unknown
+      if (k == "command") {
+        commands.push_back({n, it.conditional});
+        // command substitutions inside its words are not looked into
+        continue;
+      }
+      if (k == "variable_assignment") {
+        add_assignment(n, EnvSetting::Scope::Shell, it.conditional);
+        continue;
+      }
+      if (k == "declaration_command") {
+        declaration(n, it.conditional);
+        continue;
+      }
+      bool child_conditional = it.conditional || k == "if_statement" || k == "case_statement" ||
+                               k == "for_statement" || k == "c_style_for_statement" || k == "while_statement" ||
+                               k == "function_definition";
+      std::uint32_t count = ts_node_child_count(n);
+      // children pushed in reverse so that they pop in file order
+      bool after_or = false;
+      std::vector<Item> children;
+      for (std::uint32_t i = 0; i < count; ++i) {
+        TSNode c = ts_node_child(n, i);
+        if (k == "list" && !ts_node_is_named(c) && node_text(c) == "||") after_or = true;
+        children.push_back({c, child_conditional || after_or, it.depth + 1});
+      }
+      for (auto c = children.rbegin(); c != children.rend(); ++c) stack.push_back(*c);
+    }
+    if (!seen_statement) m.header_end_ = static_cast<std::uint32_t>(text.size());
+  }
+
+  void add_assignment(TSNode n, EnvSetting::Scope scope, bool conditional) {
+    TSNode name = ts_node_child_by_field_name(n, "name", 4);
+    if (ts_node_is_null(name) || kind(name) != "variable_name") return;
+    Assignment a;
+    a.name = std::string(node_text(name));
+    a.value = ts_node_child_by_field_name(n, "value", 5);
+    a.has_value = true;
+    a.scope = scope;
+    a.start = start_of(n);
+    a.end = end_of(n);
+    a.conditional = conditional;
+    assignments.push_back(std::move(a));
+  }
+
+  void declaration(TSNode n, bool conditional) {
+    std::uint32_t count = ts_node_child_count(n);
+    if (count == 0) return;
+    std::string_view keyword = node_text(ts_node_child(n, 0));
+    bool exported = keyword == "export";
+    if (keyword == "declare" || keyword == "typeset") {
+      for (std::uint32_t i = 1; i < count; ++i) {
+        std::string_view w = node_text(ts_node_child(n, i));
+        if (w.starts_with("-") && w.find('x') != std::string_view::npos) exported = true;
+      }
+    }
+    EnvSetting::Scope scope = exported ? EnvSetting::Scope::Exported : EnvSetting::Scope::Shell;
+    for (std::uint32_t i = 1; i < count; ++i) {
+      TSNode c = ts_node_child(n, i);
+      if (kind(c) == "variable_assignment") {
+        add_assignment(c, scope, conditional);
+      } else if (kind(c) == "variable_name" && exported) {
+        // `export X`: the shell variable X, from here on in the environment
+        Assignment a;
+        a.name = std::string(node_text(c));
+        a.scope = scope;
+        a.start = start_of(c);
+        a.end = end_of(c);
+        a.conditional = conditional;
+        assignments.push_back(std::move(a));
+      }
+    }
+  }
+
+  void header_comment(TSNode n) {
+    std::string_view c = node_text(n);
+    if (!c.starts_with("#SBATCH")) return;
+    std::size_t at = 7;
+    if (at < c.size() && c[at] != ' ' && c[at] != '\t') return;
+    // words after #SBATCH up to a further `#`
+    std::vector<std::pair<std::size_t, std::size_t>> words;
+    while (at < c.size()) {
+      while (at < c.size() && (c[at] == ' ' || c[at] == '\t')) ++at;
+      if (at >= c.size() || c[at] == '#') break;
+      std::size_t j = at;
+      while (j < c.size() && c[j] != ' ' && c[j] != '\t') ++j;
+      words.emplace_back(at, j);
+      at = j;
+    }
+    std::uint32_t base = start_of(n);
+    for (std::size_t i = 0; i < words.size(); ++i) {
+      std::string_view w = c.substr(words[i].first, words[i].second - words[i].first);
+      if (!w.starts_with("-")) continue;
+      LaunchOption o;
+      o.start = base + static_cast<std::uint32_t>(words[i].first);
+      o.end = base + static_cast<std::uint32_t>(words[i].second);
+      auto value_word = [&](std::size_t from, std::size_t to) {
+        ShellWord v;
+        v.start = base + static_cast<std::uint32_t>(from);
+        v.end = base + static_cast<std::uint32_t>(to);
+        v.value = std::string(c.substr(from, to - from));
+        return v;
+      };
+      if (w.starts_with("--")) {
+        std::size_t eq = w.find('=');
+        o.written = std::string(w.substr(0, eq));
+        o.name = normalise(o.written);
+        if (eq != std::string_view::npos) {
+          o.value = value_word(words[i].first + eq + 1, words[i].second);
+        } else if (i + 1 < words.size() && c[words[i + 1].first] != '-') {
+          o.value = value_word(words[i + 1].first, words[i + 1].second);
+          o.end = base + static_cast<std::uint32_t>(words[i + 1].second);
+          ++i;
+        }
+      } else {  // -N 2, -N2
+        o.written = std::string(w.substr(0, 2));
+        o.name = std::string(w.substr(1, 1));
+        if (w.size() > 2) {
+          o.value = value_word(words[i].first + (w[2] == '=' ? 3 : 2), words[i].second);
+        } else if (i + 1 < words.size() && c[words[i + 1].first] != '-') {
+          o.value = value_word(words[i + 1].first, words[i + 1].second);
+          o.end = base + static_cast<std::uint32_t>(words[i + 1].second);
+          ++i;
+        }
+      }
+      m.sbatch_.push_back(SbatchDirective{std::move(o)});
+    }
+  }
+
+  // --- values ----------------------------------------------------------------
+  // The value of variable `name` read at byte `at`: its one unconditional
+  // assignment in the file, made before `at`, with a known value.
+  std::optional<std::string> variable(std::string_view name, std::uint32_t at, int depth) {
+    const Assignment* only = nullptr;
+    int count = 0;
+    for (const Assignment& a : assignments) {
+      if (a.name != name || !a.has_value) continue;
+      ++count;
+      only = &a;
+    }
+    if (count != 1 || only->conditional || only->start >= at) return std::nullopt;
+    if (ts_node_is_null(only->value)) return std::string();  // `X=`
+    return value(only->value, only->start, depth + 1);
+  }
+
+  std::optional<std::string> value(TSNode n, std::uint32_t at, int depth = 0) {
+    if (depth > 16) return std::nullopt;
+    std::string_view k = kind(n);
+    if (k == "word" || k == "number") {
+      std::string_view t = node_text(n);
+      std::string out;
+      for (std::size_t i = 0; i < t.size(); ++i) {
+        if (t[i] == '\\' && i + 1 < t.size()) ++i;
+        else if (t[i] == '*' || t[i] == '?' || t[i] == '[' || t[i] == '~' || t[i] == '{') return std::nullopt;  // globs
+        out += t[i];
+      }
+      return out;
+    }
+    if (k == "raw_string") {
+      std::string_view t = node_text(n);
+      if (t.size() < 2) return std::nullopt;
+      return std::string(t.substr(1, t.size() - 2));
+    }
+    if (k == "string") {
+      std::string out;
+      std::uint32_t count = ts_node_child_count(n);
+      for (std::uint32_t i = 0; i < count; ++i) {
+        TSNode c = ts_node_child(n, i);
+        if (!ts_node_is_named(c)) continue;  // the quotes
+        if (kind(c) == "string_content") {
+          out += node_text(c);
+          continue;
+        }
+        std::optional<std::string> part = value(c, at, depth + 1);
+        if (!part) return std::nullopt;
+        out += *part;
+      }
+      return out;
+    }
+    if (k == "simple_expansion" || k == "expansion") {
+      // $X or ${X}; ${X:-d}, $1, $@ and other forms depend on the caller
+      if (ts_node_named_child_count(n) != 1 || ts_node_child_count(n) != (k == "simple_expansion" ? 2u : 3u))
+        return std::nullopt;
+      TSNode v = ts_node_named_child(n, 0);
+      if (kind(v) != "variable_name") return std::nullopt;
+      return variable(node_text(v), at, depth);
+    }
+    if (k == "concatenation") {
+      std::string out;
+      std::uint32_t count = ts_node_child_count(n);
+      for (std::uint32_t i = 0; i < count; ++i) {
+        std::optional<std::string> part = value(ts_node_child(n, i), at, depth + 1);
+        if (!part) return std::nullopt;
+        out += *part;
+      }
+      return out;
+    }
+    return std::nullopt;
+  }
+
+  ShellWord word(TSNode n) {
+    ShellWord w;
+    w.start = start_of(n);
+    w.end = end_of(n);
+    w.value = value(n, w.start);
+    return w;
+  }
+
+  // --- pass 2 ----------------------------------------------------------------
+  void settle() {
+    for (const Assignment& a : assignments) {
+      EnvSetting s;
+      s.name = a.name;
+      s.scope = a.scope;
+      s.start = a.start;
+      s.end = a.end;
+      s.conditional = a.conditional;
+      if (a.has_value) {
+        if (ts_node_is_null(a.value)) {
+          s.value = ShellWord{a.end, a.end, std::string()};
+        } else {
+          s.value = word(a.value);
+        }
+      } else {  // `export X`: X's value as a shell variable there
+        s.value = ShellWord{a.start, a.end, variable(a.name, a.start, 0)};
+      }
+      m.env_.push_back(std::move(s));
+    }
+    for (const Command& c : commands) command(c);
+    std::sort(m.env_.begin(), m.env_.end(), [](const EnvSetting& a, const EnvSetting& b) { return a.start < b.start; });
+  }
+
+  void command(const Command& c) {
+    Launch l;
+    l.start = start_of(c.node);
+    l.end = end_of(c.node);
+    l.conditional = c.conditional;
+    std::vector<TSNode> words;
+    std::uint32_t count = ts_node_child_count(c.node);
+    for (std::uint32_t i = 0; i < count; ++i) {
+      TSNode ch = ts_node_child(c.node, i);
+      std::string_view k = kind(ch);
+      if (k == "variable_assignment") {
+        TSNode name = ts_node_child_by_field_name(ch, "name", 4);
+        if (ts_node_is_null(name)) continue;
+        EnvSetting s;
+        s.name = std::string(node_text(name));
+        TSNode v = ts_node_child_by_field_name(ch, "value", 5);
+        s.value = ts_node_is_null(v) ? ShellWord{end_of(ch), end_of(ch), std::string()} : word(v);
+        s.scope = EnvSetting::Scope::Command;
+        s.start = start_of(ch);
+        s.end = end_of(ch);
+        s.conditional = c.conditional;
+        l.env.push_back(s);
+      } else if (k == "command_name") {
+        words.push_back(ts_node_named_child_count(ch) == 1 ? ts_node_named_child(ch, 0) : ch);
+      } else if (ts_node_is_named(ch) && k != "file_redirect" && k != "herestring_redirect" && k != "comment") {
+        words.push_back(ch);
+      }
+    }
+    std::vector<ShellWord> w;
+    w.reserve(words.size());
+    for (TSNode n : words) w.push_back(word(n));
+    if (interpret(l, w)) {
+      for (const EnvSetting& s : l.env) m.env_.push_back(s);
+      m.launches_.push_back(std::move(l));
+    } else {
+      for (const EnvSetting& s : l.env) m.env_.push_back(s);
+    }
+  }
+
+  static const std::string* v(const std::vector<ShellWord>& w, std::size_t i) {
+    return i < w.size() && w[i].value ? &*w[i].value : nullptr;
+  }
+
+  // Reads the options from w[i]: `--x=y`, `--x y` (unless a flag), `-x`.
+  // Stops at the first word that is not an option (returned), or after `--`.
+  std::size_t options(Launcher launcher, const std::vector<ShellWord>& w, std::size_t i,
+                      std::vector<LaunchOption>& out, bool wrapper) {
+    while (i < w.size()) {
+      const std::string* s = v(w, i);
+      if (s == nullptr) return i;
+      if (*s == "--") return i + 1;
+      if (!s->starts_with("-") || *s == "-") return i;
+      LaunchOption o;
+      o.start = w[i].start;
+      o.end = w[i].end;
+      std::size_t eq = s->find('=');
+      o.written = s->substr(0, eq);
+      o.name = s->starts_with("--") || o.written.size() == 2 ? normalise(o.written) : normalise(o.written.substr(0, 2));
+      if (eq != std::string::npos) {
+        ShellWord val = w[i];
+        val.value = s->substr(eq + 1);
+        o.value = std::move(val);
+        ++i;
+      } else if (!s->starts_with("--") && s->size() > 2) {  // -N2
+        ShellWord val = w[i];
+        val.value = s->substr(2);
+        o.value = std::move(val);
+        ++i;
+      } else {
+        ++i;
+        const std::string* next = v(w, i);
+        bool takes_value = wrapper ? !contains({"exclusive", "overlap", "l", "label", "u", "unbuffered", "K",
+                                                "kill-on-bad-exit", "v", "verbose", "Q", "quiet"},
+                                               o.name)
+                                   : !is_flag(launcher, o.name);
+        if (takes_value && i < w.size() && (next == nullptr || !next->starts_with("-")) &&
+            !(wrapper && next != nullptr && is_program_word(*next)) &&
+            !(!wrapper && next != nullptr && next->ends_with(".py") && o.name != "config-file")) {
+          o.value = w[i];
+          o.end = w[i].end;
+          ++i;
+        }
+      }
+      out.push_back(std::move(o));
+    }
+    return i;
+  }
+
+  // The script's options: `--x=y`, `--x y`, `--flag`; positional words skipped.
+  static void script_options(const std::vector<ShellWord>& w, std::size_t i, std::vector<LaunchOption>& out) {
+    while (i < w.size()) {
+      const std::string* s = v(w, i);
+      if (s == nullptr || !s->starts_with("-") || *s == "-" || *s == "--") {
+        ++i;
+        continue;
+      }
+      LaunchOption o;
+      o.start = w[i].start;
+      o.end = w[i].end;
+      std::size_t eq = s->find('=');
+      o.written = s->substr(0, eq);
+      o.name = normalise(o.written);
+      ++i;
+      if (eq != std::string::npos) {
+        ShellWord val = w[i - 1];
+        val.value = s->substr(eq + 1);
+        o.value = std::move(val);
+      } else if (i < w.size() && (v(w, i) == nullptr || !v(w, i)->starts_with("-") ||
+                                  parse_count(v(w, i)->substr(1)).has_value())) {
+        o.value = w[i];
+        o.end = w[i].end;
+        ++i;
+      }
+      out.push_back(std::move(o));
+    }
+  }
+
+  bool interpret(Launch& l, const std::vector<ShellWord>& w) {
+    std::size_t i = 0;
+    for (int hops = 0; hops < 16 && i < w.size(); ++hops) {
+      const std::string* s = v(w, i);
+      if (s == nullptr) return false;
+      std::string_view b = basename(*s);
+      if (b == "env") {
+        ++i;
+        while (const std::string* e = v(w, i)) {
+          if (e->starts_with("-")) {
+            ++i;
+            if (*e == "-u" || *e == "-C" || *e == "-S") ++i;
+            continue;
+          }
+          std::size_t eq = e->find('=');
+          if (eq == std::string::npos || eq == 0) break;
+          EnvSetting st;
+          st.name = e->substr(0, eq);
+          st.value = w[i];
+          st.value.value = e->substr(eq + 1);
+          st.scope = EnvSetting::Scope::Command;
+          st.start = w[i].start;
+          st.end = w[i].end;
+          st.conditional = l.conditional;
+          l.env.push_back(std::move(st));
+          ++i;
+        }
+        continue;
+      }
+      if (is_wrapper(b)) {
+        l.wrappers.emplace_back(b);
+        i = options(Launcher::Python, w, i + 1, l.wrapper_options, true);
+        if (b == "timeout" && v(w, i) != nullptr && !is_program_word(*v(w, i))) ++i;  // timeout DURATION cmd
+        continue;
+      }
+      if (b == "torchrun") {
+        l.launcher = Launcher::Torchrun;
+        l.launcher_start = w[i].start;
+        l.launcher_end = w[i].end;
+        return launcher_rest(l, w, i + 1);
+      }
+      if (b == "accelerate") {
+        const std::string* sub = v(w, i + 1);
+        if (sub == nullptr || *sub != "launch") return false;
+        l.launcher = Launcher::Accelerate;
+        l.launcher_start = w[i].start;
+        l.launcher_end = w[i + 1].end;
+        return launcher_rest(l, w, i + 2);
+      }
+      if (b == "deepspeed") {
+        l.launcher = Launcher::DeepSpeed;
+        l.launcher_start = w[i].start;
+        l.launcher_end = w[i].end;
+        return launcher_rest(l, w, i + 1);
+      }
+      if (is_python(b)) return python(l, w, i);
+      return false;
+    }
+    return false;
+  }
+
+  bool python(Launch& l, const std::vector<ShellWord>& w, std::size_t i) {
+    l.launcher_start = w[i].start;
+    l.launcher_end = w[i].end;
+    ++i;
+    while (const std::string* s = v(w, i)) {
+      if (!s->starts_with("-") || *s == "-") break;
+      if (*s == "-c") return false;  // inline code
+      if (*s == "-m" || s->starts_with("-m")) {
+        std::size_t mod_at = *s == "-m" ? i + 1 : i;
+        const std::string* mod = v(w, mod_at);
+        if (mod == nullptr) return false;
+        std::string module = *s == "-m" ? *mod : mod->substr(2);
+        if (module == "torch.distributed.launch" || module == "torch.distributed.run") {
+          l.launcher = module == "torch.distributed.launch" ? Launcher::TorchDistributedLaunch
+                                                            : Launcher::TorchDistributedRun;
+          l.launcher_end = w[mod_at].end;
+          return launcher_rest(l, w, mod_at + 1);
+        }
+        if (module == "accelerate.commands.launch") {
+          l.launcher = Launcher::Accelerate;
+          l.launcher_end = w[mod_at].end;
+          return launcher_rest(l, w, mod_at + 1);
+        }
+        l.script = w[mod_at];
+        if (*s != "-m") l.script->value = module;
+        l.module = true;
+        script_options(w, mod_at + 1, l.script_options);
+        return true;
+      }
+      if (*s == "-W" || *s == "-X") ++i;
+      ++i;
+    }
+    if (i >= w.size() || v(w, i) == nullptr) return false;  // a REPL, or a script not known here
+    l.script = w[i];
+    script_options(w, i + 1, l.script_options);
+    return true;
+  }
+
+  bool launcher_rest(Launch& l, const std::vector<ShellWord>& w, std::size_t i) {
+    i = options(l.launcher, w, i, l.options, false);
+    bool module = l.option("m") != nullptr || l.option("module") != nullptr;
+    if (i < w.size()) {
+      l.script = w[i];
+      l.module = module;
+      script_options(w, i + 1, l.script_options);
+    }
+    return true;
+  }
+};
+
+LaunchModel::LaunchModel(const SourceFile& source, const SyntaxTree& tree) : source_(source) {
+  if (!tree) return;
+  LaunchBuilder b{*this, source, source.text(), {}, {}, false};
+  b.walk(tree.root());
+  b.settle();
+}
+
+std::string_view LaunchModel::text(std::uint32_t start, std::uint32_t end) const {
+  std::string_view t = source_.text();
+  if (start > t.size()) return {};
+  return t.substr(start, std::min<std::size_t>(end, t.size()) - start);
+}
+
+const SbatchDirective* LaunchModel::sbatch_option(std::initializer_list<std::string_view> names) const {
+  const SbatchDirective* found = nullptr;
+  for (const SbatchDirective& d : sbatch_)
+    for (std::string_view n : names)
+      if (d.option.name == n) found = &d;
+  return found;
+}
+
+std::optional<std::string> LaunchModel::env_value(const Launch& launch, std::string_view name) const {
+  for (auto s = launch.env.rbegin(); s != launch.env.rend(); ++s)
+    if (s->name == name) return s->value.value;
+  std::optional<std::string> value;
+  for (const EnvSetting& s : env_) {
+    if (s.start >= launch.start) break;
+    if (s.name != name || s.scope == EnvSetting::Scope::Command) continue;
+    if (s.conditional) return std::nullopt;  // set on some paths only
+    if (s.scope == EnvSetting::Scope::Exported) value = s.value.value;
+    else if (value) value = s.value.value;  // a new value of a variable already exported
+  }
+  return value;
+}
+
+std::optional<LaunchModel::Gpus> LaunchModel::gpus_per_node(const Launch& launch) const {
+  if (std::optional<std::string> cvd = env_value(launch, "CUDA_VISIBLE_DEVICES")) {
+    std::int64_t n = 0;
+    std::size_t at = 0;
+    while (at <= cvd->size()) {
+      std::size_t comma = cvd->find(',', at);
+      std::string_view entry = std::string_view(*cvd).substr(at, comma == std::string::npos ? std::string::npos : comma - at);
+      if (!entry.empty()) ++n;
+      if (comma == std::string::npos) break;
+      at = comma + 1;
+    }
+    return Gpus{n, "CUDA_VISIBLE_DEVICES=" + *cvd};
+  }
+  auto last_count = [](std::string_view v) -> std::optional<std::int64_t> {
+    std::size_t colon = v.rfind(':');
+    return parse_count(colon == std::string_view::npos ? v : v.substr(colon + 1));
+  };
+  if (const SbatchDirective* d = sbatch_option({"gpus-per-node"}); d && d->option.value && d->option.value->value)
+    if (std::optional<std::int64_t> n = last_count(*d->option.value->value))
+      return Gpus{*n, "#SBATCH --gpus-per-node=" + *d->option.value->value};
+  if (const SbatchDirective* d = sbatch_option({"gres"}); d && d->option.value && d->option.value->value) {
+    std::string_view g = *d->option.value->value;
+    // gpu:4, gpu:a100:4, gpu:4,mps:100
+    std::size_t at = 0;
+    while (at < g.size()) {
+      std::size_t comma = g.find(',', at);
+      std::string_view entry = g.substr(at, comma == std::string_view::npos ? std::string_view::npos : comma - at);
+      if (entry.starts_with("gpu:"))
+        if (std::optional<std::int64_t> n = last_count(entry)) return Gpus{*n, "#SBATCH --gres=" + std::string(g)};
+      if (comma == std::string_view::npos) break;
+      at = comma + 1;
+    }
+  }
+  if (const SbatchDirective* d = sbatch_option({"gpus", "G"}); d && d->option.value && d->option.value->value) {
+    const SbatchDirective* nodes = sbatch_option({"nodes", "N"});
+    bool one_node = nodes == nullptr || (nodes->option.value && nodes->option.value->value &&
+                                         parse_count(*nodes->option.value->value) == 1);
+    if (one_node)
+      if (std::optional<std::int64_t> n = last_count(*d->option.value->value))
+        return Gpus{*n, "#SBATCH " + d->option.written + "=" + *d->option.value->value};
+  }
+  return std::nullopt;
+}
+
+}  // namespace ddplint

@@ -1,0 +1,49 @@
+// DDP803 multi-node-without-rendezvous: torchrun on several nodes with no address to meet at.
+#include <string>
+
+#include "linter/launch_model.hpp"
+#include "rules/common.hpp"
+
+namespace ddplint::rules {
+
+namespace {
+std::optional<std::int64_t> max_nodes(std::string_view v) {
+  std::size_t colon = v.find(':');
+  return parse_count(colon == std::string_view::npos ? v : v.substr(colon + 1));
+}
+
+// torchrun (or its modules) with --nnodes above 1 and neither --rdzv-endpoint
+// nor --master-addr, and no PET_RDZV_ENDPOINT/PET_MASTER_ADDR (torchrun reads
+// each option from its PET_ variable) set by the script. Not with
+// --standalone (DDP802's cause).
+void check_launch(const LaunchModel& model, RuleContext& ctx) {
+  for (const Launch& l : model.launches()) {
+    if (!l.is_torch_launcher() || l.option("standalone") != nullptr) continue;
+    const LaunchOption* nnodes = l.option("nnodes");
+    if (nnodes == nullptr || !nnodes->value || !nnodes->value->value) continue;
+    std::optional<std::int64_t> n = max_nodes(*nnodes->value->value);
+    if (!n || *n <= 1) continue;
+    if (l.option("rdzv-endpoint") != nullptr || l.option("master-addr") != nullptr) continue;
+    bool from_env = false;
+    for (std::string_view var : {"PET_RDZV_ENDPOINT", "PET_MASTER_ADDR"})
+      for (const EnvSetting& s : model.env_settings())
+        if (s.name == var && s.start < l.start) from_env = true;
+    for (const EnvSetting& s : l.env)
+      if (s.name == "PET_RDZV_ENDPOINT" || s.name == "PET_MASTER_ADDR") from_env = true;
+    if (from_env) continue;
+    ctx.report(nnodes->start, nnodes->end,
+               nnodes->written + " " + *nnodes->value->value +
+                   " without --rdzv-endpoint or --master-addr: every node looks for the others at its own "
+                   "127.0.0.1, so the nodes never join one job; pass the first node's address to all of them");
+  }
+}
+}  // namespace
+
+// needs: none (launch scripts are not prefiltered)
+extern const Rule kRuleDDP803{
+    .info = {.code = "DDP803", .name = "multi-node-without-rendezvous", .severity = Severity::Warning,
+             .summary = "torchrun on several nodes without a rendezvous endpoint or master address",
+             .url = "https://pytorch.org/docs/stable/elastic/run.html"},
+    .check_launch = &check_launch};
+
+}  // namespace ddplint::rules
