@@ -459,7 +459,8 @@ bool has_shell_shebang(std::string_view text) {
 Language language_of(std::string_view path, std::string_view text) {
   std::string_view name = path.substr(path.rfind('/') == std::string_view::npos ? 0 : path.rfind('/') + 1);
   if (has_shell_extension(name)) return Language::Shell;
-  if (name.find('.') == std::string_view::npos && !name.empty() && has_shell_shebang(text)) return Language::Shell;
+  if (name.find('.') == std::string_view::npos && !name.empty() && name != "-" && has_shell_shebang(text))
+    return Language::Shell;
   return Language::Python;
 }
 

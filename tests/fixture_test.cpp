@@ -1,4 +1,5 @@
-// Closed-world fixture test. Every Python file under fixtures/ and examples/
+// Closed-world fixture test. Every Python file and launch script (*.sh,
+// *.slurm, ...) under fixtures/ and examples/
 // is linted; each finding must be marked on the line where it starts with
 // `# expect: CODE[, CODE...]`, and each mark must be found. A first-line
 // directive `# fixture-select: CODES` restricts the rules run on that file.
@@ -37,7 +38,8 @@ std::vector<fs::path> python_files(const fs::path& root) {
   std::vector<fs::path> out;
   if (!fs::is_directory(root)) return out;
   for (const auto& e : fs::recursive_directory_iterator(root))
-    if (e.is_regular_file() && e.path().extension() == ".py") out.push_back(e.path());
+    if (e.is_regular_file() && (e.path().extension() == ".py" || has_shell_extension(e.path().filename().string())))
+      out.push_back(e.path());  // Python scripts and launch scripts
   std::sort(out.begin(), out.end());
   return out;
 }

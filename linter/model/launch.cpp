@@ -428,13 +428,42 @@ struct LaunchBuilder {
     return i < w.size() && w[i].value ? &*w[i].value : nullptr;
   }
 
+  // The word as written (quotes and `$` included).
+  std::string_view raw(const ShellWord& w) const { return text.substr(w.start, w.end - w.start); }
+
+  // An option word whose value the file does not fix (`--nproc_per_node=$1`):
+  // its name is still known when written out before `=`. Null otherwise.
+  std::optional<LaunchOption> partly_known(const ShellWord& w) const {
+    std::string_view r = raw(w);
+    std::size_t eq = r.find('=');
+    if (!r.starts_with("-") || eq == std::string_view::npos) return std::nullopt;
+    for (char c : r.substr(0, eq))
+      if (!(c == '-' || c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')))
+        return std::nullopt;
+    LaunchOption o;
+    o.written = std::string(r.substr(0, eq));
+    o.name = normalise(o.written);
+    ShellWord val = w;
+    val.value.reset();
+    o.value = std::move(val);
+    o.start = w.start;
+    o.end = w.end;
+    return o;
+  }
+
   // Reads the options from w[i]: `--x=y`, `--x y` (unless a flag), `-x`.
   // Stops at the first word that is not an option (returned), or after `--`.
   std::size_t options(Launcher launcher, const std::vector<ShellWord>& w, std::size_t i,
                       std::vector<LaunchOption>& out, bool wrapper) {
     while (i < w.size()) {
       const std::string* s = v(w, i);
-      if (s == nullptr) return i;
+      if (s == nullptr) {
+        std::optional<LaunchOption> o = partly_known(w[i]);
+        if (!o) return i;
+        out.push_back(std::move(*o));
+        ++i;
+        continue;
+      }
       if (*s == "--") return i + 1;
       if (!s->starts_with("-") || *s == "-") return i;
       LaunchOption o;
@@ -474,10 +503,15 @@ struct LaunchBuilder {
   }
 
   // The script's options: `--x=y`, `--x y`, `--flag`; positional words skipped.
-  static void script_options(const std::vector<ShellWord>& w, std::size_t i, std::vector<LaunchOption>& out) {
+  void script_options(const std::vector<ShellWord>& w, std::size_t i, std::vector<LaunchOption>& out) const {
     while (i < w.size()) {
       const std::string* s = v(w, i);
-      if (s == nullptr || !s->starts_with("-") || *s == "-" || *s == "--") {
+      if (s == nullptr) {
+        if (std::optional<LaunchOption> o = partly_known(w[i])) out.push_back(std::move(*o));
+        ++i;
+        continue;
+      }
+      if (!s->starts_with("-") || *s == "-" || *s == "--") {
         ++i;
         continue;
       }

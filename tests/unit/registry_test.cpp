@@ -12,19 +12,21 @@ using namespace ddplint;
 namespace fs = std::filesystem;
 
 namespace {
-// The first ```python block after `heading` in `doc`.
-std::string code_block_after(std::string_view doc, std::string_view heading) {
+// The first ```python block after `heading` in `doc`, or for a rule with no
+// Python check (a launch-script rule) the first ```sh block.
+std::string code_block_after(std::string_view doc, std::string_view heading, bool shell = false) {
   auto h = doc.find(heading);
   if (h == std::string_view::npos) return {};
-  auto open = doc.find("```python\n", h);
+  std::string_view fence = shell ? "```sh\n" : "```python\n";
+  auto open = doc.find(fence, h);
   if (open == std::string_view::npos) return {};
-  open += 10;
+  open += fence.size();
   auto close = doc.find("```", open);
   return std::string(doc.substr(open, close - open));
 }
 
-int count_code(const Rule& rule, const std::string& src) {
-  SourceFile f("doc.py", src);
+int count_code(const Rule& rule, const std::string& src, bool shell = false) {
+  SourceFile f(shell ? "doc.sh" : "doc.py", src);
   RuleSelection only({std::string(rule.info.code)}, {});
   auto r = lint(f, rules::all(), only);
   return static_cast<int>(r.diagnostics.size());
@@ -44,7 +46,7 @@ TEST_CASE("codes and names are unique, sorted, kebab-case") {
       bool kebab = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-';
       CHECK(kebab);
     }
-    bool has_check = r.check != nullptr;
+    bool has_check = r.check != nullptr || r.check_launch != nullptr;
     CHECK(has_check);
     CHECK_FALSE(r.info.summary.empty());
   }
@@ -83,12 +85,13 @@ TEST_CASE("every rule has documentation with the headings, and its examples beha
       CHECK(r.info.docs.find(h) != std::string_view::npos);
     bool links_pytorch = r.info.docs.find("pytorch.org") != std::string_view::npos || r.info.code == "DDP001";
     CHECK(links_pytorch);
-    std::string example = code_block_after(r.info.docs, "## Example");
-    std::string instead = code_block_after(r.info.docs, "## Use instead");
+    bool shell = r.check == nullptr;  // a launch-script rule: its examples are shell
+    std::string example = code_block_after(r.info.docs, "## Example", shell);
+    std::string instead = code_block_after(r.info.docs, "## Use instead", shell);
     REQUIRE_FALSE(example.empty());
     REQUIRE_FALSE(instead.empty());
-    CHECK(count_code(r, example) >= 1);
-    CHECK(count_code(r, instead) == 0);
+    CHECK(count_code(r, example, shell) >= 1);
+    CHECK(count_code(r, instead, shell) == 0);
   }
 }
 

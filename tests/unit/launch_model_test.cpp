@@ -1,0 +1,181 @@
+// The launch model (linter/launch_model.hpp): languages, environment scopes,
+// launchers in their spellings, options, #SBATCH directives, variables and
+// the GPUs a node offers a launch.
+#include <doctest/doctest.h>
+
+#include "linter/launch_model.hpp"
+#include "linter/lint.hpp"
+#include "rules/registry.hpp"
+
+using namespace ddplint;
+
+namespace {
+struct Parsed {
+  SourceFile source;
+  SyntaxTree tree;
+  LaunchModel model;
+  explicit Parsed(std::string text)
+      : source("run.sh", std::move(text)), tree(parse_shell(source)), model(source, tree) {}
+  std::string text_of(const ShellWord& w) const { return std::string(model.text(w.start, w.end)); }
+};
+}  // namespace
+
+TEST_CASE("launch scripts are recognised by extension or by a sh/bash shebang") {
+  CHECK(language_of("run.sh", "") == Language::Shell);
+  CHECK(language_of("jobs/train.slurm", "") == Language::Shell);
+  CHECK(language_of("a.sbatch", "") == Language::Shell);
+  CHECK(language_of("a.bash", "") == Language::Shell);
+  CHECK(language_of("train.py", "#!/bin/bash\n") == Language::Python);
+  CHECK(language_of("launch", "#!/usr/bin/env bash\necho\n") == Language::Shell);
+  CHECK(language_of("launch", "#!/bin/sh -l\n") == Language::Shell);
+  CHECK(language_of("launch", "#!/usr/bin/env -S bash -e\n") == Language::Shell);
+  CHECK(language_of("launch", "#!/usr/bin/env python3\n") == Language::Python);
+  CHECK(language_of("launch", "#!/bin/zsh\n") == Language::Python);
+  CHECK(language_of(".sh", "") == Language::Python);  // a dot file, not a shell script
+  CHECK(language_of("-", "#!/bin/bash\n") == Language::Python);  // standard input without --stdin-filename
+}
+
+TEST_CASE("environment settings keep their scope; conditional ones are marked") {
+  Parsed p(
+      "export A=1\n"
+      "B=2\n"
+      "C=3 torchrun train.py\n"
+      "env D=4 python train.py\n"
+      "if true; then export E=5; fi\n"
+      "declare -x F=6\n"
+      "export B\n"
+      "true || export G=7\n");
+  const auto& env = p.model.env_settings();
+  auto find = [&](std::string_view name) -> const EnvSetting* {
+    for (const EnvSetting& s : env)
+      if (s.name == name) return &s;
+    return nullptr;
+  };
+  REQUIRE(find("A"));
+  CHECK(find("A")->scope == EnvSetting::Scope::Exported);
+  CHECK(*find("A")->value.value == "1");
+  CHECK(find("B")->scope == EnvSetting::Scope::Shell);
+  CHECK(find("C")->scope == EnvSetting::Scope::Command);
+  REQUIRE(find("D"));
+  CHECK(find("D")->scope == EnvSetting::Scope::Command);
+  CHECK(*find("D")->value.value == "4");
+  CHECK(find("E")->conditional);
+  CHECK_FALSE(find("A")->conditional);
+  CHECK(find("F")->scope == EnvSetting::Scope::Exported);
+  REQUIRE(find("G"));
+  CHECK(find("G")->conditional);
+  // `export B` after `B=2`: exported with the shell variable's value
+  int exported_b = 0;
+  for (const EnvSetting& s : env)
+    if (s.name == "B" && s.scope == EnvSetting::Scope::Exported && s.value.value == std::optional<std::string>("2"))
+      ++exported_b;
+  CHECK(exported_b == 1);
+}
+
+TEST_CASE("launchers in every spelling, with their options and the script") {
+  Parsed p(
+      "torchrun --nproc_per_node=4 --standalone train.py --batch_size 8 --amp\n"
+      "python -m torch.distributed.launch --nproc-per-node 2 --use_env main.py\n"
+      "python3 -u -m torch.distributed.run --nnodes 1:2 main.py\n"
+      "accelerate launch --multi_gpu --num_processes 8 train_lora.py --lr=1e-4\n"
+      "deepspeed --num_gpus 8 finetune.py --deepspeed ds.json\n"
+      "srun --ntasks-per-node=1 -N 2 python train.py\n"
+      "CUDA_VISIBLE_DEVICES=0 nohup python -m my.pkg.train --epochs 3 &\n"
+      "python -c 'print(1)'\n"
+      "echo torchrun train.py\n");
+  const auto& l = p.model.launches();
+  REQUIRE(l.size() == 7);
+  CHECK(l[0].launcher == Launcher::Torchrun);
+  REQUIRE(l[0].option("nproc-per-node"));
+  CHECK(*l[0].option("nproc-per-node")->value->value == "4");
+  CHECK(l[0].option("nproc-per-node")->written == "--nproc_per_node");
+  CHECK(l[0].option("standalone"));
+  CHECK_FALSE(l[0].option("standalone")->value);
+  REQUIRE(l[0].script);
+  CHECK(*l[0].script->value == "train.py");
+  REQUIRE(l[0].script_options.size() == 2);
+  CHECK(l[0].script_options[0].name == "batch-size");
+  CHECK(*l[0].script_options[0].value->value == "8");
+  CHECK(l[0].script_options[1].name == "amp");
+
+  CHECK(l[1].launcher == Launcher::TorchDistributedLaunch);
+  CHECK(p.model.text(l[1].launcher_start, l[1].launcher_end) == "python -m torch.distributed.launch");
+  CHECK(l[1].option("use-env"));
+  CHECK(*l[1].script->value == "main.py");
+  CHECK(l[2].launcher == Launcher::TorchDistributedRun);
+  CHECK(*l[2].option("nnodes")->value->value == "1:2");
+  CHECK(l[3].launcher == Launcher::Accelerate);
+  CHECK(l[3].option("multi-gpu"));
+  CHECK(*l[3].option("num-processes")->value->value == "8");
+  CHECK(*l[3].script->value == "train_lora.py");
+  CHECK(l[4].launcher == Launcher::DeepSpeed);
+  CHECK(*l[4].script->value == "finetune.py");
+  CHECK(l[5].launcher == Launcher::Python);
+  REQUIRE(l[5].wrappers.size() == 1);
+  CHECK(l[5].wrappers[0] == "srun");
+  CHECK(*l[5].wrapper_option({"N", "nodes"})->value->value == "2");
+  CHECK(*l[5].script->value == "train.py");
+  CHECK(l[6].module);
+  CHECK(*l[6].script->value == "my.pkg.train");
+  REQUIRE(p.model.env_value(l[6], "CUDA_VISIBLE_DEVICES"));
+  CHECK(*p.model.env_value(l[6], "CUDA_VISIBLE_DEVICES") == "0");
+}
+
+TEST_CASE("variables: one unconditional assignment before the use is known; anything else is not") {
+  Parsed p(
+      "N=4\n"
+      "M=$N\n"
+      "torchrun --nproc_per_node=$M --nnodes=${N} train.py\n"
+      "torchrun --nproc_per_node=$1 --nnodes=${K:-2} train.py\n"
+      "if x; then L=2; fi\n"
+      "torchrun --nproc_per_node=$L --nnodes=\"$N\"'' train.py\n"
+      "torchrun --nproc_per_node=$(nproc) train.py\n");
+  const auto& l = p.model.launches();
+  REQUIRE(l.size() == 4);
+  CHECK(*l[0].option("nproc-per-node")->value->value == "4");
+  CHECK(*l[0].option("nnodes")->value->value == "4");
+  CHECK_FALSE(l[1].option("nproc-per-node")->value->value);
+  CHECK_FALSE(l[1].option("nnodes")->value->value);
+  CHECK_FALSE(l[2].option("nproc-per-node")->value->value);
+  CHECK(*l[2].option("nnodes")->value->value == "4");
+  CHECK_FALSE(l[3].option("nproc-per-node")->value->value);
+}
+
+TEST_CASE("#SBATCH directives are read until the first command; GPUs per node from them or CUDA_VISIBLE_DEVICES") {
+  Parsed p(
+      "#!/bin/bash\n"
+      "#SBATCH --nodes=2\n"
+      "#SBATCH -N 1\n"
+      "#SBATCH --gres=gpu:v100:4 # four per node\n"
+      "module load cuda\n"
+      "#SBATCH --gpus-per-node=8\n"
+      "torchrun --nproc_per_node 4 train.py\n"
+      "CUDA_VISIBLE_DEVICES=0,1 torchrun --nproc_per_node 4 train.py\n"
+      "export CUDA_VISIBLE_DEVICES=\n"
+      "torchrun train.py\n");
+  REQUIRE(p.model.sbatch().size() == 3);
+  CHECK(p.model.sbatch_option({"nodes", "N"})->option.value->value == std::optional<std::string>("1"));
+  CHECK(p.model.sbatch_option({"gpus-per-node"}) == nullptr);  // after the first command: not read by sbatch
+  const auto& l = p.model.launches();
+  REQUIRE(l.size() == 3);
+  REQUIRE(p.model.gpus_per_node(l[0]));
+  CHECK(p.model.gpus_per_node(l[0])->count == 4);
+  CHECK(p.model.gpus_per_node(l[1])->count == 2);
+  CHECK(p.model.gpus_per_node(l[2])->count == 0);
+  CHECK(p.model.header_end() == p.source.text().find("module"));
+}
+
+TEST_CASE("hostile shell input: deep nesting, unterminated quotes, binary-looking bytes") {
+  std::string deep;
+  for (int i = 0; i < 5000; ++i) deep += "( ";
+  deep += "torchrun --standalone --nnodes 2 train.py";
+  for (int i = 0; i < 5000; ++i) deep += " )";
+  for (const std::string& text : {deep, std::string("export A=\"unterminated\ntorchrun --nnodes"),
+                                  std::string("torchrun --nproc_per_node= --=x -- --\n"),
+                                  std::string("srun srun srun srun srun srun srun srun srun srun srun srun srun srun "
+                                              "srun srun srun srun python t.py\n")}) {
+    SourceFile f("x.sh", text);
+    LintResult r = lint(f, rules::all(), RuleSelection{});
+    CHECK(r.error.empty());
+  }
+}
