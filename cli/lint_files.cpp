@@ -117,7 +117,16 @@ FileOutcome FileLinter::lint_path(const DiscoveredPath& entry, const FileSetting
   }
   std::filesystem::path absolute = absolute_normal(entry.path);
   std::shared_ptr<const Project> project;
-  const ProjectFacts* facts = facts_of_absolute(absolute, project);
+  const ProjectFacts* facts = nullptr;
+  if (language_of(entry.path, *bytes) == Language::Shell) {
+    // a launch script: the facts of the Python scripts it starts
+    if (!options_.no_project) {
+      project = projects_.project_of(absolute);
+      if (project) facts = project->launch_facts_for(absolute, *bytes);
+    }
+  } else {
+    facts = facts_of_absolute(absolute, project);
+  }
   // the findings go to the cache of the file's project (or, linted alone, of
   // the project it would have)
   std::shared_ptr<const Cache> alone;

@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "linter/project_facts.hpp"
 #include "linter/source.hpp"
 #include "linter/syntax.hpp"
 
@@ -40,7 +41,7 @@ struct EnvSetting {
   Scope scope = Scope::Shell;
   std::uint32_t start = 0;  ///< the assignment's bytes (`NCCL_DEBUG=INFO`)
   std::uint32_t end = 0;
-  /// Inside an `if`, `case`, loop, function or `&&`/`||` chain: a deliberate,
+  /// Inside an `if`, `case`, loop or function, or after `&&`/`||`: a deliberate,
   /// guarded setting that may not run (Accelerate disables P2P only on GPUs
   /// that lack it), or one that runs only on some paths.
   bool conditional = false;
@@ -109,7 +110,16 @@ struct SbatchDirective {
 class LaunchModel {
  public:
   /// Builds the model from `tree`, a parse_shell() tree of `source`.
-  LaunchModel(const SourceFile& source, const SyntaxTree& tree);
+  /// `project` (may be null): what the file's project says about the Python
+  /// scripts it starts (Project::launch_facts_for).
+  LaunchModel(const SourceFile& source, const SyntaxTree& tree, const ProjectFacts* project = nullptr);
+
+  /// What the project says about the Python script `launch` starts, or null
+  /// when it is not a file of the project (or the file is linted alone).
+  const LaunchedScript* launched_script(const Launch& launch) const {
+    if (project_ == nullptr || !launch.script || !launch.script->value || launch.module) return nullptr;
+    return project_->launched_script(*launch.script->value);
+  }
 
   const SourceFile& source() const { return source_; }
   /// The file's bytes [start, end).
@@ -133,8 +143,8 @@ class LaunchModel {
 
   /// GPUs one node of the job offers the launch, and what says so:
   /// CUDA_VISIBLE_DEVICES in its environment (the count of its entries), else
-  /// the batch header (`--gpus-per-node=N`, `--gres=gpu[:type]:N`, or
-  /// `--gpus=N` on one node). Unset when not known.
+  /// the batch header (`--gpus-per-node=[type:]N[,...]`, `--gres=gpu[:type]:N[,...]`
+  /// (their sum), or `--gpus=N` on one node). Unset when not known.
   struct Gpus {
     std::int64_t count = 0;
     std::string because;  ///< e.g. "CUDA_VISIBLE_DEVICES=0,1", "#SBATCH --gpus-per-node=4"
@@ -150,6 +160,7 @@ class LaunchModel {
 
  private:
   const SourceFile& source_;
+  const ProjectFacts* project_ = nullptr;
   std::vector<EnvSetting> env_;
   std::vector<Launch> launches_;
   std::vector<SbatchDirective> sbatch_;

@@ -105,13 +105,13 @@ LintResult lint_decoded(const SourceFile& source, const SyntaxTree& tree, std::s
 // and small), and no syntax-error finding: tree-sitter-bash does not know
 // every shell's syntax, and a false "syntax error" would be worse than none.
 LintResult lint_launch(const SourceFile& source, const SyntaxTree& tree, std::span<const Rule> rules,
-                       const RunPlan& plan, const RuleOptions& options) {
+                       const RunPlan& plan, const RuleOptions& options, const ProjectFacts* project) {
   LintResult result;
   if (!tree) {
     result.error = "tree-sitter could not parse the file";
     return result;
   }
-  LaunchModel model(source, tree);
+  LaunchModel model(source, tree, project);
   std::vector<Diagnostic> found;
   for (std::size_t i = 0; i < rules.size(); ++i) {
     if (plan.run[i] == RunPlan::kOff || rules[i].check_launch == nullptr) continue;
@@ -138,7 +138,7 @@ LintResult lint(const SourceFile& source, std::span<const Rule> rules, const Rul
   if (source.check_decodable(&detail) != DecodeError::None) return LintResult{{}, detail};
   const RunPlan& plan = plan_for(rules, selection);
   if (language_of(source.path(), source.text()) == Language::Shell)
-    return lint_launch(source, parse_shell(source), rules, plan, options);
+    return lint_launch(source, parse_shell(source), rules, plan, options, project);
   Prefilter::Scan scan(plan.prefilter, source.text());
   if (project != nullptr && project->empty()) project = nullptr;
   if (prefilter && project == nullptr && !scan.may_fire()) {
@@ -156,7 +156,7 @@ LintResult lint(const SourceFile& source, const SyntaxTree& tree, std::span<cons
   std::string detail;
   if (source.check_decodable(&detail) != DecodeError::None) return LintResult{{}, detail};
   const RunPlan& plan = plan_for(rules, selection);
-  if (language_of(tree) == Language::Shell) return lint_launch(source, tree, rules, plan, options);
+  if (language_of(tree) == Language::Shell) return lint_launch(source, tree, rules, plan, options, project);
   Prefilter::Scan scan(plan.prefilter, source.text());
   return lint_decoded(source, tree, rules, plan, scan, options, project);
 }

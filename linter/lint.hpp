@@ -29,7 +29,8 @@ struct LintResult {
 /// text) is Shell: `*.sh`, `*.bash`, `*.slurm`, `*.sbatch`, or a sh/bash
 /// shebang on a name without an extension) is parsed with tree-sitter-bash
 /// into a LaunchModel and checked by the rules' check_launch, with its `#`
-/// noqa comments; `prefilter` and `project` do not apply to it. Python:
+/// noqa comments; `prefilter` does not apply to it, and `project` is its
+/// Project::launch_facts_for (the Python scripts it starts). Python:
 /// checks it can be decoded, skips it when the
 /// prefilter (linter/prefilter.hpp) finds that no enabled rule could fire on
 /// its bytes, else parses it once, builds the semantic model once, runs each

@@ -51,6 +51,11 @@ std::string fingerprint(const ProjectFacts* facts) {
   for (const auto& [name, args] : facts->forwarding_calls) forwarding[name] = json(std::vector<std::string>(args.begin(), args.end()));
   j["forwarding_calls"] = std::move(forwarding);
   j["cuda"] = facts->cuda;
+  json launched = json::array();
+  for (const LaunchedScript& l : facts->launched)
+    launched.push_back(json::array({l.written, l.path, l.distributed, l.spawns, l.reads_local_rank_env,
+                                    l.reads_local_rank_argument}));
+  j["launched"] = std::move(launched);
   return j.dump();  // object keys sorted: deterministic
 }
 

@@ -13,6 +13,7 @@
 #include "linter/config.hpp"
 #include "linter/discovery.hpp"
 #include "linter/gitignore.hpp"
+#include "linter/launch_model.hpp"
 #include "linter/lint_cache.hpp"
 #include "linter/source.hpp"
 #include "linter/syntax.hpp"
@@ -999,6 +1000,82 @@ const ProjectFacts* Project::facts_for(const fs::path& file) const {
   }
   auto it = facts_.find(file.native());
   return it == facts_.end() ? nullptr : &it->second;
+}
+
+namespace {
+// The facts of one Python script that launch rules ask about (LaunchedScript).
+LaunchedScript describe_launched(const SemanticModel& model) {
+  LaunchedScript out;
+  out.distributed = model.is_distributed();
+  for (const CallSite& c : model.calls()) {
+    if (c.canonical == "torch.multiprocessing.spawn" || c.canonical == "torch.multiprocessing.start_processes")
+      out.spawns = true;
+    if ((c.canonical == "os.environ.get" || c.canonical == "os.getenv") && model.env_var_read(c.node) == "LOCAL_RANK")
+      out.reads_local_rank_env = true;
+  }
+  for (const FrameworkConfig& f : model.framework_configs())
+    if (f.framework == Framework::Lightning || f.framework == Framework::Fabric) out.spawns = true;
+  if (model.mentions_in_code("environ[\"LOCAL_RANK\"]") || model.mentions_in_code("environ['LOCAL_RANK']"))
+    out.reads_local_rank_env = true;
+  std::vector<std::string_view> dests = model.argparse_destinations();
+  out.reads_local_rank_argument = std::find(dests.begin(), dests.end(), "local_rank") != dests.end() &&
+                                  model.mentions_in_code(".local_rank");
+  return out;
+}
+}  // namespace
+
+const ProjectFacts* Project::launch_facts_for(const fs::path& file, std::string_view text) const {
+  std::lock_guard lock(mutex_);
+  auto known = launch_facts_.find(file.native());
+  if (known != launch_facts_.end() && known->second.first == text) return known->second.second.get();
+  SourceFile source(file.string(), std::string(text));
+  if (source.check_decodable() != DecodeError::None) return nullptr;
+  SyntaxTree tree = parse_shell(source);
+  LaunchModel model(source, tree);
+  auto facts = std::make_unique<ProjectFacts>();
+  std::error_code ec;
+  for (const Launch& l : model.launches()) {
+    if (!l.script || !l.script->value || l.module) continue;
+    const std::string& written = *l.script->value;
+    if (!written.ends_with(".py") || facts->launched_script(written) != nullptr) continue;
+    // the launch script's folder, then the project root (a script run from the root)
+    std::optional<fs::path> found;
+    for (const fs::path& base : {file.parent_path(), root_}) {
+      fs::path candidate = (fs::path(written).is_absolute() ? fs::path(written) : base / written).lexically_normal();
+      auto [r, rest] = std::mismatch(root_.begin(), root_.end(), candidate.begin(), candidate.end());
+      if (r != root_.end()) continue;  // outside the project
+      if (fs::is_regular_file(candidate, ec)) {
+        found = candidate;
+        break;
+      }
+    }
+    if (!found) continue;
+    auto cached = launched_.find(found->native());
+    if (cached == launched_.end()) {
+      std::optional<LaunchedScript> described;
+      if (std::optional<std::string> bytes = read_module(*found, state_->overlay)) {
+        SourceFile py(found->string(), std::move(*bytes));
+        if (py.check_decodable() == DecodeError::None) {
+          SyntaxTree py_tree = parse_python(py);
+          if (py_tree) {
+            SemanticModel py_model(py, py_tree, nullptr);
+            described = describe_launched(py_model);
+          }
+        }
+      }
+      cached = launched_.emplace(found->native(), std::move(described)).first;
+    }
+    if (!cached->second) continue;
+    LaunchedScript entry = *cached->second;
+    entry.written = written;
+    entry.path = found->lexically_relative(root_).generic_string();
+    facts->launched.push_back(std::move(entry));
+  }
+  if (facts->launched.empty()) facts.reset();
+  auto& slot = launch_facts_[file.native()];
+  slot.first = std::string(text);
+  slot.second = std::move(facts);
+  return slot.second.get();
 }
 
 std::shared_ptr<const Project> ProjectSet::project_of(const fs::path& file) {

@@ -132,6 +132,16 @@ class Project {
   /// that no edge joins to it are never parsed for it. Thread-safe; the facts
   /// live as long as the Project.
   const ProjectFacts* facts_for(const std::filesystem::path& file) const;
+  /// Facts for the launch script `file` (absolute, normal) whose text is
+  /// `text`: the project's Python scripts its launches start
+  /// (ProjectFacts::launched). A script word resolves against the launch
+  /// script's folder, then the project root; one that names no file of the
+  /// project, a module (`-m`), or a path outside the root is left out. Each
+  /// script is parsed once per Project (its facts do not depend on other
+  /// files). nullptr when no launch starts a script of the project.
+  /// Thread-safe; the facts live as long as the Project (or until the same
+  /// file is asked about with another text).
+  const ProjectFacts* launch_facts_for(const std::filesystem::path& file, std::string_view text) const;
   const std::filesystem::path& root() const { return root_; }
   /// The project's cache (null when the run keeps none); also for findings.
   const Cache* cache() const;
@@ -162,6 +172,9 @@ class Project {
   std::unique_ptr<State> state_;
   mutable std::mutex mutex_;
   mutable std::map<std::string, ProjectFacts, std::less<>> facts_;  // absolute path -> non-empty facts
+  // launch scripts: absolute path -> (text, facts); Python scripts: absolute path -> facts
+  mutable std::map<std::string, std::pair<std::string, std::unique_ptr<ProjectFacts>>, std::less<>> launch_facts_;
+  mutable std::map<std::string, std::optional<LaunchedScript>, std::less<>> launched_;
   std::size_t file_count_ = 0;
   mutable std::size_t summarised_ = 0;
   mutable std::size_t summary_bytes_ = 0;

@@ -33,6 +33,24 @@ struct ProjectCaller {
 /// Project facts for one file. Empty (the default) for a file linted alone.
 /// Every fact is an over-approximation only where the index proved it: an
 /// import the index cannot resolve adds nothing, so rules stay silent on it.
+/// What a launch script's project says about a Python script the launch
+/// script starts (Project::launch_facts_for): facts of the Python side that
+/// launch rules need.
+struct LaunchedScript {
+  std::string written;  ///< the script as the launch names it (`train.py`, `tools/train.py`)
+  std::string path;     ///< the file it resolves to, relative to the project root
+  /// SemanticModel::is_distributed(): it sets up a process group or wraps a model in DDP.
+  bool distributed = false;
+  /// It starts its own processes: torch.multiprocessing.spawn/start_processes,
+  /// or a Lightning Trainer or Fabric (whose DDP strategies launch them).
+  bool spawns = false;
+  /// It reads LOCAL_RANK from the environment (os.environ, os.getenv), in code.
+  bool reads_local_rank_env = false;
+  /// It defines a `--local_rank`/`--local-rank` argparse option and reads the parsed `.local_rank`.
+  bool reads_local_rank_argument = false;
+  bool operator==(const LaunchedScript&) const = default;
+};
+
 struct ProjectFacts {
   /// Most links kept in ProjectCaller::before.
   static constexpr std::size_t kMaxChain = 8;
@@ -87,10 +105,22 @@ struct ProjectFacts {
   std::map<std::string, std::set<std::string, std::less<>>, std::less<>> forwarding_calls;
   /// A file that moves work to CUDA calls into this one (transitively).
   bool cuda = false;
+  /// For a launch script: the project's Python scripts it starts, one entry
+  /// per distinct script word (in launch order), for those that resolve to a
+  /// file of the project.
+  std::vector<LaunchedScript> launched;
+
+  /// The launched script the launch names `written`, or null.
+  const LaunchedScript* launched_script(std::string_view written) const {
+    for (const LaunchedScript& l : launched)
+      if (l.written == written) return &l;
+    return nullptr;
+  }
 
   bool empty() const {
     return callees.empty() && step_entries.empty() && loop_entries.empty() && host_parameters.empty() &&
-           ddp_parameters.empty() && logged_calls.empty() && result_uses.empty() && forwarding_calls.empty() && !cuda;
+           ddp_parameters.empty() && logged_calls.empty() && result_uses.empty() && forwarding_calls.empty() && !cuda &&
+           launched.empty();
   }
   bool operator==(const ProjectFacts&) const = default;
 };

@@ -523,7 +523,10 @@ const ProjectFacts* Server::facts_of(const Document& doc, std::shared_ptr<const 
   std::filesystem::path path = std::filesystem::absolute(uri_to_path(doc.uri()), ec).lexically_normal();
   if (ec || !std::filesystem::is_regular_file(path, ec)) return nullptr;
   keep = projects_->project_of(path);
-  return keep ? keep->facts_for(path) : nullptr;
+  if (!keep) return nullptr;
+  // a launch script: the Python scripts it starts, read from the buffer's text
+  if (doc.language() == Language::Shell) return keep->launch_facts_for(path, doc.text());
+  return keep->facts_for(path);
 }
 
 void Server::did_close(const json& params) {

@@ -79,11 +79,27 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 
 // A launch script's `python -m torch.distributed.launch ...`. The fix starts
 // the script with torchrun and drops `--use_env` (torchrun always sets
-// LOCAL_RANK in the environment). It is unsafe: torchrun does not pass
-// `--local_rank` to the script, so a script that reads only that argument
-// (without `--use_env`, the legacy launcher passes it) breaks.
+// LOCAL_RANK in the environment and passes no `--local_rank`). It is safe
+// where nothing depends on that argument: with `--use_env` (the legacy
+// launcher then passes none either), or when the project's script reads
+// LOCAL_RANK from the environment or never reads its `.local_rank`; unsafe
+// otherwise (a script that reads only the argument would break).
+//
+// And torchrun (or torch.distributed.run) starting a script of the project
+// that reads its local rank only from `--local_rank`: torchrun passes no such
+// argument, so every rank gets the option's default. Reported at the launch.
 void check_launch(const LaunchModel& model, RuleContext& ctx) {
   for (const Launch& l : model.launches()) {
+    const LaunchedScript* script = model.launched_script(l);
+    if (l.launcher == Launcher::Torchrun || l.launcher == Launcher::TorchDistributedRun) {
+      if (script != nullptr && script->reads_local_rank_argument && !script->reads_local_rank_env)
+        ctx.report(l.launcher_start, l.launcher_end,
+                   std::string(model.text(l.launcher_start, l.launcher_end)) + " starts " + script->path +
+                       ", which reads its local rank only from --local_rank; torchrun passes no such argument, so "
+                       "every rank gets the option's default (one GPU for all, or no DDP): read "
+                       "os.environ[\"LOCAL_RANK\"] in the script");
+      continue;
+    }
     if (l.launcher != Launcher::TorchDistributedLaunch) continue;
     std::vector<Edit> edits{Edit{l.launcher_start, l.launcher_end, "torchrun"}};
     const LaunchOption* use_env = l.option("use-env");
@@ -93,13 +109,16 @@ void check_launch(const LaunchModel& model, RuleContext& ctx) {
       while (from > l.launcher_end && (text[from - 1] == ' ' || text[from - 1] == '\t')) --from;
       edits.push_back(Edit{from, use_env->end, ""});
     }
+    bool safe = use_env != nullptr ||
+                (script != nullptr && (script->reads_local_rank_env || !script->reads_local_rank_argument));
     ctx.report(l.launcher_start, l.launcher_end,
                use_env != nullptr
                    ? "torch.distributed.launch is deprecated: start the script with torchrun (the script already "
                      "reads LOCAL_RANK from the environment, as --use_env asks)"
                    : "torch.distributed.launch is deprecated: start the script with torchrun, which sets LOCAL_RANK "
                      "in the environment and passes no --local_rank argument",
-               Fix{Fix::Applicability::Unsafe, "Start it with torchrun", std::move(edits)});
+               Fix{safe ? Fix::Applicability::Safe : Fix::Applicability::Unsafe, "Start it with torchrun",
+                   std::move(edits)});
   }
 }
 }  // namespace

@@ -33,7 +33,8 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 // A launch script's `export NCCL_P2P_DISABLE=1` or `NCCL_IB_DISABLE=1 torchrun ...`.
 // A setting inside an `if`/`case` is a deliberate, guarded one (disabling P2P
 // only on GPUs that lack it) and is left alone, and so is a plain shell
-// variable that is never exported (it does not reach NCCL).
+// variable that is never exported (it reaches NCCL only when the variable was
+// already in the environment the script inherited: unknown here).
 void check_launch(const LaunchModel& model, RuleContext& ctx) {
   for (const EnvSetting& s : model.env_settings()) {
     if (s.conditional || s.scope == EnvSetting::Scope::Shell || !s.value.value) continue;

@@ -27,14 +27,15 @@ void check_launch(const LaunchModel& model, RuleContext& ctx) {
     std::optional<std::int64_t> n = parse_count(*procs->value->value);
     if (!n) continue;
     std::optional<LaunchModel::Gpus> gpus = model.gpus_per_node(l);
-    if (!gpus || *n <= gpus->count) continue;
+    // no GPU at all (`CUDA_VISIBLE_DEVICES=` hides them): a CPU run on purpose
+    if (!gpus || gpus->count == 0 || *n <= gpus->count) continue;
     std::string first_idle = std::to_string(gpus->count);
     ctx.report(procs->start, procs->end,
                procs->written + " " + std::to_string(*n) + " starts " + std::to_string(*n) +
                    " processes on a node that offers " + std::to_string(gpus->count) + " GPU" +
                    (gpus->count == 1 ? "" : "s") + " (" + gpus->because + "): local ranks " + first_idle +
                    " and up have no GPU of their own, so set_device fails or two ranks share a GPU, which NCCL "
-                   "refuses");
+                   "refuses by default");
   }
 }
 }  // namespace

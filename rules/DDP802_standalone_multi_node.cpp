@@ -23,9 +23,9 @@ void check_launch(const LaunchModel& model, RuleContext& ctx) {
     if (!n || *n <= 1) continue;
     ctx.report(standalone->start, standalone->end,
                "--standalone with " + nnodes->written + " " + *nnodes->value->value +
-                   ": each node runs its own rendezvous on localhost, so the nodes never join one job and each "
-                   "waits for the others until the rendezvous times out; give every node the same --rdzv-endpoint "
-                   "and --rdzv-id instead");
+                   ": each node runs its own rendezvous on localhost, so the nodes never join one job (each waits "
+                   "for nodes that never come, or trains alone); give every node --rdzv-backend=c10d and the same "
+                   "--rdzv-endpoint and --rdzv-id instead");
   }
 }
 }  // namespace

@@ -33,8 +33,9 @@ void check_launch(const LaunchModel& model, RuleContext& ctx) {
     if (from_env) continue;
     ctx.report(nnodes->start, nnodes->end,
                nnodes->written + " " + *nnodes->value->value +
-                   " without --rdzv-endpoint or --master-addr: every node looks for the others at its own "
-                   "127.0.0.1, so the nodes never join one job; pass the first node's address to all of them");
+                   " without --rdzv-endpoint or --master-addr: each node looks for the rendezvous on its own "
+                   "localhost (--master-addr defaults to 127.0.0.1), so the nodes never join one job; pass the "
+                   "first node's address to all of them");
   }
 }
 }  // namespace

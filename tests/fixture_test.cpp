@@ -46,13 +46,20 @@ std::vector<fs::path> python_files(const fs::path& root) {
 
 // The project facts of a fixture (fixtures/ is one project, each folder of
 // fixtures/projects/ another: they carry their own pyproject.toml), as the CLI computes them.
+// A launch script's facts are those of the Python scripts it starts.
 const ProjectFacts* facts_of(const fs::path& path) {
   static ProjectSet projects;
   static std::vector<std::shared_ptr<const Project>> kept;  // the facts stay valid for the whole test
   auto project = projects.project_of(path);
   if (!project) return nullptr;
   if (std::find(kept.begin(), kept.end(), project) == kept.end()) kept.push_back(project);
-  return project->facts_for(fs::absolute(path).lexically_normal());
+  fs::path absolute = fs::absolute(path).lexically_normal();
+  if (has_shell_extension(path.filename().string())) {
+    std::string error;
+    auto bytes = read_file(path.string(), error);
+    return bytes ? project->launch_facts_for(absolute, *bytes) : nullptr;
+  }
+  return project->facts_for(absolute);
 }
 
 std::string check_file(const fs::path& path) {

@@ -176,7 +176,8 @@ struct LaunchBuilder {
       std::vector<Item> children;
       for (std::uint32_t i = 0; i < count; ++i) {
         TSNode c = ts_node_child(n, i);
-        if (k == "list" && !ts_node_is_named(c) && node_text(c) == "||") after_or = true;
+        // `a && b`, `a || b`: b runs only on some paths (`[ -n "$X" ] && export ...` is a guard)
+        if (k == "list" && !ts_node_is_named(c) && (node_text(c) == "||" || node_text(c) == "&&")) after_or = true;
         children.push_back({c, child_conditional || after_or, it.depth + 1});
       }
       for (auto c = children.rbegin(); c != children.rend(); ++c) stack.push_back(*c);
@@ -647,7 +648,8 @@ struct LaunchBuilder {
   }
 };
 
-LaunchModel::LaunchModel(const SourceFile& source, const SyntaxTree& tree) : source_(source) {
+LaunchModel::LaunchModel(const SourceFile& source, const SyntaxTree& tree, const ProjectFacts* project)
+    : source_(source), project_(project) {
   if (!tree) return;
   LaunchBuilder b{*this, source, source.text(), {}, {}, false};
   b.walk(tree.root());
@@ -699,21 +701,43 @@ std::optional<LaunchModel::Gpus> LaunchModel::gpus_per_node(const Launch& launch
     std::size_t colon = v.rfind(':');
     return parse_count(colon == std::string_view::npos ? v : v.substr(colon + 1));
   };
+  // `[type:]N` entries separated by commas (`volta:3,kepler:1`): their sum
+  auto typed_counts = [&](std::string_view v) -> std::optional<std::int64_t> {
+    std::int64_t sum = 0;
+    std::size_t at = 0;
+    while (at <= v.size()) {
+      std::size_t comma = v.find(',', at);
+      std::optional<std::int64_t> n =
+          last_count(v.substr(at, comma == std::string_view::npos ? std::string_view::npos : comma - at));
+      if (!n) return std::nullopt;
+      sum += *n;
+      if (comma == std::string_view::npos) break;
+      at = comma + 1;
+    }
+    return sum;
+  };
   if (const SbatchDirective* d = sbatch_option({"gpus-per-node"}); d && d->option.value && d->option.value->value)
-    if (std::optional<std::int64_t> n = last_count(*d->option.value->value))
+    if (std::optional<std::int64_t> n = typed_counts(*d->option.value->value))
       return Gpus{*n, "#SBATCH --gpus-per-node=" + *d->option.value->value};
   if (const SbatchDirective* d = sbatch_option({"gres"}); d && d->option.value && d->option.value->value) {
     std::string_view g = *d->option.value->value;
-    // gpu:4, gpu:a100:4, gpu:4,mps:100
+    // gpu:4, gpu:a100:4, gpu:4,mps:100, gpu:volta:2,gpu:kepler:2 (the gpu entries' sum)
+    std::int64_t sum = 0;
+    bool any = false, known = true;
     std::size_t at = 0;
     while (at < g.size()) {
       std::size_t comma = g.find(',', at);
       std::string_view entry = g.substr(at, comma == std::string_view::npos ? std::string_view::npos : comma - at);
-      if (entry.starts_with("gpu:"))
-        if (std::optional<std::int64_t> n = last_count(entry)) return Gpus{*n, "#SBATCH --gres=" + std::string(g)};
+      if (entry == "gpu" || entry.starts_with("gpu:")) {
+        any = true;
+        std::optional<std::int64_t> n = entry == "gpu" ? std::optional<std::int64_t>(1) : last_count(entry);
+        if (n) sum += *n;
+        else known = false;  // gpu:a100 alone: one GPU of that type, but a typo would read the same
+      }
       if (comma == std::string_view::npos) break;
       at = comma + 1;
     }
+    if (any && known) return Gpus{sum, "#SBATCH --gres=" + std::string(g)};
   }
   if (const SbatchDirective* d = sbatch_option({"gpus", "G"}); d && d->option.value && d->option.value->value) {
     const SbatchDirective* nodes = sbatch_option({"nodes", "N"});

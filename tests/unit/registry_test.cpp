@@ -3,9 +3,13 @@
 #include <doctest/doctest.h>
 
 #include <filesystem>
+#include <fstream>
+
+#include <unistd.h>
 #include <set>
 
 #include "linter/lint.hpp"
+#include "linter/project.hpp"
 #include "rules/registry.hpp"
 
 using namespace ddplint;
@@ -25,11 +29,30 @@ std::string code_block_after(std::string_view doc, std::string_view heading, boo
   return std::string(doc.substr(open, close - open));
 }
 
+// Findings of `rule` alone on `src`. A launch script's example is linted as
+// `run.sh` in a project whose `train.py` is a DDP script (the scripts the
+// examples start), with that project's facts.
 int count_code(const Rule& rule, const std::string& src, bool shell = false) {
-  SourceFile f(shell ? "doc.sh" : "doc.py", src);
   RuleSelection only({std::string(rule.info.code)}, {});
-  auto r = lint(f, rules::all(), only);
-  return static_cast<int>(r.diagnostics.size());
+  if (!shell) {
+    SourceFile f("doc.py", src);
+    return static_cast<int>(lint(f, rules::all(), only).diagnostics.size());
+  }
+  static const fs::path dir = [] {
+    fs::path d = fs::temp_directory_path() / ("ddplint_doc_project_" + std::to_string(::getpid()));
+    fs::create_directories(d);
+    std::ofstream(d / "pyproject.toml") << "[project]\nname = \"doc\"\n";
+    std::ofstream(d / "train.py") << "import os\nimport torch\nimport torch.distributed as dist\n"
+                                     "dist.init_process_group(\"nccl\")\n"
+                                     "torch.cuda.set_device(int(os.environ[\"LOCAL_RANK\"]))\n";
+    return d;
+  }();
+  fs::path run = dir / "run.sh";
+  ProjectSet projects;
+  auto project = projects.project_of(run);
+  const ProjectFacts* facts = project ? project->launch_facts_for(run, src) : nullptr;
+  SourceFile f(run.string(), src);
+  return static_cast<int>(lint(f, rules::all(), only, RuleOptions{}, true, facts).diagnostics.size());
 }
 }  // namespace
 

@@ -1,0 +1,57 @@
+// DDP804 no-launcher-multi-gpu: a DDP script started as one plain Python process on a multi-GPU node.
+#include <string>
+
+#include "linter/launch_model.hpp"
+#include "rules/common.hpp"
+
+namespace ddplint::rules {
+
+namespace {
+// Processes per node of the wrappers in front of the launch: 1 when there is
+// no srun/mpirun, or srun's --ntasks-per-node (its own or the #SBATCH
+// header's) is 1 and no total task count is given; unset otherwise.
+bool one_process_per_node(const LaunchModel& model, const Launch& l) {
+  bool srun = false;
+  for (const std::string& w : l.wrappers) {
+    if (w == "mpirun" || w == "mpiexec") return false;
+    if (w == "srun") srun = true;
+  }
+  if (!srun) return true;
+  if (l.wrapper_option({"ntasks", "n"}) != nullptr || model.sbatch_option({"ntasks", "n"}) != nullptr) return false;
+  const LaunchOption* per_node = l.wrapper_option({"ntasks-per-node"});
+  if (per_node == nullptr)
+    if (const SbatchDirective* d = model.sbatch_option({"ntasks-per-node"})) per_node = &d->option;
+  return per_node != nullptr && per_node->value && per_node->value->value &&
+         parse_count(*per_node->value->value) == 1;
+}
+
+// `python train.py` (one process per node) where the node offers the launch
+// more than one GPU and train.py, a script of the project, sets up DDP
+// without starting its own processes (no mp.spawn, no Lightning Trainer or
+// Fabric): it trains on one GPU, or stops at init_process_group for want of
+// RANK and WORLD_SIZE. Needs the project: a launch script linted alone, or a
+// script outside the project, says nothing.
+void check_launch(const LaunchModel& model, RuleContext& ctx) {
+  for (const Launch& l : model.launches()) {
+    if (l.launcher != Launcher::Python || l.module) continue;
+    const LaunchedScript* script = model.launched_script(l);
+    if (script == nullptr || !script->distributed || script->spawns) continue;
+    std::optional<LaunchModel::Gpus> gpus = model.gpus_per_node(l);
+    if (!gpus || gpus->count < 2 || !one_process_per_node(model, l)) continue;
+    ctx.report(l.launcher_start, l.script->end,
+               "`" + std::string(model.text(l.launcher_start, l.script->end)) + "` starts one process on a node with " +
+                   std::to_string(gpus->count) + " GPUs (" + gpus->because + "), and " + script->path +
+                   " sets up DDP without starting its own processes: it trains on one GPU or stops for want of "
+                   "RANK and WORLD_SIZE; start it with torchrun --nproc-per-node=" + std::to_string(gpus->count));
+  }
+}
+}  // namespace
+
+// needs: none (launch scripts are not prefiltered)
+extern const Rule kRuleDDP804{
+    .info = {.code = "DDP804", .name = "no-launcher-multi-gpu", .severity = Severity::Warning,
+             .summary = "a DDP script started as one plain Python process on a node with several GPUs",
+             .url = "https://pytorch.org/docs/stable/elastic/run.html"},
+    .check_launch = &check_launch};
+
+}  // namespace ddplint::rules
