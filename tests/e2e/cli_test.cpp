@@ -1024,3 +1024,46 @@ TEST_CASE("project findings: the chain of calls in the message and as SARIF rela
   CHECK(related[1]["physicalLocation"]["region"]["startLine"] == 17);
   CHECK(related[1]["id"] == 1);
 }
+
+// Launch scripts: a folder run finds them by extension and by shebang (and
+// not other extensionless files), each is linted as shell with its project's
+// Python scripts, JSON and SARIF carry them, `# noqa` in a shell comment
+// works, standard input is shell with a shell --stdin-filename, and the fix
+// to torchrun is applied (safe: the script reads LOCAL_RANK).
+TEST_CASE("launch scripts: discovery, project link, formats, noqa, stdin and --fix") {
+  TempDir d;
+  d.write("pyproject.toml", "[project]\nname = \"p\"\n");
+  d.write("train.py",
+          "import os\nimport torch\nimport torch.distributed as dist\ndist.init_process_group(\"nccl\")\n"
+          "torch.cuda.set_device(int(os.environ[\"LOCAL_RANK\"]))\n");
+  d.write("scripts/run.slurm",
+          "#!/bin/bash\n#SBATCH --gpus-per-node=4\npython train.py\n"
+          "python -m torch.distributed.launch --nproc_per_node 4 train.py\n");
+  d.write("scripts/launch", "#!/usr/bin/env bash\nexport NCCL_P2P_DISABLE=1\nexport NCCL_DEBUG=INFO  # noqa: DDP306\n");
+  d.write("scripts/README", "#!/usr/bin/env python3\nexport NCCL_P2P_DISABLE=1\n");  // not a shell shebang: not found
+  Run r = ddplint({"-q", "."}, "", d.path);
+  CHECK(r.rc == 1);
+  CHECK(contains(r.out, "scripts/launch:2:8: DDP304"));
+  CHECK_FALSE(contains(r.out, "DDP306"));
+  CHECK_FALSE(contains(r.out, "README"));
+  // the launch script resolves train.py from the project root
+  CHECK(contains(r.out, "scripts/run.slurm:3:1: DDP804"));
+  CHECK(contains(r.out, "scripts/run.slurm:4:1: DDP206"));
+  // alone, the launch knows nothing of train.py
+  CHECK_FALSE(contains(ddplint({"-q", "--no-project", "scripts/run.slurm"}, "", d.path).out, "DDP804"));
+  Run j = ddplint({"--format", "json", "scripts/launch"}, "", d.path);
+  auto doc = nlohmann::json::parse(j.out);
+  REQUIRE(doc.size() == 1);
+  CHECK(doc[0]["code"] == "DDP304");
+  CHECK(doc[0]["location"]["row"] == 2);
+  Run sarif = ddplint({"--format", "sarif", "scripts/launch"}, "", d.path);
+  auto sarif_doc = nlohmann::json::parse(sarif.out);
+  CHECK(sarif_doc["runs"][0]["results"][0]["ruleId"] == "DDP304");
+  // standard input named as a shell script
+  Run in = ddplint({"-q", "--stdin-filename", "run.sh", "-"}, "torchrun --standalone --nnodes 2 t.py\n", d.path);
+  CHECK(contains(in.out, "run.sh:1:10: DDP802"));
+  // the safe fix (train.py reads LOCAL_RANK): torchrun in place of the legacy launcher
+  Run fix = ddplint({"-q", "--fix", "scripts/run.slurm"}, "", d.path);
+  CHECK(slurp((d.path / "scripts/run.slurm").string()).find("torchrun --nproc_per_node 4 train.py\n") != std::string::npos);
+  CHECK_FALSE(contains(fix.out, "DDP206"));
+}

@@ -280,3 +280,35 @@ TEST_CASE("server process: code actions, hover, pull diagnostics, settings, save
   c.notify("exit", nullptr);
   CHECK(c.wait_exit() == 0);
 }
+
+// A shell buffer (VS Code's languageId "shellscript", Neovim's filetypes "sh"
+// and "bash") is linted as a launch script, with the same findings as the CLI;
+// another language is left alone.
+TEST_CASE("server process: launch scripts are linted as shell") {
+  std::string log = stderr_file();
+  LspClient c(DDPLINT_BIN, {"server"}, log);
+  initialize(c);
+  const std::string script = "#!/bin/bash\nexport NCCL_DEBUG=INFO\ntorchrun --standalone --nnodes=2 train.py\n";
+  for (const char* language : {"shellscript", "sh", "bash"}) {
+    CAPTURE(language);
+    std::string uri = std::string("file:///tmp/ddplint-e2e-launch-") + language + ".sh";
+    c.notify("textDocument/didOpen",
+             {{"textDocument", {{"uri", uri}, {"languageId", language}, {"version", 1}, {"text", script}}}});
+    auto p = c.wait_notification("textDocument/publishDiagnostics");
+    REQUIRE(p);
+    CHECK(codes_of(*p) == std::vector<std::string>{"DDP306", "DDP802"});
+    const json& d = (*p)["params"]["diagnostics"][1];
+    CHECK(d["range"]["start"]["line"] == 2);
+    CHECK(d["range"]["start"]["character"] == 9);  // `--standalone`
+    CHECK(d["range"]["end"]["character"] == 21);
+  }
+  c.notify("textDocument/didOpen", {{"textDocument",
+                                     {{"uri", "file:///tmp/notes.txt"}, {"languageId", "plaintext"}, {"version", 1},
+                                      {"text", script}}}});
+  auto shut = c.request("shutdown", nullptr);
+  REQUIRE(shut);
+  c.notify("exit", nullptr);
+  CHECK(c.wait_exit() == 0);
+  CHECK(slurp(log).find("not linted (languageId 'plaintext')") != std::string::npos);
+  fs::remove(log);
+}
