@@ -7,11 +7,35 @@
 namespace ddplint::rules {
 
 namespace {
-// torchrun's --nproc-per-node (python -m torch.distributed.run/.launch too),
-// accelerate launch's --num-processes on one machine, against the GPUs the
-// node offers the launch (LaunchModel::gpus_per_node: CUDA_VISIBLE_DEVICES in
-// its environment, or the #SBATCH header). Only integers on both sides:
-// `gpu`/`auto` start one process per visible GPU, and an unknown count says nothing.
+// Tasks srun starts on each node for this launch: its --ntasks-per-node (or
+// the #SBATCH header's), 1 by default; unset when a total task count
+// (-n/--ntasks) or mpirun leaves the per-node count unknown. 1 without srun.
+std::optional<std::int64_t> tasks_per_node(const LaunchModel& model, const Launch& l, const LaunchOption*& option) {
+  option = nullptr;
+  bool srun = false;
+  for (const std::string& w : l.wrappers) {
+    if (w == "mpirun" || w == "mpiexec") return std::nullopt;
+    if (w == "srun") srun = true;
+  }
+  if (!srun) return 1;
+  if (l.wrapper_option({"ntasks", "n"}) != nullptr) return std::nullopt;
+  option = l.wrapper_option({"ntasks-per-node"});
+  if (option == nullptr) {
+    if (model.sbatch_option({"ntasks", "n"}) != nullptr) return std::nullopt;
+    if (const SbatchDirective* d = model.sbatch_option({"ntasks-per-node"})) option = &d->option;
+  }
+  if (option == nullptr) return 1;
+  if (!option->value || !option->value->value) return std::nullopt;
+  return parse_count(*option->value->value);
+}
+
+// Processes a launch starts on each node, against the GPUs the node offers it
+// (LaunchModel::gpus_per_node: CUDA_VISIBLE_DEVICES in its environment, or
+// the #SBATCH header): torchrun's --nproc-per-node (python -m
+// torch.distributed.run/.launch too) or accelerate launch's --num-processes on
+// one machine, times the tasks srun starts per node (each runs its own
+// launcher); for plain Python under srun, the tasks. Only integers: `gpu` and
+// `auto` start one process per visible GPU, and an unknown count says nothing.
 void check_launch(const LaunchModel& model, RuleContext& ctx) {
   for (const Launch& l : model.launches()) {
     const LaunchOption* procs = nullptr;
@@ -23,19 +47,45 @@ void check_launch(const LaunchModel& model, RuleContext& ctx) {
                          (machines->value && machines->value->value && parse_count(*machines->value->value) == 1);
       if (one_machine) procs = l.option("num-processes");
     }
-    if (procs == nullptr || !procs->value || !procs->value->value) continue;
-    std::optional<std::int64_t> n = parse_count(*procs->value->value);
+    const LaunchOption* tasks_option = nullptr;
+    std::optional<std::int64_t> tasks = tasks_per_node(model, l, tasks_option);
+    if (!tasks || *tasks == 0) continue;
+    std::optional<std::int64_t> n;
+    if (procs != nullptr) {
+      if (!procs->value || !procs->value->value) continue;
+      n = parse_count(*procs->value->value);
+    } else if (l.launcher == Launcher::Python && tasks_option != nullptr) {
+      n = 1;  // srun starts the Python processes itself
+    }
     if (!n) continue;
+    std::int64_t total = *n * *tasks;
     std::optional<LaunchModel::Gpus> gpus = model.gpus_per_node(l);
     // no GPU at all (`CUDA_VISIBLE_DEVICES=` hides them): a CPU run on purpose
-    if (!gpus || gpus->count == 0 || *n <= gpus->count) continue;
-    std::string first_idle = std::to_string(gpus->count);
-    ctx.report(procs->start, procs->end,
-               procs->written + " " + std::to_string(*n) + " starts " + std::to_string(*n) +
-                   " processes on a node that offers " + std::to_string(gpus->count) + " GPU" +
-                   (gpus->count == 1 ? "" : "s") + " (" + gpus->because + "): local ranks " + first_idle +
-                   " and up have no GPU of their own, so set_device fails or two ranks share a GPU, which NCCL "
-                   "refuses by default");
+    if (!gpus || gpus->count == 0 || total <= gpus->count) continue;
+    std::string what;
+    std::string why = ": local ranks " + std::to_string(gpus->count) +
+                      " and up have no GPU of their own, so set_device fails or two ranks share a GPU, which NCCL "
+                      "refuses by default";
+    std::uint32_t start = 0, end = 0;
+    if (procs != nullptr && *tasks == 1) {
+      what = procs->written + " " + std::to_string(*n) + " starts " + std::to_string(*n) + " processes";
+      start = procs->start, end = procs->end;
+    } else if (procs != nullptr) {
+      what = "srun starts " + std::to_string(*tasks) + " tasks per node (" + tasks_option->written + " " +
+             std::to_string(*tasks) + "), each running its own " +
+             std::string(model.text(l.launcher_start, l.launcher_end)) + " with " + procs->written + " " +
+             std::to_string(*n) + ": " + std::to_string(total) + " processes";
+      why = ": every launcher numbers its workers from local rank 0, so the tasks' workers share the first GPUs, "
+            "which NCCL refuses by default; run one launcher per node (--ntasks-per-node=1)";
+      start = l.launcher_start, end = l.launcher_end;
+    } else {
+      what = "srun starts " + std::to_string(*tasks) + " Python processes (" + tasks_option->written + " " +
+             std::to_string(*tasks) + ")";
+      start = l.launcher_start, end = l.launcher_end;
+    }
+    ctx.report(start, end,
+               what + " on a node that offers " + std::to_string(gpus->count) + " GPU" +
+                   (gpus->count == 1 ? "" : "s") + " (" + gpus->because + ")" + why);
   }
 }
 }  // namespace

@@ -33,6 +33,9 @@ function createClient(): LanguageClient {
     documentSelector: [
       { scheme: "file", language: "python" },
       { scheme: "untitled", language: "python" },
+      // launch scripts: shell and SLURM batch files (VS Code's language id for both)
+      { scheme: "file", language: "shellscript" },
+      { scheme: "untitled", language: "shellscript" },
     ],
     initializationOptions: serverSettings(),
     outputChannelName: "ddplint",
