@@ -26,8 +26,20 @@ namespace {
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size > fuzz::kMaxInputBytes) return -1;
-  SourceFile source("fuzz/input.py", std::string(reinterpret_cast<const char*>(data), size));
   RuleSelection all;
+  {
+    // the same bytes as a launch script: the launch model and the check_launch rules
+    SourceFile shell("fuzz/input.sh", std::string(reinterpret_cast<const char*>(data), size));
+    LintResult r = lint(shell, rules::all(), all);
+    for (const Diagnostic& d : r.diagnostics) {
+      if (d.start > d.end || d.end > shell.text().size()) fail("a launch script finding's range is outside the text");
+      if (d.fix)
+        for (const Edit& e : d.fix->edits)
+          if (e.start > e.end || e.end > shell.text().size()) fail("a launch script fix's edit is outside the text");
+    }
+    (void)format_text(shell, r.diagnostics, /*color=*/false);
+  }
+  SourceFile source("fuzz/input.py", std::string(reinterpret_cast<const char*>(data), size));
   LintResult full = lint(source, rules::all(), all, RuleOptions{}, /*prefilter=*/false);
   LintResult quick = lint(source, rules::all(), all, RuleOptions{}, /*prefilter=*/true);
   if (quick.skipped && !full.diagnostics.empty()) fail("the prefilter skipped a file with findings");

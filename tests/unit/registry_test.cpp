@@ -38,15 +38,22 @@ int count_code(const Rule& rule, const std::string& src, bool shell = false) {
     SourceFile f("doc.py", src);
     return static_cast<int>(lint(f, rules::all(), only).diagnostics.size());
   }
-  static const fs::path dir = [] {
-    fs::path d = fs::temp_directory_path() / ("ddplint_doc_project_" + std::to_string(::getpid()));
-    fs::create_directories(d);
-    std::ofstream(d / "pyproject.toml") << "[project]\nname = \"doc\"\n";
-    std::ofstream(d / "train.py") << "import os\nimport torch\nimport torch.distributed as dist\n"
-                                     "dist.init_process_group(\"nccl\")\n"
-                                     "torch.cuda.set_device(int(os.environ[\"LOCAL_RANK\"]))\n";
-    return d;
-  }();
+  struct DocProject {  // removed when the test program ends
+    fs::path path = fs::temp_directory_path() / ("ddplint_doc_project_" + std::to_string(::getpid()));
+    DocProject() {
+      fs::create_directories(path);
+      std::ofstream(path / "pyproject.toml") << "[project]\nname = \"doc\"\n";
+      std::ofstream(path / "train.py") << "import os\nimport torch\nimport torch.distributed as dist\n"
+                                          "dist.init_process_group(\"nccl\")\n"
+                                          "torch.cuda.set_device(int(os.environ[\"LOCAL_RANK\"]))\n";
+    }
+    ~DocProject() {
+      std::error_code ec;
+      fs::remove_all(path, ec);
+    }
+  };
+  static const DocProject project_dir;
+  const fs::path& dir = project_dir.path;
   fs::path run = dir / "run.sh";
   ProjectSet projects;
   auto project = projects.project_of(run);
