@@ -163,6 +163,13 @@ def main():
         print(f"== default selection, programs written for a framework: {len(fw)} "
               f"({', '.join(f'{k} {kinds[k]}' for k in FRAMEWORKS if kinds[k])})")
         report([f for f in default if f["program"] in framework_ids], triage, framework_ids, deprecated, verbose=False)
+    # the findings in launch scripts (shell and SLURM files; issue 24), whatever their program
+    shell_ext = (".sh", ".bash", ".slurm", ".sbatch")
+    launch = [f for f in default if f["path"].endswith(shell_ext)]
+    launch_ids = {q["id"] for q in programs if all(p.endswith(shell_ext) for p in q["paths"])}
+    if launch_ids:
+        print(f"== default selection, findings in launch scripts ({len(launch_ids)} programs of launch scripts only)")
+        report(launch, triage, launch_ids, deprecated, verbose=False)
     print("== with the opt-in rules")
     found, lost, misses = report(findings, triage, ids, deprecated, verbose=True)
     show = a.show

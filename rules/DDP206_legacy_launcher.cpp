@@ -77,13 +77,14 @@ void check(const SemanticModel& model, RuleContext& ctx) {
   }
 }
 
-// A launch script's `python -m torch.distributed.launch ...`. The fix starts
-// the script with torchrun and drops `--use_env` (torchrun always sets
-// LOCAL_RANK in the environment and passes no `--local_rank`). It is safe
-// where nothing depends on that argument: with `--use_env` (the legacy
-// launcher then passes none either), or when the project's script reads
-// LOCAL_RANK from the environment or never reads its `.local_rank`; unsafe
-// otherwise (a script that reads only the argument would break).
+// A launch script's `python -m torch.distributed.launch ...` that passes the
+// script `--local_rank` (no `--use_env`): on PyTorch 2 it passes
+// `--local-rank`, which a script declaring only `--local_rank` rejects, and
+// torchrun does not pass it at all. With `--use_env` the launch works on every
+// PyTorch and changing it is cosmetic (found on real code): not reported. The
+// fix starts the script with torchrun; it is safe when the project's script
+// reads LOCAL_RANK from the environment or never reads its `.local_rank`,
+// unsafe otherwise (a script that reads only the argument would break).
 //
 // And torchrun (or torch.distributed.run) starting a script of the project
 // that reads its local rank only from `--local_rank`: torchrun passes no such
@@ -100,25 +101,14 @@ void check_launch(const LaunchModel& model, RuleContext& ctx) {
                        "os.environ[\"LOCAL_RANK\"] in the script");
       continue;
     }
-    if (l.launcher != Launcher::TorchDistributedLaunch) continue;
-    std::vector<Edit> edits{Edit{l.launcher_start, l.launcher_end, "torchrun"}};
-    const LaunchOption* use_env = l.option("use-env");
-    if (use_env != nullptr) {
-      std::uint32_t from = use_env->start;
-      std::string_view text = model.source().text();
-      while (from > l.launcher_end && (text[from - 1] == ' ' || text[from - 1] == '\t')) --from;
-      edits.push_back(Edit{from, use_env->end, ""});
-    }
-    bool safe = use_env != nullptr ||
-                (script != nullptr && (script->reads_local_rank_env || !script->reads_local_rank_argument));
+    if (l.launcher != Launcher::TorchDistributedLaunch || l.option("use-env") != nullptr) continue;
+    bool safe = script != nullptr && (script->reads_local_rank_env || !script->reads_local_rank_argument);
     ctx.report(l.launcher_start, l.launcher_end,
-               use_env != nullptr
-                   ? "torch.distributed.launch is deprecated: start the script with torchrun (the script already "
-                     "reads LOCAL_RANK from the environment, as --use_env asks)"
-                   : "torch.distributed.launch is deprecated: start the script with torchrun, which sets LOCAL_RANK "
-                     "in the environment and passes no --local_rank argument",
+               "torch.distributed.launch is deprecated and passes the script --local-rank (PyTorch 2 spells it "
+               "with a hyphen, which a script declaring only --local_rank rejects): start it with torchrun and "
+               "read LOCAL_RANK from the environment",
                Fix{safe ? Fix::Applicability::Safe : Fix::Applicability::Unsafe, "Start it with torchrun",
-                   std::move(edits)});
+                   {Edit{l.launcher_start, l.launcher_end, "torchrun"}}});
   }
 }
 }  // namespace

@@ -35,6 +35,28 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 // only on GPUs that lack it) and is left alone, and so is a plain shell
 // variable that is never exported (it reaches NCCL only when the variable was
 // already in the environment the script inherited: unknown here).
+// True when NCCL_SOCKET_IFNAME reaches the same processes as setting `s`:
+// set on the same command, or exported unconditionally before it. A script
+// that disables InfiniBand (or forces sockets) and names the interface the
+// sockets use configures a TCP-only fabric on purpose (DeepSpeed's 1-bit
+// Adam scripts for Ethernet clusters), not a leftover.
+bool socket_interface_chosen(const LaunchModel& model, const EnvSetting& s) {
+  if (s.scope == EnvSetting::Scope::Command) {
+    for (const Launch& l : model.launches())
+      if (l.start <= s.start && s.end <= l.end)
+        for (const EnvSetting& e : l.env)
+          if (e.name == "NCCL_SOCKET_IFNAME") return true;
+    for (const EnvSetting& e : model.env_settings())  // the same command, not a launch of Python
+      if (e.name == "NCCL_SOCKET_IFNAME" && e.scope == EnvSetting::Scope::Command && e.start > s.start &&
+          e.start - s.end < 256 && model.text(s.end, e.start).find('\n') == std::string_view::npos)
+        return true;
+  }
+  for (const EnvSetting& e : model.env_settings())
+    if (e.name == "NCCL_SOCKET_IFNAME" && e.scope == EnvSetting::Scope::Exported && !e.conditional && e.start < s.start)
+      return true;
+  return false;
+}
+
 void check_launch(const LaunchModel& model, RuleContext& ctx) {
   for (const EnvSetting& s : model.env_settings()) {
     if (s.conditional || s.scope == EnvSetting::Scope::Shell || !s.value.value) continue;
@@ -42,11 +64,13 @@ void check_launch(const LaunchModel& model, RuleContext& ctx) {
     std::string what;
     if (s.name == "NCCL_IB_DISABLE" || s.name == "NCCL_P2P_DISABLE" || s.name == "NCCL_SHM_DISABLE") {
       if (v.empty() || v == "0") continue;
+      if (s.name == "NCCL_IB_DISABLE" && socket_interface_chosen(model, s)) continue;
       what = s.name == "NCCL_IB_DISABLE"    ? "InfiniBand/RoCE, so inter-node traffic goes over TCP sockets"
              : s.name == "NCCL_P2P_DISABLE" ? "direct GPU-to-GPU (NVLink/PCIe peer) copies, so traffic is staged through host memory"
                                             : "shared-memory transport between processes, so intra-node traffic goes over the network";
       what = s.name + " disables " + what;
     } else if (s.name == "NCCL_NET" && lowercase(v) == "socket") {
+      if (socket_interface_chosen(model, s)) continue;
       what = "NCCL_NET=Socket forces TCP sockets even where InfiniBand or RoCE is available";
     } else {
       continue;

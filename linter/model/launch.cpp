@@ -568,6 +568,32 @@ struct LaunchBuilder {
       }
       if (is_wrapper(b)) {
         l.wrappers.emplace_back(b);
+        if (b == "mpirun" || b == "mpiexec") {
+          // Open MPI's options are spelled many ways (`-np 4`, `-npernode 4`,
+          // `--mca btl ^openib`): the command is the first program word; of
+          // the options only `-x NAME=VALUE` (NAME=VALUE in every rank's
+          // environment) is read
+          std::size_t j = i + 1;
+          for (; j < w.size(); ++j) {
+            const std::string* o = v(w, j);
+            if (o != nullptr && is_program_word(*o)) break;
+            if (o == nullptr || (*o != "-x" && *o != "--x") || j + 1 >= w.size()) continue;
+            const std::string* kv = v(w, j + 1);
+            std::size_t eq = kv == nullptr ? std::string::npos : kv->find('=');
+            if (eq == std::string::npos || eq == 0) continue;
+            EnvSetting st;
+            st.name = kv->substr(0, eq);
+            st.value = w[j + 1];
+            st.value.value = kv->substr(eq + 1);
+            st.scope = EnvSetting::Scope::Command;
+            st.start = w[j + 1].start;
+            st.end = w[j + 1].end;
+            st.conditional = l.conditional;
+            l.env.push_back(std::move(st));
+          }
+          i = j;
+          continue;
+        }
         i = options(Launcher::Python, w, i + 1, l.wrapper_options, true);
         if (b == "timeout" && v(w, i) != nullptr && !is_program_word(*v(w, i))) ++i;  // timeout DURATION cmd
         continue;
