@@ -1,6 +1,7 @@
 #include "linter/discovery.hpp"
 
-#include <fstream>
+#include <fcntl.h>
+#include <unistd.h>
 
 #include "linter/syntax.hpp"
 
@@ -27,14 +28,20 @@ bool default_excluded(const fs::path& path, bool /*is_dir*/) {
 // A file a folder walk lints: `*.py`, a shell or SLURM script by extension
 // (`*.sh`, `*.bash`, `*.slurm`, `*.sbatch`), or a file without an extension
 // whose first line is a sh/bash shebang (only its first 128 bytes are read).
+// Only a regular file is opened (a FIFO or device would block), without
+// blocking, and after the exclusions (the caller checks them first).
 bool lintable_name(const fs::directory_entry& entry) {
   std::string name = entry.path().filename().string();
   if (entry.path().extension() == ".py" || has_shell_extension(name)) return true;
   if (name.find('.') != std::string::npos) return false;
-  std::ifstream in(entry.path(), std::ios::binary);
+  std::error_code ec;
+  if (!fs::is_regular_file(entry.path(), ec)) return false;  // (follows a symbolic link)
+  int fd = ::open(entry.path().c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return false;
   char head[128];
-  in.read(head, sizeof head);
-  return has_shell_shebang(std::string_view(head, static_cast<std::size_t>(in.gcount())));
+  ssize_t n = ::read(fd, head, sizeof head);
+  ::close(fd);
+  return n > 0 && has_shell_shebang(std::string_view(head, static_cast<std::size_t>(n)));
 }
 
 }  // namespace
@@ -59,7 +66,7 @@ void PathWalk::open(const fs::path& dir, const std::string& shown, std::string p
     if (entry.is_directory(e2)) {
       // symbolic links to folders are not followed: no loops, no escapes
       if (!is_link && !excluded_(entry.path(), true)) folder.items.push_back({entry.path().filename().string(), true});
-    } else if (lintable_name(entry) && (entry.is_regular_file(e2) || is_link) && !excluded_(entry.path(), false)) {
+    } else if ((entry.is_regular_file(e2) || is_link) && !excluded_(entry.path(), false) && lintable_name(entry)) {
       folder.items.push_back({entry.path().filename().string(), false});
     }
     di.increment(e2);

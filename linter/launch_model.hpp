@@ -86,6 +86,10 @@ struct Launch {
   std::vector<LaunchOption> script_options;  ///< the options given to the script (`--batch_size 8`)
   std::vector<EnvSetting> env;               ///< `X=1 cmd` / `env X=1 cmd` settings of this command
   bool conditional = false;                  ///< as EnvSetting::conditional
+  bool in_function = false;                  ///< in a function body: the environment is the caller's
+  /// A word among the launcher's options that the file does not fix and may
+  /// expand to options (`$RDZV_ARGS`, `"${ARGS[@]}"`): options not found may be there.
+  bool opaque_options = false;
 
   /// The launcher option with this (normalised) name, or null.
   const LaunchOption* option(std::string_view name) const;
@@ -138,11 +142,14 @@ class LaunchModel {
   /// this file sets it: a `Command` setting of that command, else the last
   /// unconditional `Exported` setting before it (a later unconditional
   /// `export X` of a shell variable counts). Unset when the file does not set
-  /// it before there, sets it only conditionally, or sets it to an unknown value.
+  /// it before there, sets it only conditionally, or sets it to an unknown
+  /// value (`unset`, `read`, a `source` or `eval` after the setting), and for a
+  /// launch in a function (its caller's environment decides).
   std::optional<std::string> env_value(const Launch& launch, std::string_view name) const;
 
   /// GPUs one node of the job offers the launch, and what says so:
-  /// CUDA_VISIBLE_DEVICES in its environment (the count of its entries), else
+  /// CUDA_VISIBLE_DEVICES in its environment (the count of its entries up to
+  /// the first invalid one, as CUDA reads it: `-1` is none), else
   /// the batch header (`--gpus-per-node=[type:]N[,...]`, `--gres=gpu[:type]:N[,...]`
   /// (their sum), or `--gpus=N` on one node). Unset when not known.
   struct Gpus {
@@ -166,6 +173,7 @@ class LaunchModel {
   std::vector<SbatchDirective> sbatch_;
   std::vector<std::pair<std::uint32_t, std::uint32_t>> comments_;
   std::uint32_t header_end_ = 0;
+  std::vector<std::uint32_t> opaque_;  // after `source`, `.`, `eval`: any variable may have changed
   friend struct LaunchBuilder;
 };
 

@@ -121,8 +121,21 @@ LintResult lint_launch(const SourceFile& source, const SyntaxTree& tree, std::sp
   if (found.empty()) return result;
   Suppressions noqa = Suppressions::collect(model);
   const LineIndex& lines = source.lines();
-  for (Diagnostic& d : found)
-    if (!noqa.suppresses(d, lines.line_of(d.start))) result.diagnostics.push_back(std::move(d));
+  for (Diagnostic& d : found) {
+    // a command continued over several lines (`\`) takes its comment on its
+    // last line: a `# noqa` there covers the findings on the lines before
+    std::uint32_t last_line = lines.line_of(d.start);
+    for (TSNode n = ts_node_descendant_for_byte_range(tree.root(), d.start, d.end); !ts_node_is_null(n);
+         n = ts_node_parent(n)) {
+      std::string_view type = ts_node_type(n);
+      if (type == "command" || type == "declaration_command") {
+        last_line = lines.line_of(ts_node_end_byte(n) > 0 ? ts_node_end_byte(n) - 1 : 0);
+        break;
+      }
+    }
+    if (noqa.suppresses(d, lines.line_of(d.start)) || noqa.suppresses(d, last_line)) continue;
+    result.diagnostics.push_back(std::move(d));
+  }
   std::stable_sort(result.diagnostics.begin(), result.diagnostics.end(), [](const Diagnostic& a, const Diagnostic& b) {
     if (a.start != b.start) return a.start < b.start;
     return a.rule->code < b.rule->code;

@@ -53,9 +53,13 @@ std::string fingerprint(const ProjectFacts* facts) {
   j["cuda"] = facts->cuda;
   json launched = json::array();
   for (const LaunchedScript& l : facts->launched)
-    launched.push_back(json::array({l.written, l.path, l.distributed, l.spawns, l.reads_local_rank_env,
+    launched.push_back(json::array({l.written, l.path, l.distributed, l.ddp_always, l.spawns, l.reads_local_rank_env,
                                     l.reads_local_rank_argument}));
   j["launched"] = std::move(launched);
+  json launched_by = json::array();
+  for (const LaunchOfScript& l : facts->launched_by)
+    launched_by.push_back(json::array({l.path, l.line, l.passes_local_rank, l.torchrun}));
+  j["launched_by"] = std::move(launched_by);
   return j.dump();  // object keys sorted: deterministic
 }
 

@@ -874,6 +874,7 @@ struct Project::State {
   std::shared_ptr<const Cache> cache;                           // summaries, when the run keeps a cache
   CacheKey layout;                                              // the files found, in order
   SourceOverlay overlay;                                        // unsaved buffers, read instead of the files
+  std::vector<fs::path> launch_scripts;                         // shell and SLURM scripts under the root
 };
 
 Project::Project(fs::path root, std::shared_ptr<const Cache> cache, SourceOverlay overlay)
@@ -908,7 +909,11 @@ Project::Project(fs::path root, std::shared_ptr<const Cache> cache, SourceOverla
   while (auto entry = walk.next()) {
     if (!entry->error.empty()) continue;
     std::string_view name = entry->path;
-    if (!name.ends_with(".py") || name.ends_with("/.py")) continue;
+    if (!name.ends_with(".py")) {  // a launch script (the walk finds *.py and those only)
+      if (state_->launch_scripts.size() < kMaxLaunchScripts) state_->launch_scripts.push_back(entry->path);
+      continue;
+    }
+    if (name.ends_with("/.py")) continue;
     if (found.size() >= kMaxFiles) {
       file_count_ = 0;
       return;  // too large to index: no facts
@@ -993,30 +998,96 @@ const ProjectFacts* Project::facts_for(const fs::path& file) const {
   auto at = state_->index.find(file.native());
   if (at == state_->index.end()) return nullptr;
   const ModuleFile& m = state_->files[at->second];
-  if (!m.on_edge) return nullptr;
-  if (!state_->solved[m.component]) {
+  if (m.on_edge && !state_->solved[m.component]) {
     solve(m.component);
     state_->solved[m.component] = 1;
   }
+  if (!launches_read_) read_launches();
+  if (auto launches = launches_of_.find(file.native()); launches != launches_of_.end()) {
+    ProjectFacts& f = facts_[file.native()];  // (solved above: later solves are of other components)
+    if (f.launched_by.empty()) f.launched_by = launches->second;
+    return &f;
+  }
+  if (!m.on_edge) return nullptr;
   auto it = facts_.find(file.native());
   return it == facts_.end() ? nullptr : &it->second;
 }
 
+std::optional<fs::path> Project::resolve_script(const fs::path& launch_script, std::string_view written) const {
+  if (!written.ends_with(".py")) return std::nullopt;
+  std::error_code ec;
+  // the launch script's folder, then the project root (a script run from the root)
+  for (const fs::path& base : {launch_script.parent_path(), root_}) {
+    fs::path candidate = (fs::path(written).is_absolute() ? fs::path(written) : base / written).lexically_normal();
+    auto [r, rest] = std::mismatch(root_.begin(), root_.end(), candidate.begin(), candidate.end());
+    if (r != root_.end()) continue;  // outside the project
+    if (fs::is_regular_file(candidate, ec)) return candidate;
+  }
+  return std::nullopt;
+}
+
+void Project::read_launches() const {
+  launches_read_ = true;
+  for (const fs::path& script : state_->launch_scripts) {
+    std::optional<std::string> bytes = read_module(script, state_->overlay);
+    if (!bytes) continue;
+    SourceFile source(script.string(), std::move(*bytes));
+    if (source.check_decodable() != DecodeError::None || language_of(source.path(), source.text()) != Language::Shell)
+      continue;
+    SyntaxTree tree = parse_shell(source);
+    LaunchModel model(source, tree);
+    for (const Launch& l : model.launches()) {
+      if (!l.script || !l.script->value || l.module) continue;
+      std::optional<fs::path> found = resolve_script(script, *l.script->value);
+      if (!found) continue;
+      std::vector<LaunchOfScript>& of = launches_of_[found->native()];
+      if (of.size() >= ProjectFacts::kMaxLaunchesOf) continue;
+      LaunchOfScript entry;
+      entry.path = script.lexically_relative(root_).generic_string();
+      entry.line = source.lines().position(l.start).row;
+      entry.passes_local_rank = l.launcher == Launcher::TorchDistributedLaunch && l.option("use-env") == nullptr;
+      entry.torchrun = l.launcher == Launcher::Torchrun || l.launcher == Launcher::TorchDistributedRun;
+      of.push_back(std::move(entry));
+    }
+  }
+}
+
 namespace {
 // The facts of one Python script that launch rules ask about (LaunchedScript).
-LaunchedScript describe_launched(const SemanticModel& model) {
+// `local_module`: whether an import's first name is a module of the project
+// (a file or package beside the script or at the root).
+LaunchedScript describe_launched(const SemanticModel& model,
+                                 const std::function<bool(std::string_view)>& local_module) {
   LaunchedScript out;
   out.distributed = model.is_distributed();
+  auto unguarded = [&](TSNode node) {
+    for (int r = model.region_of(node); r >= 0; r = model.regions()[static_cast<std::size_t>(r)].parent)
+      if (model.regions()[static_cast<std::size_t>(r)].kind == Region::Kind::Branch) return false;
+    return true;
+  };
   for (const CallSite& c : model.calls()) {
-    if (c.canonical == "torch.multiprocessing.spawn" || c.canonical == "torch.multiprocessing.start_processes")
+    std::string_view n = c.canonical;
+    if (n == "torch.multiprocessing.spawn" || n == "torch.multiprocessing.start_processes" ||
+        n == "torch.multiprocessing.Process" || n == "multiprocessing.Process" ||
+        n == "torch.distributed.launcher.api.elastic_launch" || n == "torch.distributed.launcher.elastic_launch")
       out.spawns = true;
-    if ((c.canonical == "os.environ.get" || c.canonical == "os.getenv") && model.env_var_read(c.node) == "LOCAL_RANK")
+    if ((n == "torch.distributed.init_process_group" || n == "torch.nn.parallel.DistributedDataParallel") &&
+        unguarded(c.node))
+      out.ddp_always = true;
+    if ((n == "os.environ.get" || n == "os.getenv") && model.env_var_read(c.node) == "LOCAL_RANK")
       out.reads_local_rank_env = true;
   }
   for (const FrameworkConfig& f : model.framework_configs())
     if (f.framework == Framework::Lightning || f.framework == Framework::Fabric) out.spawns = true;
-  if (model.mentions_in_code("environ[\"LOCAL_RANK\"]") || model.mentions_in_code("environ['LOCAL_RANK']"))
+  if (model.mentions_in_code("environ[\"LOCAL_RANK\"]") || model.mentions_in_code("environ['LOCAL_RANK']") ||
+      model.mentions_in_code("dict(os.environ)"))
     out.reads_local_rank_env = true;
+  // a helper of the project may read it (DeiT's and MAE's `init_distributed_mode(args)`
+  // in utils.py): unknown here, so taken as read
+  for (const auto& [local, target] : model.imports().entries()) {
+    std::string_view top = target.substr(0, target.find('.'));
+    if (target.starts_with(".") || local_module(top)) out.reads_local_rank_env = true;
+  }
   std::vector<std::string_view> dests = model.argparse_destinations();
   out.reads_local_rank_argument = std::find(dests.begin(), dests.end(), "local_rank") != dests.end() &&
                                   model.mentions_in_code(".local_rank");
@@ -1038,17 +1109,7 @@ const ProjectFacts* Project::launch_facts_for(const fs::path& file, std::string_
     if (!l.script || !l.script->value || l.module) continue;
     const std::string& written = *l.script->value;
     if (!written.ends_with(".py") || facts->launched_script(written) != nullptr) continue;
-    // the launch script's folder, then the project root (a script run from the root)
-    std::optional<fs::path> found;
-    for (const fs::path& base : {file.parent_path(), root_}) {
-      fs::path candidate = (fs::path(written).is_absolute() ? fs::path(written) : base / written).lexically_normal();
-      auto [r, rest] = std::mismatch(root_.begin(), root_.end(), candidate.begin(), candidate.end());
-      if (r != root_.end()) continue;  // outside the project
-      if (fs::is_regular_file(candidate, ec)) {
-        found = candidate;
-        break;
-      }
-    }
+    std::optional<fs::path> found = resolve_script(file, written);
     if (!found) continue;
     auto cached = launched_.find(found->native());
     if (cached == launched_.end()) {
@@ -1059,7 +1120,15 @@ const ProjectFacts* Project::launch_facts_for(const fs::path& file, std::string_
           SyntaxTree py_tree = parse_python(py);
           if (py_tree) {
             SemanticModel py_model(py, py_tree, nullptr);
-            described = describe_launched(py_model);
+            fs::path script_dir = found->parent_path();
+            described = describe_launched(py_model, [&](std::string_view top) {
+              if (top.empty()) return false;
+              std::error_code e;
+              for (const fs::path& base : {script_dir, root_})
+                if (fs::exists(base / (std::string(top) + ".py"), e) || fs::is_directory(base / std::string(top), e))
+                  return true;
+              return false;
+            });
           }
         }
       }

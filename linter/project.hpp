@@ -113,6 +113,8 @@ class Project {
   /// Rounds of the fixed point (facts flow one call edge per round; a chain
   /// main.py -> engine.py -> utils.py needs two). Past this, facts found so far stand.
   static constexpr int kMaxRounds = 8;
+  /// Launch scripts read for the launches of the project's Python files (the first found).
+  static constexpr std::size_t kMaxLaunchScripts = 2000;
 
   /// Indexes the project at `root` (absolute, normal): lists its files and
   /// finds the import edges between them (a scan of import lines, no parse).
@@ -126,7 +128,10 @@ class Project {
   Project(const Project&) = delete;
   Project& operator=(const Project&) = delete;
 
-  /// Facts for `file` (absolute, normal), or nullptr when it has none. The
+  /// Facts for `file` (absolute, normal), or nullptr when it has none. A
+  /// Python file started by launches of the project's launch scripts gets
+  /// them (ProjectFacts::launched_by; the launch scripts are read once, on
+  /// the first question). The
   /// first question about a file summarises (parses) the files joined to it by
   /// import edges, either way, and solves their facts; files of the project
   /// that no edge joins to it are never parsed for it. Thread-safe; the facts
@@ -175,6 +180,12 @@ class Project {
   // launch scripts: absolute path -> (text, facts); Python scripts: absolute path -> facts
   mutable std::map<std::string, std::pair<std::string, std::unique_ptr<ProjectFacts>>, std::less<>> launch_facts_;
   mutable std::map<std::string, std::optional<LaunchedScript>, std::less<>> launched_;
+  // the project's launch scripts, read on the first facts_for: Python file (absolute) -> its launches
+  void read_launches() const;  // with mutex_ held
+  std::optional<std::filesystem::path> resolve_script(const std::filesystem::path& launch_script,
+                                                      std::string_view written) const;
+  mutable bool launches_read_ = false;
+  mutable std::map<std::string, std::vector<LaunchOfScript>, std::less<>> launches_of_;
   std::size_t file_count_ = 0;
   mutable std::size_t summarised_ = 0;
   mutable std::size_t summary_bytes_ = 0;

@@ -41,14 +41,33 @@ struct LaunchedScript {
   std::string path;     ///< the file it resolves to, relative to the project root
   /// SemanticModel::is_distributed(): it sets up a process group or wraps a model in DDP.
   bool distributed = false;
-  /// It starts its own processes: torch.multiprocessing.spawn/start_processes,
-  /// or a Lightning Trainer or Fabric (whose DDP strategies launch them).
+  /// It calls init_process_group (or wraps a model in DDP) outside any `if`:
+  /// not a script whose DDP is one mode among others (nanoGPT's `ddp =
+  /// int(os.environ.get("RANK", -1)) != -1`, a DataParallel fallback).
+  bool ddp_always = false;
+  /// It starts its own processes: torch.multiprocessing.spawn/start_processes/
+  /// Process, multiprocessing.Process, torch.distributed's elastic_launch, or
+  /// a Lightning Trainer or Fabric (whose DDP strategies launch them).
   bool spawns = false;
   /// It reads LOCAL_RANK from the environment (os.environ, os.getenv), in code.
   bool reads_local_rank_env = false;
   /// It defines a `--local_rank`/`--local-rank` argparse option and reads the parsed `.local_rank`.
   bool reads_local_rank_argument = false;
   bool operator==(const LaunchedScript&) const = default;
+};
+
+/// A launch in one of the project's launch scripts that starts this Python
+/// file (Project::facts_for): what the file gets from it.
+struct LaunchOfScript {
+  std::string path;         ///< the launch script, relative to the project root
+  std::uint32_t line = 0;   ///< 1-based line of the launch
+  /// `python -m torch.distributed.launch` without `--use_env`: it passes the
+  /// script `--local_rank` (the launch script's DDP206 finding is there).
+  bool passes_local_rank = false;
+  /// torchrun or `python -m torch.distributed.run`: LOCAL_RANK in the
+  /// environment, no `--local_rank` argument.
+  bool torchrun = false;
+  bool operator==(const LaunchOfScript&) const = default;
 };
 
 struct ProjectFacts {
@@ -109,6 +128,10 @@ struct ProjectFacts {
   /// per distinct script word (in launch order), for those that resolve to a
   /// file of the project.
   std::vector<LaunchedScript> launched;
+  /// For a Python file: the launches of the project's launch scripts that
+  /// start it, in path and line order (at most kMaxLaunchesOf).
+  std::vector<LaunchOfScript> launched_by;
+  static constexpr std::size_t kMaxLaunchesOf = 64;
 
   /// The launched script the launch names `written`, or null.
   const LaunchedScript* launched_script(std::string_view written) const {
@@ -120,7 +143,7 @@ struct ProjectFacts {
   bool empty() const {
     return callees.empty() && step_entries.empty() && loop_entries.empty() && host_parameters.empty() &&
            ddp_parameters.empty() && logged_calls.empty() && result_uses.empty() && forwarding_calls.empty() && !cuda &&
-           launched.empty();
+           launched.empty() && launched_by.empty();
   }
   bool operator==(const ProjectFacts&) const = default;
 };

@@ -90,11 +90,21 @@ std::optional<Edit> noqa_edit(const SourceFile& source, const SyntaxTree& tree, 
   if (end <= begin) return std::nullopt;
   const std::string suffix = "  # noqa: " + std::string(code);
   // what covers the line's last byte: a comment, or a string running on past the line
+  // (a launch script's tree is tree-sitter-bash's: its kinds by name; a heredoc is a string too)
+  const bool shell = language_of(tree) == Language::Shell;
   const Kinds& k = kinds();
+  auto is_comment = [&](TSNode n) {
+    return shell ? std::string_view(ts_node_type(n)) == "comment" : ts_node_symbol(n) == k.comment;
+  };
+  auto is_string = [&](TSNode n) {
+    if (!shell) return ts_node_symbol(n) == k.string || ts_node_symbol(n) == k.string_content;
+    std::string_view t = ts_node_type(n);
+    return t == "string" || t == "raw_string" || t == "string_content" || t == "ansi_c_string" ||
+           t == "heredoc_body" || t == "heredoc_content" || t == "heredoc_redirect";
+  };
   for (TSNode n = ts_node_descendant_for_byte_range(tree.root(), end - 1, end); !ts_node_is_null(n);
        n = ts_node_parent(n)) {
-    TSSymbol sym = ts_node_symbol(n);
-    if (sym == k.comment) {
+    if (is_comment(n)) {
       std::string_view comment = node_text(n, text);
       auto at = ts_node_start_byte(n);
       if (std::optional<NoqaDirective> d = find_noqa(comment, false)) {
@@ -106,7 +116,7 @@ std::optional<Edit> noqa_edit(const SourceFile& source, const SyntaxTree& tree, 
       }
       return Edit{end, end, suffix};
     }
-    if ((sym == k.string || sym == k.string_content) && ts_node_end_byte(n) > end) return std::nullopt;
+    if (is_string(n) && ts_node_end_byte(n) > end) return std::nullopt;
   }
   if (text[end - 1] == '\\') return std::nullopt;
   return Edit{end, end, suffix};

@@ -118,7 +118,9 @@ const SyntaxTree& Document::tree() {
     tree_current_ = true;
   }
   if (!tree_current_) {
-    bool reuse = tree_reusable_ && tree_bom_ == source_.bom_length();
+    // a launch script is parsed afresh each time (small; an incremental
+    // tree-sitter-bash parse once kept a finding a fresh parse does not have)
+    bool reuse = tree_reusable_ && tree_bom_ == source_.bom_length() && language_ == Language::Python;
     tree_ = parse_source(source_, language_, reuse ? &tree_ : nullptr);
     tree_bom_ = source_.bom_length();
     tree_reusable_ = static_cast<bool>(tree_);

@@ -102,13 +102,21 @@ void check_launch(const LaunchModel& model, RuleContext& ctx) {
       continue;
     }
     if (l.launcher != Launcher::TorchDistributedLaunch || l.option("use-env") != nullptr) continue;
-    bool safe = script != nullptr && (script->reads_local_rank_env || !script->reads_local_rank_argument);
+    // the edit: the module's name only (`torch.distributed.run`, torchrun's
+    // module), so the interpreter and its options stay as written
+    std::string_view words = model.text(l.launcher_start, l.launcher_end);
+    std::size_t module = words.rfind("torch.distributed.launch");
+    if (module == std::string_view::npos) continue;
+    std::uint32_t at = l.launcher_start + static_cast<std::uint32_t>(module);
+    bool safe = script != nullptr && script->reads_local_rank_env;
     ctx.report(l.launcher_start, l.launcher_end,
                "torch.distributed.launch is deprecated and passes the script --local-rank (PyTorch 2 spells it "
                "with a hyphen, which a script declaring only --local_rank rejects): start it with torchrun and "
                "read LOCAL_RANK from the environment",
-               Fix{safe ? Fix::Applicability::Safe : Fix::Applicability::Unsafe, "Start it with torchrun",
-                   {Edit{l.launcher_start, l.launcher_end, "torchrun"}}});
+               Fix{safe ? Fix::Applicability::Safe : Fix::Applicability::Unsafe,
+                   "Start it with torch.distributed.run (torchrun)",
+                   {Edit{at, at + static_cast<std::uint32_t>(std::string_view("torch.distributed.launch").size()),
+                         "torch.distributed.run"}}});
   }
 }
 }  // namespace

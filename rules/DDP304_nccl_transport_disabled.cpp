@@ -63,7 +63,9 @@ void check_launch(const LaunchModel& model, RuleContext& ctx) {
     const std::string& v = *s.value.value;
     std::string what;
     if (s.name == "NCCL_IB_DISABLE" || s.name == "NCCL_P2P_DISABLE" || s.name == "NCCL_SHM_DISABLE") {
-      if (v.empty() || v == "0") continue;
+      // NCCL reads these as integers: only a non-zero number disables (`false`, `no` read as 0)
+      std::optional<std::int64_t> n = parse_count(v);
+      if (!n || *n == 0) continue;
       if (s.name == "NCCL_IB_DISABLE" && socket_interface_chosen(model, s)) continue;
       what = s.name == "NCCL_IB_DISABLE"    ? "InfiniBand/RoCE, so inter-node traffic goes over TCP sockets"
              : s.name == "NCCL_P2P_DISABLE" ? "direct GPU-to-GPU (NVLink/PCIe peer) copies, so traffic is staged through host memory"

@@ -38,14 +38,18 @@ std::optional<std::int64_t> tasks_per_node(const LaunchModel& model, const Launc
 // `auto` start one process per visible GPU, and an unknown count says nothing.
 void check_launch(const LaunchModel& model, RuleContext& ctx) {
   for (const Launch& l : model.launches()) {
+    if (l.opaque_options) continue;  // `$ARGS` may hold another count
     const LaunchOption* procs = nullptr;
     if (l.is_torch_launcher()) {
       procs = l.option("nproc-per-node");
     } else if (l.launcher == Launcher::Accelerate) {
+      // --num_processes counts every machine's: one machine only when the
+      // command says so or says nothing (a --config_file may name more); --cpu uses no GPU
       const LaunchOption* machines = l.option("num-machines");
-      bool one_machine = machines == nullptr ||
-                         (machines->value && machines->value->value && parse_count(*machines->value->value) == 1);
-      if (one_machine) procs = l.option("num-processes");
+      bool one_machine = machines == nullptr
+                             ? l.option("config-file") == nullptr
+                             : machines->value && machines->value->value && parse_count(*machines->value->value) == 1;
+      if (one_machine && l.option("cpu") == nullptr) procs = l.option("num-processes");
     }
     const LaunchOption* tasks_option = nullptr;
     std::optional<std::int64_t> tasks = tasks_per_node(model, l, tasks_option);
@@ -55,7 +59,10 @@ void check_launch(const LaunchModel& model, RuleContext& ctx) {
       if (!procs->value || !procs->value->value) continue;
       n = parse_count(*procs->value->value);
     } else if (l.launcher == Launcher::Python && tasks_option != nullptr) {
-      n = 1;  // srun starts the Python processes itself
+      // srun starts the Python processes itself: a DDP script of the project
+      // (srun runs CPU work in many tasks too)
+      const LaunchedScript* script = model.launched_script(l);
+      if (script != nullptr && script->distributed) n = 1;
     }
     if (!n) continue;
     std::int64_t total = *n * *tasks;

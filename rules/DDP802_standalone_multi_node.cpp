@@ -15,7 +15,7 @@ std::optional<std::int64_t> max_nodes(std::string_view v) {
 
 void check_launch(const LaunchModel& model, RuleContext& ctx) {
   for (const Launch& l : model.launches()) {
-    if (!l.is_torch_launcher()) continue;
+    if (!l.is_torch_launcher() || l.opaque_options) continue;  // `$ARGS` may hold another --nnodes
     const LaunchOption* standalone = l.option("standalone");
     const LaunchOption* nnodes = l.option("nnodes");
     if (standalone == nullptr || nnodes == nullptr || !nnodes->value || !nnodes->value->value) continue;

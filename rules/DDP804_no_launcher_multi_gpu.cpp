@@ -33,9 +33,15 @@ bool one_process_per_node(const LaunchModel& model, const Launch& l) {
 // script outside the project, says nothing.
 void check_launch(const LaunchModel& model, RuleContext& ctx) {
   for (const Launch& l : model.launches()) {
-    if (l.launcher != Launcher::Python || l.module) continue;
+    // a launch under a guard (the `else` of a GPU-count check) is the one-GPU path
+    if (l.launcher != Launcher::Python || l.module || l.conditional) continue;
     const LaunchedScript* script = model.launched_script(l);
-    if (script == nullptr || !script->distributed || script->spawns) continue;
+    if (script == nullptr || !script->ddp_always || script->spawns) continue;
+    // ranks started by hand: `RANK=$r LOCAL_RANK=$r WORLD_SIZE=4 python train.py &`
+    if (model.env_value(l, "RANK") || model.env_value(l, "WORLD_SIZE") || model.env_value(l, "LOCAL_RANK")) continue;
+    bool sets_rank = false;
+    for (const EnvSetting& s : l.env) sets_rank = sets_rank || s.name == "RANK" || s.name == "WORLD_SIZE";
+    if (sets_rank) continue;
     std::optional<LaunchModel::Gpus> gpus = model.gpus_per_node(l);
     if (!gpus || gpus->count < 2 || !one_process_per_node(model, l)) continue;
     ctx.report(l.launcher_start, l.script->end,

@@ -8,6 +8,7 @@
 #include <array>
 #include <cstring>
 #include <string>
+#include <unordered_map>
 #include <utility>
 
 namespace ddplint {
@@ -96,9 +97,12 @@ bool is_flag(Launcher l, std::string_view name) {
 // Wrappers that start the command after their own options.
 bool is_wrapper(std::string_view b) {
   return contains({"srun", "mpirun", "mpiexec", "nohup", "exec", "time", "stdbuf", "numactl", "taskset", "nice",
-                   "ionice", "timeout", "xargs"},
+                   "ionice", "timeout", "xargs", "command", "sudo"},
                   b);
 }
+
+// Every child of `n`, anonymous ones too (the `&&` of a list), in O(children).
+NodeList all_children(TSNode n) { return children(n, false); }
 
 bool is_program_word(std::string_view w) {
   std::string_view b = basename(w);
@@ -120,10 +124,12 @@ struct LaunchBuilder {
     EnvSetting::Scope scope = EnvSetting::Scope::Shell;
     std::uint32_t start = 0, end = 0;
     bool conditional = false;
+    bool unknown = false;  // unset, read, or made by a command: its value is not known
   };
   struct Command {
     TSNode node;
     bool conditional;
+    bool in_function;
   };
   std::vector<Assignment> assignments;  // statement-level and declaration assignments, in file order
   std::vector<Command> commands;
@@ -137,8 +143,9 @@ struct LaunchBuilder {
       TSNode node;
       bool conditional;
       int depth;
+      bool in_function;
     };
-    std::vector<Item> stack{{root, false, 0}};
+    std::vector<Item> stack{{root, false, 0, false}};
     while (!stack.empty()) {
       Item it = stack.back();
       stack.pop_back();
@@ -155,7 +162,7 @@ struct LaunchBuilder {
       }
       if (it.depth > 400) continue;  // hostile nesting: the rest is unknown
       if (k == "command") {
-        commands.push_back({n, it.conditional});
+        commands.push_back({n, it.conditional, it.in_function});
         // command substitutions inside its words are not looked into
         continue;
       }
@@ -167,20 +174,26 @@ struct LaunchBuilder {
         declaration(n, it.conditional);
         continue;
       }
+      if (k == "unset_command") {  // `unset X`: X's value is no longer the one set before
+        for (TSNode c : all_children(n))
+          if (kind(c) == "variable_name" || kind(c) == "word") unset(c, it.conditional);
+        continue;
+      }
+      // a subshell's settings do not leak out of it: for what follows, they are
+      // as unknown as a guarded setting
       bool child_conditional = it.conditional || k == "if_statement" || k == "case_statement" ||
                                k == "for_statement" || k == "c_style_for_statement" || k == "while_statement" ||
-                               k == "function_definition";
-      std::uint32_t count = ts_node_child_count(n);
+                               k == "function_definition" || k == "subshell";
+      bool child_in_function = it.in_function || k == "function_definition";
       // children pushed in reverse so that they pop in file order
       bool after_or = false;
-      std::vector<Item> children;
-      for (std::uint32_t i = 0; i < count; ++i) {
-        TSNode c = ts_node_child(n, i);
+      std::vector<Item> items;
+      for (TSNode c : all_children(n)) {
         // `a && b`, `a || b`: b runs only on some paths (`[ -n "$X" ] && export ...` is a guard)
         if (k == "list" && !ts_node_is_named(c) && (node_text(c) == "||" || node_text(c) == "&&")) after_or = true;
-        children.push_back({c, child_conditional || after_or, it.depth + 1});
+        items.push_back({c, child_conditional || after_or, it.depth + 1, child_in_function});
       }
-      for (auto c = children.rbegin(); c != children.rend(); ++c) stack.push_back(*c);
+      for (auto c = items.rbegin(); c != items.rend(); ++c) stack.push_back(*c);
     }
     if (!seen_statement) m.header_end_ = static_cast<std::uint32_t>(text.size());
   }
@@ -199,20 +212,35 @@ struct LaunchBuilder {
     assignments.push_back(std::move(a));
   }
 
+  // A setting whose value is not known from here on (`unset X`, `read X`,
+  // `env -u X`): recorded as an unconditional setting of unknown value.
+  void unset(TSNode name, bool conditional) {
+    Assignment a;
+    a.name = std::string(node_text(name));
+    a.scope = EnvSetting::Scope::Exported;
+    a.start = start_of(name);
+    a.end = end_of(name);
+    a.conditional = conditional;
+    a.unknown = true;
+    assignments.push_back(std::move(a));
+  }
+
   void declaration(TSNode n, bool conditional) {
-    std::uint32_t count = ts_node_child_count(n);
-    if (count == 0) return;
-    std::string_view keyword = node_text(ts_node_child(n, 0));
+    NodeList kids = all_children(n);
+    if (kids.empty()) return;
+    std::string_view keyword = node_text(kids[0]);
     bool exported = keyword == "export";
-    if (keyword == "declare" || keyword == "typeset") {
-      for (std::uint32_t i = 1; i < count; ++i) {
-        std::string_view w = node_text(ts_node_child(n, i));
-        if (w.starts_with("-") && w.find('x') != std::string_view::npos) exported = true;
-      }
+    bool unexport = false;
+    for (std::size_t i = 1; i < kids.size(); ++i) {
+      std::string_view w = node_text(kids[i]);
+      if (!w.starts_with("-")) continue;
+      if ((keyword == "declare" || keyword == "typeset") && w.find('x') != std::string_view::npos) exported = true;
+      if (keyword == "export" && w.find('n') != std::string_view::npos) unexport = true;  // `export -n X`
     }
+    if (unexport) exported = false;
     EnvSetting::Scope scope = exported ? EnvSetting::Scope::Exported : EnvSetting::Scope::Shell;
-    for (std::uint32_t i = 1; i < count; ++i) {
-      TSNode c = ts_node_child(n, i);
+    for (std::size_t i = 1; i < kids.size(); ++i) {
+      TSNode c = kids[i];
       if (kind(c) == "variable_assignment") {
         add_assignment(c, scope, conditional);
       } else if (kind(c) == "variable_name" && exported) {
@@ -230,6 +258,7 @@ struct LaunchBuilder {
 
   void header_comment(TSNode n) {
     std::string_view c = node_text(n);
+    while (!c.empty() && (c.back() == '\r' || c.back() == ' ')) c.remove_suffix(1);  // CRLF files
     if (!c.starts_with("#SBATCH")) return;
     std::size_t at = 7;
     if (at < c.size() && c[at] != ' ' && c[at] != '\t') return;
@@ -286,17 +315,42 @@ struct LaunchBuilder {
   // --- values ----------------------------------------------------------------
   // The value of variable `name` read at byte `at`: its one unconditional
   // assignment in the file, made before `at`, with a known value.
+  // An `unset`, `read`, a sourced file or an `eval` before `at` makes it unknown.
+  // Values longer than kMaxValue are unknown (`A1="$A0$A0"` doubling), and
+  // each assignment's value is worked out once.
+  static constexpr std::size_t kMaxValue = 4096;
+  std::unordered_map<std::string, std::vector<std::size_t>> by_name;  // name -> assignments, in order
+  std::vector<std::optional<std::optional<std::string>>> memo;         // per assignment
+  std::vector<std::uint32_t> opaque;  // `source`, `.`, `eval`: may set anything
+
   std::optional<std::string> variable(std::string_view name, std::uint32_t at, int depth) {
-    const Assignment* only = nullptr;
-    int count = 0;
-    for (const Assignment& a : assignments) {
-      if (a.name != name || !a.has_value) continue;
-      ++count;
-      only = &a;
+    if (by_name.empty() && !assignments.empty()) {
+      for (std::size_t i = 0; i < assignments.size(); ++i) by_name[assignments[i].name].push_back(i);
+      memo.assign(assignments.size(), std::nullopt);
     }
-    if (count != 1 || only->conditional || only->start >= at) return std::nullopt;
-    if (ts_node_is_null(only->value)) return std::string();  // `X=`
-    return value(only->value, only->start, depth + 1);
+    auto it = by_name.find(std::string(name));
+    if (it == by_name.end()) return std::nullopt;
+    std::size_t only = SIZE_MAX;
+    int count = 0;
+    for (std::size_t i : it->second) {
+      const Assignment& a = assignments[i];
+      if (a.unknown && a.start < at) return std::nullopt;
+      if (!a.has_value) continue;
+      ++count;
+      only = i;
+    }
+    if (count != 1) return std::nullopt;
+    const Assignment& a = assignments[only];
+    if (a.conditional || a.start >= at) return std::nullopt;
+    for (std::uint32_t o : opaque)
+      if (o > a.start && o < at) return std::nullopt;
+    if (memo[only]) return *memo[only];
+    memo[only] = std::optional<std::string>();  // (a cycle reads as unknown)
+    std::optional<std::string> v = ts_node_is_null(a.value) ? std::optional<std::string>(std::string())  // `X=`
+                                                            : value(a.value, a.start, depth + 1);
+    if (v && v->size() > kMaxValue) v.reset();
+    memo[only] = v;
+    return v;
   }
 
   std::optional<std::string> value(TSNode n, std::uint32_t at, int depth = 0) {
@@ -307,7 +361,7 @@ struct LaunchBuilder {
       std::string out;
       for (std::size_t i = 0; i < t.size(); ++i) {
         if (t[i] == '\\' && i + 1 < t.size()) ++i;
-        else if (t[i] == '*' || t[i] == '?' || t[i] == '[' || t[i] == '~' || t[i] == '{') return std::nullopt;  // globs
+        else if (t[i] == '*' || t[i] == '?' || t[i] == '[' || t[i] == '{') return std::nullopt;  // globs
         out += t[i];
       }
       return out;
@@ -319,9 +373,7 @@ struct LaunchBuilder {
     }
     if (k == "string") {
       std::string out;
-      std::uint32_t count = ts_node_child_count(n);
-      for (std::uint32_t i = 0; i < count; ++i) {
-        TSNode c = ts_node_child(n, i);
+      for (TSNode c : all_children(n)) {
         if (!ts_node_is_named(c)) continue;  // the quotes
         if (kind(c) == "string_content") {
           out += node_text(c);
@@ -331,6 +383,7 @@ struct LaunchBuilder {
         if (!part) return std::nullopt;
         out += *part;
       }
+      if (out.size() > kMaxValue) return std::nullopt;
       return out;
     }
     if (k == "simple_expansion" || k == "expansion") {
@@ -343,11 +396,11 @@ struct LaunchBuilder {
     }
     if (k == "concatenation") {
       std::string out;
-      std::uint32_t count = ts_node_child_count(n);
-      for (std::uint32_t i = 0; i < count; ++i) {
-        std::optional<std::string> part = value(ts_node_child(n, i), at, depth + 1);
+      for (TSNode c : all_children(n)) {
+        std::optional<std::string> part = value(c, at, depth + 1);
         if (!part) return std::nullopt;
         out += *part;
+        if (out.size() > kMaxValue) return std::nullopt;
       }
       return out;
     }
@@ -364,6 +417,8 @@ struct LaunchBuilder {
 
   // --- pass 2 ----------------------------------------------------------------
   void settle() {
+    // commands that set variables themselves (read, source, eval) first: they decide values after them
+    for (const Command& c : commands) builtin(c);
     for (const Assignment& a : assignments) {
       EnvSetting s;
       s.name = a.name;
@@ -371,7 +426,9 @@ struct LaunchBuilder {
       s.start = a.start;
       s.end = a.end;
       s.conditional = a.conditional;
-      if (a.has_value) {
+      if (a.unknown) {
+        s.value = ShellWord{a.start, a.end, std::nullopt};
+      } else if (a.has_value) {
         if (ts_node_is_null(a.value)) {
           s.value = ShellWord{a.end, a.end, std::string()};
         } else {
@@ -384,6 +441,33 @@ struct LaunchBuilder {
     }
     for (const Command& c : commands) command(c);
     std::sort(m.env_.begin(), m.env_.end(), [](const EnvSetting& a, const EnvSetting& b) { return a.start < b.start; });
+    m.opaque_ = opaque;
+  }
+
+  // `read X`, `mapfile X` (X unknown from here), `source f`, `. f`, `eval ...` (anything unknown from here).
+  void builtin(const Command& c) {
+    NodeList kids = all_children(c.node);
+    TSNode name{};
+    std::size_t at = 0;
+    for (; at < kids.size(); ++at)
+      if (kind(kids[at]) == "command_name") {
+        name = kids[at];
+        break;
+      }
+    if (ts_node_is_null(name)) return;
+    std::string_view n = node_text(name);
+    if (n == "source" || n == "." || n == "eval") {
+      opaque.push_back(end_of(c.node));
+      return;
+    }
+    if (n != "read" && n != "mapfile" && n != "readarray") return;
+    for (std::size_t i = at + 1; i < kids.size(); ++i) {
+      if (kind(kids[i]) != "word") continue;
+      std::string_view w = node_text(kids[i]);
+      if (w.starts_with("-")) continue;
+      unset(kids[i], c.conditional);
+    }
+    by_name.clear();  // (assignments changed: the index is made again on first use)
   }
 
   void command(const Command& c) {
@@ -391,10 +475,9 @@ struct LaunchBuilder {
     l.start = start_of(c.node);
     l.end = end_of(c.node);
     l.conditional = c.conditional;
+    l.in_function = c.in_function;
     std::vector<TSNode> words;
-    std::uint32_t count = ts_node_child_count(c.node);
-    for (std::uint32_t i = 0; i < count; ++i) {
-      TSNode ch = ts_node_child(c.node, i);
+    for (TSNode ch : all_children(c.node)) {
       std::string_view k = kind(ch);
       if (k == "variable_assignment") {
         TSNode name = ts_node_child_by_field_name(ch, "name", 4);
@@ -416,7 +499,13 @@ struct LaunchBuilder {
     }
     std::vector<ShellWord> w;
     w.reserve(words.size());
-    for (TSNode n : words) w.push_back(word(n));
+    for (TSNode n : words) {
+      ShellWord sw = word(n);
+      // an unquoted expansion of an empty value (`EXTRA=""`, then `$EXTRA`) is no word at all
+      std::string_view raw = text.substr(sw.start, sw.end - sw.start);
+      if (sw.value && sw.value->empty() && raw.starts_with("$")) continue;
+      w.push_back(std::move(sw));
+    }
     if (interpret(l, w)) {
       for (const EnvSetting& s : l.env) m.env_.push_back(s);
       m.launches_.push_back(std::move(l));
@@ -436,6 +525,7 @@ struct LaunchBuilder {
   // its name is still known when written out before `=`. Null otherwise.
   std::optional<LaunchOption> partly_known(const ShellWord& w) const {
     std::string_view r = raw(w);
+    if (r.starts_with("\"") || r.starts_with("'")) r.remove_prefix(1);  // "--master_addr=$ADDR"
     std::size_t eq = r.find('=');
     if (!r.starts_with("-") || eq == std::string_view::npos) return std::nullopt;
     for (char c : r.substr(0, eq))
@@ -460,7 +550,16 @@ struct LaunchBuilder {
       const std::string* s = v(w, i);
       if (s == nullptr) {
         std::optional<LaunchOption> o = partly_known(w[i]);
-        if (!o) return i;
+        if (!o) {
+          // `$RDZV_ARGS`, `"${LAUNCH[@]}"`: may expand to options, or to the script
+          std::string_view r = raw(w[i]);
+          if (r.starts_with("$") || r.starts_with("\"$")) {
+            opaque_options = true;
+            ++i;
+            continue;
+          }
+          return i;
+        }
         out.push_back(std::move(*o));
         ++i;
         continue;
@@ -547,8 +646,23 @@ struct LaunchBuilder {
         ++i;
         while (const std::string* e = v(w, i)) {
           if (e->starts_with("-")) {
+            // `env -u X` / `--unset=X`: X removed from the command's environment
+            std::optional<std::string> removed;
+            if ((*e == "-u" || *e == "--unset") && v(w, i + 1) != nullptr) removed = *v(w, i + 1);
+            else if (e->starts_with("--unset=")) removed = e->substr(8);
+            else if (e->starts_with("-u") && e->size() > 2) removed = e->substr(2);
+            if (removed) {
+              EnvSetting st;
+              st.name = *removed;
+              st.value = ShellWord{w[i].start, w[i].end, std::nullopt};
+              st.scope = EnvSetting::Scope::Command;
+              st.start = w[i].start;
+              st.end = w[i].end;
+              st.conditional = l.conditional;
+              l.env.push_back(std::move(st));
+            }
             ++i;
-            if (*e == "-u" || *e == "-C" || *e == "-S") ++i;
+            if (*e == "-u" || *e == "--unset" || *e == "-C" || *e == "-S") ++i;
             continue;
           }
           std::size_t eq = e->find('=');
@@ -662,8 +776,12 @@ struct LaunchBuilder {
     return true;
   }
 
+  bool opaque_options = false;  // set by options(): a word that may expand to options
+
   bool launcher_rest(Launch& l, const std::vector<ShellWord>& w, std::size_t i) {
+    opaque_options = false;
     i = options(l.launcher, w, i, l.options, false);
+    l.opaque_options = opaque_options;
     bool module = l.option("m") != nullptr || l.option("module") != nullptr;
     if (i < w.size()) {
       l.script = w[i];
@@ -699,25 +817,34 @@ const SbatchDirective* LaunchModel::sbatch_option(std::initializer_list<std::str
 std::optional<std::string> LaunchModel::env_value(const Launch& launch, std::string_view name) const {
   for (auto s = launch.env.rbegin(); s != launch.env.rend(); ++s)
     if (s->name == name) return s->value.value;
+  // in a function, the environment is the caller's, wherever it calls it
+  if (launch.in_function) return std::nullopt;
   std::optional<std::string> value;
+  std::uint32_t set_at = 0;
   for (const EnvSetting& s : env_) {
     if (s.start >= launch.start) break;
     if (s.name != name || s.scope == EnvSetting::Scope::Command) continue;
     if (s.conditional) return std::nullopt;  // set on some paths only
-    if (s.scope == EnvSetting::Scope::Exported) value = s.value.value;
-    else if (value) value = s.value.value;  // a new value of a variable already exported
+    if (s.scope == EnvSetting::Scope::Exported) value = s.value.value, set_at = s.start;
+    else if (value) value = s.value.value, set_at = s.start;  // a new value of a variable already exported
   }
+  // a sourced file or an eval between the setting and the launch may change it
+  for (std::uint32_t o : opaque_)
+    if (value && o > set_at && o < launch.start) return std::nullopt;
   return value;
 }
 
 std::optional<LaunchModel::Gpus> LaunchModel::gpus_per_node(const Launch& launch) const {
   if (std::optional<std::string> cvd = env_value(launch, "CUDA_VISIBLE_DEVICES")) {
+    // CUDA enumerates the entries up to the first invalid one (`-1` hides every GPU)
     std::int64_t n = 0;
     std::size_t at = 0;
     while (at <= cvd->size()) {
       std::size_t comma = cvd->find(',', at);
       std::string_view entry = std::string_view(*cvd).substr(at, comma == std::string::npos ? std::string::npos : comma - at);
-      if (!entry.empty()) ++n;
+      bool valid = parse_count(entry).has_value() || entry.starts_with("GPU-") || entry.starts_with("MIG-");
+      if (!valid) break;
+      ++n;
       if (comma == std::string::npos) break;
       at = comma + 1;
     }

@@ -1062,8 +1062,8 @@ TEST_CASE("launch scripts: discovery, project link, formats, noqa, stdin and --f
   // standard input named as a shell script
   Run in = ddplint({"-q", "--stdin-filename", "run.sh", "-"}, "torchrun --standalone --nnodes 2 t.py\n", d.path);
   CHECK(contains(in.out, "run.sh:1:10: DDP802"));
-  // the safe fix (train.py reads LOCAL_RANK): torchrun in place of the legacy launcher
+  // the safe fix (train.py reads LOCAL_RANK): torchrun's module in place of the legacy launcher
   Run fix = ddplint({"-q", "--fix", "scripts/run.slurm"}, "", d.path);
-  CHECK(slurp((d.path / "scripts/run.slurm").string()).find("torchrun --nproc_per_node 4 train.py\n") != std::string::npos);
+  CHECK(slurp((d.path / "scripts/run.slurm").string()).find("python -m torch.distributed.run --nproc_per_node 4 train.py\n") != std::string::npos);
   CHECK_FALSE(contains(fix.out, "DDP206"));
 }
