@@ -71,4 +71,12 @@ if git commit -qm "bad script" >"$work/commit.log" 2>&1; then
   echo "pre-commit e2e: the commit of a script with findings went through" >&2; cat "$work/commit.log" >&2; exit 1
 fi
 grep -q "DDP102" "$work/commit.log" || { echo "pre-commit e2e: the refused commit printed no findings" >&2; exit 1; }
-echo "pre-commit e2e: findings refused (try-repo and git commit), clean script passed"
+# a launch script is passed to the hook too (pre-commit's `shell` type: *.sh or a sh/bash shebang)
+git reset -q bad.py && rm bad.py
+printf '#!/bin/bash\ntorchrun --standalone --nnodes=2 --nproc_per_node=8 train.py\n' >launch.sh
+git add launch.sh
+if git commit -qm "bad launch" >"$work/launch.log" 2>&1; then
+  echo "pre-commit e2e: the commit of a launch script with findings went through" >&2; cat "$work/launch.log" >&2; exit 1
+fi
+grep -q "DDP802" "$work/launch.log" || { echo "pre-commit e2e: the launch script's findings were not printed" >&2; cat "$work/launch.log" >&2; exit 1; }
+echo "pre-commit e2e: findings refused (try-repo and git commit, Python and a launch script), clean script passed"
