@@ -30,7 +30,11 @@ bool deepspeed_program(const SemanticModel& model) {
 
 void check(const SemanticModel& model, RuleContext& ctx) {
   // parser.add_argument("--local_rank", ...) / ("--local-rank", ...)
-  bool ready = torchrun_ready(model) || deepspeed_program(model);
+  // A launch script of the project feeds this argument with the legacy
+  // launcher: the finding is there (change the launcher), not here.
+  bool fed_by_legacy_launch = false;
+  for (const LaunchOfScript& l : model.project().launched_by) fed_by_legacy_launch |= l.passes_local_rank;
+  bool ready = torchrun_ready(model) || deepspeed_program(model) || fed_by_legacy_launch;
   for (const CallSite* call : ready ? CallRange{} : model.calls_named("add_argument")) {
     for (int i = 0; i < 3; ++i) {
       TSNode opt = model.argument(*call, "", i);
