@@ -113,14 +113,20 @@ void check_launch(const LaunchModel& model, RuleContext& ctx) {
     if (module == std::string_view::npos) continue;
     std::uint32_t at = l.launcher_start + static_cast<std::uint32_t>(module);
     bool safe = script != nullptr && script->reads_local_rank_env;
+    // no fix where the project's script is known to read only the argument:
+    // under torchrun every rank would get its default
+    bool breaks = script != nullptr && script->reads_local_rank_argument && !script->reads_local_rank_env;
+    std::optional<Fix> fix;
+    if (!breaks)
+      fix = Fix{safe ? Fix::Applicability::Safe : Fix::Applicability::Unsafe,
+                "Start it with torch.distributed.run (torchrun)",
+                {Edit{at, at + static_cast<std::uint32_t>(std::string_view("torch.distributed.launch").size()),
+                      "torch.distributed.run"}}};
     ctx.report(l.launcher_start, l.launcher_end,
                "torch.distributed.launch is deprecated and passes the script --local-rank (PyTorch 2 spells it "
                "with a hyphen, which a script declaring only --local_rank rejects): start it with torchrun and "
                "read LOCAL_RANK from the environment",
-               Fix{safe ? Fix::Applicability::Safe : Fix::Applicability::Unsafe,
-                   "Start it with torch.distributed.run (torchrun)",
-                   {Edit{at, at + static_cast<std::uint32_t>(std::string_view("torch.distributed.launch").size()),
-                         "torch.distributed.run"}}});
+               std::move(fix));
   }
 }
 }  // namespace
