@@ -158,6 +158,13 @@ class LaunchModel {
   };
   std::optional<Gpus> gpus_per_node(const Launch& launch) const;
 
+  /// Tasks srun starts on each node for `launch` (each runs the command): its
+  /// `--ntasks-per-node` (or the `#SBATCH` header's), 1 by default and 1
+  /// without srun; unset when a total task count (`-n`/`--ntasks`) or mpirun
+  /// leaves the per-node count unknown. `option` (may be null) receives the
+  /// option that says so, or null.
+  std::optional<std::int64_t> tasks_per_node(const Launch& launch, const LaunchOption** option = nullptr) const;
+
   /// Byte ranges of the file's comments, for `# noqa`.
   const std::vector<std::pair<std::uint32_t, std::uint32_t>>& comments() const { return comments_; }
   /// Where the header block ends: comments before the first command (the
@@ -179,5 +186,9 @@ class LaunchModel {
 
 /// Reads a whole non-negative decimal number (`"4"`); unset otherwise.
 std::optional<std::int64_t> parse_count(std::string_view text);
+
+/// The largest node count torchrun's `--nnodes` allows: "2" -> 2, "1:4" -> 4;
+/// unset when not a number or range of numbers.
+std::optional<std::int64_t> parse_node_count(std::string_view text);
 
 }  // namespace ddplint

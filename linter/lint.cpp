@@ -49,6 +49,14 @@ const RunPlan& plan_for(std::span<const Rule> rules, const RuleSelection& select
   return cache.back().plan;
 }
 
+// Findings in the order of the output: by start offset, then code.
+void sort_findings(std::vector<Diagnostic>& found) {
+  std::stable_sort(found.begin(), found.end(), [](const Diagnostic& a, const Diagnostic& b) {
+    if (a.start != b.start) return a.start < b.start;
+    return a.rule->code < b.rule->code;
+  });
+}
+
 // `plan` is plan_for(rules, selection), which stays valid meanwhile: nothing
 // here adds to the cache. `scan` asks plan.prefilter about the source's bytes:
 // DDP001 (`*`) runs only where the catalog could fire. Every other enabled
@@ -93,10 +101,7 @@ LintResult lint_decoded(const SourceFile& source, const SyntaxTree& tree, std::s
     }
     result.diagnostics.push_back(std::move(d));
   }
-  std::stable_sort(result.diagnostics.begin(), result.diagnostics.end(), [](const Diagnostic& a, const Diagnostic& b) {
-    if (a.start != b.start) return a.start < b.start;
-    return a.rule->code < b.rule->code;
-  });
+  sort_findings(result.diagnostics);
   return result;
 }
 
@@ -136,10 +141,7 @@ LintResult lint_launch(const SourceFile& source, const SyntaxTree& tree, std::sp
     if (noqa.suppresses(d, lines.line_of(d.start)) || noqa.suppresses(d, last_line)) continue;
     result.diagnostics.push_back(std::move(d));
   }
-  std::stable_sort(result.diagnostics.begin(), result.diagnostics.end(), [](const Diagnostic& a, const Diagnostic& b) {
-    if (a.start != b.start) return a.start < b.start;
-    return a.rule->code < b.rule->code;
-  });
+  sort_findings(result.diagnostics);
   return result;
 }
 

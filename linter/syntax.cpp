@@ -379,6 +379,17 @@ class ArenaPause {
 };
 }  // namespace
 
+// A leading BOM is left out of the parse (offsets stay those of the whole buffer).
+static void exclude_bom(TSParser* parser, const SourceFile& source, std::string_view text) {
+  if (source.bom_length() == 0) return;
+  TSRange range{};
+  range.start_byte = source.bom_length();
+  range.start_point = {0, source.bom_length()};
+  range.end_byte = static_cast<uint32_t>(text.size());
+  range.end_point = {UINT32_MAX, UINT32_MAX};
+  ts_parser_set_included_ranges(parser, &range, 1);
+}
+
 SyntaxTree parse_python(const SourceFile& source, const SyntaxTree* previous) {
   ArenaPause pause(source.text().size() > ParseArenaScope::kMaxSourceBytes);  // (outlives the parser)
   std::unique_ptr<TSParser, void (*)(TSParser*)> parser(ts_parser_new(), &ts_parser_delete);
@@ -399,14 +410,7 @@ SyntaxTree parse_python(const SourceFile& source, const SyntaxTree* previous) {
   }
   const bool lone_cr = !universal_newlines.empty();
   if (lone_cr) text = universal_newlines;
-  if (source.bom_length() > 0) {
-    TSRange range{};
-    range.start_byte = source.bom_length();
-    range.start_point = {0, source.bom_length()};
-    range.end_byte = static_cast<uint32_t>(text.size());
-    range.end_point = {UINT32_MAX, UINT32_MAX};
-    ts_parser_set_included_ranges(parser.get(), &range, 1);
-  }
+  exclude_bom(parser.get(), source, text);
   // (deleting the \n of a CRLF turns the \r before the edit into a line
   // break: a byte outside the edited range reads differently; parsed afresh)
   TSTree* old = previous != nullptr && !lone_cr && !previous->universal_newlines() ? previous->get() : nullptr;
@@ -469,14 +473,7 @@ SyntaxTree parse_shell(const SourceFile& source, const SyntaxTree* previous) {
   std::unique_ptr<TSParser, void (*)(TSParser*)> parser(ts_parser_new(), &ts_parser_delete);
   if (!parser || !ts_parser_set_language(parser.get(), tree_sitter_bash())) return {};
   std::string_view text = source.text();
-  if (source.bom_length() > 0) {
-    TSRange range{};
-    range.start_byte = source.bom_length();
-    range.start_point = {0, source.bom_length()};
-    range.end_byte = static_cast<uint32_t>(text.size());
-    range.end_point = {UINT32_MAX, UINT32_MAX};
-    ts_parser_set_included_ranges(parser.get(), &range, 1);
-  }
+  exclude_bom(parser.get(), source, text);
   TSTree* old = previous != nullptr && language_of(*previous) == Language::Shell ? previous->get() : nullptr;
   TSTree* tree = ts_parser_parse_string_encoding(parser.get(), old, text.data(), static_cast<uint32_t>(text.size()),
                                                  TSInputEncodingUTF8);

@@ -7,28 +7,6 @@
 namespace ddplint::rules {
 
 namespace {
-// Tasks srun starts on each node for this launch: its --ntasks-per-node (or
-// the #SBATCH header's), 1 by default; unset when a total task count
-// (-n/--ntasks) or mpirun leaves the per-node count unknown. 1 without srun.
-std::optional<std::int64_t> tasks_per_node(const LaunchModel& model, const Launch& l, const LaunchOption*& option) {
-  option = nullptr;
-  bool srun = false;
-  for (const std::string& w : l.wrappers) {
-    if (w == "mpirun" || w == "mpiexec") return std::nullopt;
-    if (w == "srun") srun = true;
-  }
-  if (!srun) return 1;
-  if (l.wrapper_option({"ntasks", "n"}) != nullptr) return std::nullopt;
-  option = l.wrapper_option({"ntasks-per-node"});
-  if (option == nullptr) {
-    if (model.sbatch_option({"ntasks", "n"}) != nullptr) return std::nullopt;
-    if (const SbatchDirective* d = model.sbatch_option({"ntasks-per-node"})) option = &d->option;
-  }
-  if (option == nullptr) return 1;
-  if (!option->value || !option->value->value) return std::nullopt;
-  return parse_count(*option->value->value);
-}
-
 // Processes a launch starts on each node, against the GPUs the node offers it
 // (LaunchModel::gpus_per_node: CUDA_VISIBLE_DEVICES in its environment, or
 // the #SBATCH header): torchrun's --nproc-per-node (python -m
@@ -52,7 +30,7 @@ void check_launch(const LaunchModel& model, RuleContext& ctx) {
       if (one_machine && l.option("cpu") == nullptr) procs = l.option("num-processes");
     }
     const LaunchOption* tasks_option = nullptr;
-    std::optional<std::int64_t> tasks = tasks_per_node(model, l, tasks_option);
+    std::optional<std::int64_t> tasks = model.tasks_per_node(l, &tasks_option);
     if (!tasks || *tasks == 0) continue;
     std::optional<std::int64_t> n;
     if (procs != nullptr) {

@@ -7,19 +7,13 @@
 namespace ddplint::rules {
 
 namespace {
-// The largest node count `--nnodes` allows: "2" -> 2, "1:4" -> 4.
-std::optional<std::int64_t> max_nodes(std::string_view v) {
-  std::size_t colon = v.find(':');
-  return parse_count(colon == std::string_view::npos ? v : v.substr(colon + 1));
-}
-
 void check_launch(const LaunchModel& model, RuleContext& ctx) {
   for (const Launch& l : model.launches()) {
     if (!l.is_torch_launcher() || l.opaque_options) continue;  // `$ARGS` may hold another --nnodes
     const LaunchOption* standalone = l.option("standalone");
     const LaunchOption* nnodes = l.option("nnodes");
     if (standalone == nullptr || nnodes == nullptr || !nnodes->value || !nnodes->value->value) continue;
-    std::optional<std::int64_t> n = max_nodes(*nnodes->value->value);
+    std::optional<std::int64_t> n = parse_node_count(*nnodes->value->value);
     if (!n || *n <= 1) continue;
     ctx.report(standalone->start, standalone->end,
                "--standalone with " + nnodes->written + " " + *nnodes->value->value +

@@ -7,11 +7,6 @@
 namespace ddplint::rules {
 
 namespace {
-std::optional<std::int64_t> max_nodes(std::string_view v) {
-  std::size_t colon = v.find(':');
-  return parse_count(colon == std::string_view::npos ? v : v.substr(colon + 1));
-}
-
 // torchrun (or its modules) with --nnodes above 1 and neither --rdzv-endpoint
 // nor --master-addr, and no PET_RDZV_ENDPOINT/PET_MASTER_ADDR (torchrun reads
 // each option from its PET_ variable) set by the script. Not with
@@ -31,7 +26,7 @@ void check_launch(const LaunchModel& model, RuleContext& ctx) {
     if (!l.is_torch_launcher() || l.option("standalone") != nullptr || l.opaque_options || l.conditional) continue;
     const LaunchOption* nnodes = l.option("nnodes");
     if (nnodes == nullptr || !nnodes->value || !nnodes->value->value) continue;
-    std::optional<std::int64_t> n = max_nodes(*nnodes->value->value);
+    std::optional<std::int64_t> n = parse_node_count(*nnodes->value->value);
     if (!n || *n <= 1) continue;
     const LaunchOption* endpoint = l.option("rdzv-endpoint");
     const LaunchOption* address = l.option("master-addr");

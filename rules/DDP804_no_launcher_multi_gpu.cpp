@@ -7,24 +7,6 @@
 namespace ddplint::rules {
 
 namespace {
-// Processes per node of the wrappers in front of the launch: 1 when there is
-// no srun/mpirun, or srun's --ntasks-per-node (its own or the #SBATCH
-// header's) is 1 and no total task count is given; unset otherwise.
-bool one_process_per_node(const LaunchModel& model, const Launch& l) {
-  bool srun = false;
-  for (const std::string& w : l.wrappers) {
-    if (w == "mpirun" || w == "mpiexec") return false;
-    if (w == "srun") srun = true;
-  }
-  if (!srun) return true;
-  if (l.wrapper_option({"ntasks", "n"}) != nullptr || model.sbatch_option({"ntasks", "n"}) != nullptr) return false;
-  const LaunchOption* per_node = l.wrapper_option({"ntasks-per-node"});
-  if (per_node == nullptr)
-    if (const SbatchDirective* d = model.sbatch_option({"ntasks-per-node"})) per_node = &d->option;
-  return per_node != nullptr && per_node->value && per_node->value->value &&
-         parse_count(*per_node->value->value) == 1;
-}
-
 // `python train.py` (one process per node) where the node offers the launch
 // more than one GPU and train.py, a script of the project, sets up DDP
 // without starting its own processes (no mp.spawn, no Lightning Trainer or
@@ -43,7 +25,7 @@ void check_launch(const LaunchModel& model, RuleContext& ctx) {
     for (const EnvSetting& s : l.env) sets_rank = sets_rank || s.name == "RANK" || s.name == "WORLD_SIZE";
     if (sets_rank) continue;
     std::optional<LaunchModel::Gpus> gpus = model.gpus_per_node(l);
-    if (!gpus || gpus->count < 2 || !one_process_per_node(model, l)) continue;
+    if (!gpus || gpus->count < 2 || model.tasks_per_node(l) != std::optional<std::int64_t>(1)) continue;
     ctx.report(l.launcher_start, l.script->end,
                "`" + std::string(model.text(l.launcher_start, l.script->end)) + "` starts one process on a node with " +
                    std::to_string(gpus->count) + " GPUs (" + gpus->because + "), and " + script->path +

@@ -514,6 +514,19 @@ struct LaunchBuilder {
     }
   }
 
+  // A `Command` setting of `launch` made by word `at` (`env X=1`, `mpirun -x
+  // X=1`, `env -u X`): `value` unset for a removal.
+  static void command_setting(Launch& launch, std::string name, const ShellWord& at, std::optional<std::string> value) {
+    EnvSetting st;
+    st.name = std::move(name);
+    st.value = ShellWord{at.start, at.end, std::move(value)};
+    st.scope = EnvSetting::Scope::Command;
+    st.start = at.start;
+    st.end = at.end;
+    st.conditional = launch.conditional;
+    launch.env.push_back(std::move(st));
+  }
+
   static const std::string* v(const std::vector<ShellWord>& w, std::size_t i) {
     return i < w.size() && w[i].value ? &*w[i].value : nullptr;
   }
@@ -651,31 +664,14 @@ struct LaunchBuilder {
             if ((*e == "-u" || *e == "--unset") && v(w, i + 1) != nullptr) removed = *v(w, i + 1);
             else if (e->starts_with("--unset=")) removed = e->substr(8);
             else if (e->starts_with("-u") && e->size() > 2) removed = e->substr(2);
-            if (removed) {
-              EnvSetting st;
-              st.name = *removed;
-              st.value = ShellWord{w[i].start, w[i].end, std::nullopt};
-              st.scope = EnvSetting::Scope::Command;
-              st.start = w[i].start;
-              st.end = w[i].end;
-              st.conditional = l.conditional;
-              l.env.push_back(std::move(st));
-            }
+            if (removed) command_setting(l, *removed, w[i], std::nullopt);
             ++i;
             if (*e == "-u" || *e == "--unset" || *e == "-C" || *e == "-S") ++i;
             continue;
           }
           std::size_t eq = e->find('=');
           if (eq == std::string::npos || eq == 0) break;
-          EnvSetting st;
-          st.name = e->substr(0, eq);
-          st.value = w[i];
-          st.value.value = e->substr(eq + 1);
-          st.scope = EnvSetting::Scope::Command;
-          st.start = w[i].start;
-          st.end = w[i].end;
-          st.conditional = l.conditional;
-          l.env.push_back(std::move(st));
+          command_setting(l, e->substr(0, eq), w[i], e->substr(eq + 1));
           ++i;
         }
         continue;
@@ -695,15 +691,7 @@ struct LaunchBuilder {
             const std::string* kv = v(w, j + 1);
             std::size_t eq = kv == nullptr ? std::string::npos : kv->find('=');
             if (eq == std::string::npos || eq == 0) continue;
-            EnvSetting st;
-            st.name = kv->substr(0, eq);
-            st.value = w[j + 1];
-            st.value.value = kv->substr(eq + 1);
-            st.scope = EnvSetting::Scope::Command;
-            st.start = w[j + 1].start;
-            st.end = w[j + 1].end;
-            st.conditional = l.conditional;
-            l.env.push_back(std::move(st));
+            command_setting(l, kv->substr(0, eq), w[j + 1], kv->substr(eq + 1));
           }
           i = j;
           continue;
@@ -832,6 +820,32 @@ std::optional<std::string> LaunchModel::env_value(const Launch& launch, std::str
   for (std::uint32_t o : opaque_)
     if (value && o > set_at && o < launch.start) return std::nullopt;
   return value;
+}
+
+std::optional<std::int64_t> parse_node_count(std::string_view text) {
+  std::size_t colon = text.find(':');
+  return parse_count(colon == std::string_view::npos ? text : text.substr(colon + 1));
+}
+
+std::optional<std::int64_t> LaunchModel::tasks_per_node(const Launch& l, const LaunchOption** option) const {
+  const LaunchOption* found = nullptr;
+  if (option != nullptr) *option = nullptr;
+  bool srun = false;
+  for (const std::string& w : l.wrappers) {
+    if (w == "mpirun" || w == "mpiexec") return std::nullopt;
+    if (w == "srun") srun = true;
+  }
+  if (!srun) return 1;
+  if (l.wrapper_option({"ntasks", "n"}) != nullptr) return std::nullopt;
+  found = l.wrapper_option({"ntasks-per-node"});
+  if (found == nullptr) {
+    if (sbatch_option({"ntasks", "n"}) != nullptr) return std::nullopt;
+    if (const SbatchDirective* d = sbatch_option({"ntasks-per-node"})) found = &d->option;
+  }
+  if (option != nullptr) *option = found;
+  if (found == nullptr) return 1;
+  if (!found->value || !found->value->value) return std::nullopt;
+  return parse_count(*found->value->value);
 }
 
 std::optional<LaunchModel::Gpus> LaunchModel::gpus_per_node(const Launch& launch) const {
