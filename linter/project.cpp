@@ -1074,14 +1074,10 @@ LaunchedScript describe_launched(const SemanticModel& model,
     if ((n == "torch.distributed.init_process_group" || n == "torch.nn.parallel.DistributedDataParallel") &&
         unguarded(c.node))
       out.ddp_always = true;
-    if ((n == "os.environ.get" || n == "os.getenv") && model.env_var_read(c.node) == "LOCAL_RANK")
-      out.reads_local_rank_env = true;
   }
   for (const FrameworkConfig& f : model.framework_configs())
     if (f.framework == Framework::Lightning || f.framework == Framework::Fabric) out.spawns = true;
-  if (model.mentions_in_code("environ[\"LOCAL_RANK\"]") || model.mentions_in_code("environ['LOCAL_RANK']") ||
-      model.mentions_in_code("dict(os.environ)"))
-    out.reads_local_rank_env = true;
+  if (model.reads_env_var("LOCAL_RANK") || model.mentions_in_code("dict(os.environ)")) out.reads_local_rank_env = true;
   // a helper of the project may read it (DeiT's and MAE's `init_distributed_mode(args)`
   // in utils.py): unknown here, so taken as read
   for (const auto& [local, target] : model.imports().entries()) {
@@ -1104,7 +1100,6 @@ const ProjectFacts* Project::launch_facts_for(const fs::path& file, std::string_
   SyntaxTree tree = parse_shell(source);
   LaunchModel model(source, tree);
   auto facts = std::make_unique<ProjectFacts>();
-  std::error_code ec;
   for (const Launch& l : model.launches()) {
     if (!l.script || !l.script->value || l.module) continue;
     const std::string& written = *l.script->value;

@@ -484,6 +484,10 @@ class SemanticModel {
   /// Name of the environment variable read by `os.environ["X"]`,
   /// `os.environ.get("X", …)` or `os.getenv("X", …)` (through int()/str()), or empty.
   std::string env_var_read(TSNode expr) const;
+  /// True when the file reads environment variable `name` in code:
+  /// `os.environ.get("NAME", ...)`, `os.getenv("NAME", ...)`, or
+  /// `environ["NAME"]` / `environ['NAME']` written out.
+  bool reads_env_var(std::string_view name) const;
   /// True if the expression (through names bound in the file) divides by a
   /// world-size value; `division` receives the `/` or `//` node found.
   bool divides_by_world_size(TSNode expr, TSNode* division = nullptr) const;

@@ -11,11 +11,7 @@ namespace {
 // environment, or never reads the parsed `.local_rank` at all (a leftover
 // option kept so that old launch commands still parse).
 bool torchrun_ready(const SemanticModel& model) {
-  if (!model.mentions_in_code(".local_rank")) return true;
-  for (const CallSite& c : model.calls())
-    if ((c.canonical == "os.environ.get" || c.canonical == "os.getenv") && model.env_var_read(c.node) == "LOCAL_RANK")
-      return true;
-  return model.mentions_in_code("environ[\"LOCAL_RANK\"]") || model.mentions_in_code("environ['LOCAL_RANK']");
+  return !model.mentions_in_code(".local_rank") || model.reads_env_var("LOCAL_RANK");
 }
 
 // A DeepSpeed program (it calls deepspeed.initialize or deepspeed.init_distributed):

@@ -285,6 +285,15 @@ bool SemanticModel::environ_or_copy(TSNode expr) const {
   return true;
 }
 
+bool SemanticModel::reads_env_var(std::string_view name) const {
+  for (const CallSite& c : calls())
+    if ((c.canonical == "os.environ.get" || c.canonical == "os.getenv") && env_var_read(c.node) == name) return true;
+  std::string subscript = "environ[\"" + std::string(name) + "\"]";
+  if (mentions_in_code(subscript)) return true;
+  subscript = "environ['" + std::string(name) + "']";
+  return mentions_in_code(subscript);
+}
+
 std::string SemanticModel::env_var_read(TSNode expr) const {
   const Kinds& k = kinds();
   for (int guard = 0; guard < 4 && !node_is_null(expr); ++guard) {
