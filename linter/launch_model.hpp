@@ -90,6 +90,9 @@ struct Launch {
   /// A word among the launcher's options that the file does not fix and may
   /// expand to options (`$RDZV_ARGS`, `"${ARGS[@]}"`): options not found may be there.
   bool opaque_options = false;
+  /// A word after the script that the file does not fix (`"$@"`, `$EXTRA`):
+  /// it may expand to any of the script's options.
+  bool opaque_script_options = false;
 
   /// The launcher option with this (normalised) name, or null.
   const LaunchOption* option(std::string_view name) const;
@@ -164,6 +167,20 @@ class LaunchModel {
   /// leaves the per-node count unknown. `option` (may be null) receives the
   /// option that says so, or null.
   std::optional<std::int64_t> tasks_per_node(const Launch& launch, const LaunchOption** option = nullptr) const;
+
+  /// Processes the launch starts on each node, each a rank of the job:
+  /// torchrun's `--nproc-per-node` (its modules' too; 1 when absent, the
+  /// launcher's default; `gpu`/`auto` count gpus_per_node) times the tasks srun
+  /// starts per node; plain Python starts 1, or srun's tasks when that is 1.
+  /// Unset when not known: accelerate and deepspeed (a config file may set
+  /// the count), mpirun, options hidden in `$ARGS`, several srun tasks of
+  /// plain Python (srun may bind each to its own GPU).
+  std::optional<std::int64_t> processes_per_node(const Launch& launch) const;
+
+  /// The job's world size, nodes times processes per node, for a torch
+  /// launcher that no wrapper repeats (no srun, mpirun or xargs) with a fixed
+  /// `--nnodes` (1 when absent). Unset otherwise (plain Python sets no world size).
+  std::optional<std::int64_t> world_size(const Launch& launch) const;
 
   /// Byte ranges of the file's comments, for `# noqa`.
   const std::vector<std::pair<std::uint32_t, std::uint32_t>>& comments() const { return comments_; }

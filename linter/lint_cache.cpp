@@ -57,8 +57,13 @@ std::string fingerprint(const ProjectFacts* facts) {
                                     l.reads_local_rank_argument}));
   j["launched"] = std::move(launched);
   json launched_by = json::array();
-  for (const LaunchOfScript& l : facts->launched_by)
-    launched_by.push_back(json::array({l.path, l.line, l.passes_local_rank, l.torchrun}));
+  for (const LaunchOfScript& l : facts->launched_by) {
+    json arguments = json::array();
+    for (const LaunchOfScript::Argument& a : l.arguments)
+      arguments.push_back(json::array({a.written, a.value ? json(*a.value) : json(nullptr), a.has_value}));
+    launched_by.push_back(json::array({l.path, l.line, l.passes_local_rank, l.torchrun, l.processes_per_node,
+                                       l.world_size, std::move(arguments), l.arguments_opaque}));
+  }
   j["launched_by"] = std::move(launched_by);
   return j.dump();  // object keys sorted: deterministic
 }

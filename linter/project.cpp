@@ -1047,6 +1047,11 @@ void Project::read_launches() const {
       entry.line = source.lines().position(l.start).row;
       entry.passes_local_rank = l.launcher == Launcher::TorchDistributedLaunch && l.option("use-env") == nullptr;
       entry.torchrun = l.launcher == Launcher::Torchrun || l.launcher == Launcher::TorchDistributedRun;
+      entry.processes_per_node = model.processes_per_node(l).value_or(0);
+      entry.world_size = model.world_size(l).value_or(0);
+      for (const LaunchOption& o : l.script_options)
+        entry.arguments.push_back({o.written, o.value ? o.value->value : std::nullopt, o.value.has_value()});
+      entry.arguments_opaque = l.opaque_script_options;
       of.push_back(std::move(entry));
     }
   }

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -67,6 +68,21 @@ struct LaunchOfScript {
   /// torchrun or `python -m torch.distributed.run`: LOCAL_RANK in the
   /// environment, no `--local_rank` argument.
   bool torchrun = false;
+  /// Processes per node (LaunchModel::processes_per_node), 0 when not known.
+  std::int64_t processes_per_node = 0;
+  /// The job's world size (LaunchModel::world_size), 0 when not known.
+  std::int64_t world_size = 0;
+  /// One option the launch gives the script: `--batch_size 8`, `--amp`.
+  struct Argument {
+    std::string written;               ///< as written, dashes included: "--batch_size"
+    std::optional<std::string> value;  ///< its value ("8"); unset for a flag or a value not known here
+    bool has_value = false;            ///< a value word follows (or `=`), known or not
+    bool operator==(const Argument&) const = default;
+  };
+  std::vector<Argument> arguments;  ///< the script's options, in order (the last of a name wins)
+  /// A word after the script that the launch script does not fix (`"$@"`):
+  /// any option may be there.
+  bool arguments_opaque = false;
   bool operator==(const LaunchOfScript&) const = default;
 };
 

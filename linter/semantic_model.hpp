@@ -427,8 +427,18 @@ class SemanticModel {
   TSNode assigned_to(TSNode value) const;
   /// Resolved constant value of an expression: literals, names bound once,
   /// `args.X` with an argparse default in the file, simple arithmetic, `int()`/
-  /// `float()`/`str()` of known values. Environment reads are Unknown.
+  /// `float()`/`str()` of known values. When the project's launch scripts
+  /// start this file (ProjectFacts::launched_by), `args.X` is what every
+  /// launch gives `--x` (or the default where it gives none), and
+  /// `dist.get_world_size()` and the WORLD_SIZE variable are the world size
+  /// every launch sets; launches that disagree, or pass `"$@"`, leave it
+  /// Unknown. Other environment reads are Unknown.
   Value value_of(TSNode expr) const;
+  /// For `args.X`, an argparse value of this file: the first of the
+  /// project's launches of this file that gives X's option on its command
+  /// line (`train.py --workers 0`), so a message can say where the value
+  /// comes from; null otherwise.
+  const LaunchOfScript* launch_giving(TSNode expr) const;
   /// The argparse destinations of the file (`batch_size` for
   /// `add_argument("--batch-size")`), in no particular order, each once.
   std::vector<std::string_view> argparse_destinations() const;
@@ -620,6 +630,9 @@ class SemanticModel {
   Value value_rec(TSNode expr, int depth) const;
   Value value_uncached(TSNode expr, int depth) const;
   Value argparse_uncached(const std::string& dest, int depth) const;
+  Value argparse_default(const std::string& dest, int depth) const;
+  Value launched_argument(const std::string& dest, const Value& fallback, int depth) const;
+  std::optional<std::int64_t> launched_world_size() const;
   bool rank_rec(TSNode expr, int depth) const;
   bool ends_enclosing_loop(TSNode name) const;
   bool host_value_rec(TSNode expr, int depth, int& budget) const;

@@ -8,12 +8,26 @@ namespace ddplint::rules {
 namespace {
 void check(const SemanticModel& model, RuleContext& ctx) {
   if (!model.is_distributed() || !model.uses_cuda()) return;
+  // the project's launches of this script: when each starts one process per
+  // node, every rank has its node's GPU 0 to itself
+  const std::vector<LaunchOfScript>& launches = model.project().launched_by;
+  const LaunchOfScript* shared = nullptr;
+  bool one_per_node = !launches.empty();
+  for (const LaunchOfScript& l : launches) {
+    one_per_node &= l.processes_per_node == 1;
+    if (shared == nullptr && l.processes_per_node > 1) shared = &l;
+  }
+  if (one_per_node) return;
   TSNode move = all_ranks_on_default_gpu(model, collect_pins(model));
   if (node_is_null(move)) return;
   auto [start, end] = first_line_range(model, move);
+  std::string where = shared == nullptr ? std::string("every rank's work land")
+                                        : "the work of the " + std::to_string(shared->processes_per_node) +
+                                              " processes per node that " + shared->path + ":" +
+                                              std::to_string(shared->line) + " starts land";
   ctx.report(start, end,
              "this distributed script never selects a GPU per process (no torch.cuda.set_device(local_rank), "
-             "no indexed device, no device_ids), so this move and every rank's work land on GPU 0; call "
+             "no indexed device, no device_ids), so this move and " + where + " on GPU 0; call "
              "torch.cuda.set_device(local_rank) first");
 }
 }  // namespace

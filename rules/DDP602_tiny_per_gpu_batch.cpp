@@ -18,8 +18,14 @@ void check(const SemanticModel& model, RuleContext& ctx) {
     Value v = model.value_of(bs);
     if (v.kind != Value::Kind::Int || v.i < 1 || v.i >= kTinyBatchThreshold) continue;
     TSNode at = argument_node(model, *call, bs);
+    // a total divided by the world size that the project's launches set (value_of)
+    std::string world;
+    const std::vector<LaunchOfScript>& launches = model.project().launched_by;
+    if (!launches.empty() && launches.front().world_size > 0 && model.divides_by_world_size(bs))
+      world = ", with the world size of " + std::to_string(launches.front().world_size) + " that " +
+              launches.front().path + ":" + std::to_string(launches.front().line) + " starts";
     ctx.report(node_start_byte(at), node_end_byte(at),
-               "per-GPU batch of " + std::to_string(v.i) + " (below " + std::to_string(kTinyBatchThreshold) +
+               "per-GPU batch of " + std::to_string(v.i) + world + " (below " + std::to_string(kTinyBatchThreshold) +
                    "): each step's kernels are too small to keep the GPU busy while the gradient all-reduce "
                    "costs the same as for a large batch");
   }

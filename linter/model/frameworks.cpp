@@ -170,6 +170,17 @@ FrameworkSetting SemanticModel::framework_setting(const FrameworkConfig& config,
   FrameworkSetting out;
   if (config.call == nullptr) return out;
   if (config.parsed) {
+    // a launch of this file that gives the option (HfArgumentParser adds `--a_b`
+    // and `--a-b`), or may give it (`"$@"`, an abbreviation): not known here
+    std::string under = "--" + std::string(key), dashed = under;
+    std::replace(dashed.begin(), dashed.end(), '_', '-');
+    for (const LaunchOfScript& l : project().launched_by) {
+      if (l.arguments_opaque) return out;
+      for (const LaunchOfScript::Argument& a : l.arguments)
+        if (a.written.size() > 2 && a.written.starts_with("--") &&
+            (under.starts_with(a.written) || dashed.starts_with(a.written)))
+          return out;
+    }
     // the field's default in this file's dataclass (or a dataclass it derives from here)
     const Kinds& k = kinds();
     for (int cr = config.dataclass, depth = 0; cr > 0 && depth < 8; ++depth) {

@@ -616,11 +616,13 @@ struct LaunchBuilder {
   }
 
   // The script's options: `--x=y`, `--x y`, `--flag`; positional words skipped.
-  void script_options(const std::vector<ShellWord>& w, std::size_t i, std::vector<LaunchOption>& out) const {
+  void script_options(Launch& l, const std::vector<ShellWord>& w, std::size_t i) const {
+    std::vector<LaunchOption>& out = l.script_options;
     while (i < w.size()) {
       const std::string* s = v(w, i);
       if (s == nullptr) {
         if (std::optional<LaunchOption> o = partly_known(w[i])) out.push_back(std::move(*o));
+        else l.opaque_script_options = true;  // `"$@"`, `$EXTRA_ARGS`: any options
         ++i;
         continue;
       }
@@ -752,7 +754,7 @@ struct LaunchBuilder {
         l.script = w[mod_at];
         if (*s != "-m") l.script->value = module;
         l.module = true;
-        script_options(w, mod_at + 1, l.script_options);
+        script_options(l, w, mod_at + 1);
         return true;
       }
       if (*s == "-W" || *s == "-X") ++i;
@@ -760,7 +762,7 @@ struct LaunchBuilder {
     }
     if (i >= w.size() || v(w, i) == nullptr) return false;  // a REPL, or a script not known here
     l.script = w[i];
-    script_options(w, i + 1, l.script_options);
+    script_options(l, w, i + 1);
     return true;
   }
 
@@ -774,7 +776,7 @@ struct LaunchBuilder {
     if (i < w.size()) {
       l.script = w[i];
       l.module = module;
-      script_options(w, i + 1, l.script_options);
+      script_options(l, w, i + 1);
     }
     return true;
   }
@@ -915,6 +917,39 @@ std::optional<LaunchModel::Gpus> LaunchModel::gpus_per_node(const Launch& launch
         return Gpus{*n, "#SBATCH " + d->option.written + "=" + *d->option.value->value};
   }
   return std::nullopt;
+}
+
+std::optional<std::int64_t> LaunchModel::processes_per_node(const Launch& l) const {
+  if (l.opaque_options) return std::nullopt;  // `$ARGS` may hold another count
+  std::optional<std::int64_t> tasks = tasks_per_node(l);
+  if (!tasks || *tasks == 0) return std::nullopt;
+  if (l.launcher == Launcher::Python) {
+    if (*tasks == 1) return 1;
+    return std::nullopt;  // each task may see only its own GPU (srun --gpus-per-task, --gpu-bind, site defaults)
+  }
+  if (!l.is_torch_launcher()) return std::nullopt;
+  const LaunchOption* procs = l.option("nproc-per-node");
+  if (procs == nullptr) return *tasks;  // torch/distributed/run.py: default "1"
+  if (!procs->value || !procs->value->value) return std::nullopt;
+  std::optional<std::int64_t> n = parse_count(*procs->value->value);
+  if (!n && (*procs->value->value == "gpu" || *procs->value->value == "auto"))
+    if (std::optional<Gpus> g = gpus_per_node(l); g && g->count > 0) n = g->count;
+  if (!n || *n == 0) return std::nullopt;
+  return *n * *tasks;
+}
+
+std::optional<std::int64_t> LaunchModel::world_size(const Launch& l) const {
+  if (!l.is_torch_launcher() || l.opaque_options) return std::nullopt;
+  for (const std::string& w : l.wrappers)
+    if (w == "srun" || w == "mpirun" || w == "mpiexec" || w == "xargs") return std::nullopt;  // one launcher per task
+  std::optional<std::int64_t> per_node = processes_per_node(l);
+  if (!per_node) return std::nullopt;
+  const LaunchOption* nnodes = l.option("nnodes");
+  if (nnodes == nullptr) return per_node;
+  if (!nnodes->value || !nnodes->value->value) return std::nullopt;
+  std::optional<std::int64_t> n = parse_count(*nnodes->value->value);  // not a range: `1:4` is elastic
+  if (!n || *n == 0) return std::nullopt;
+  return *n * *per_node;
 }
 
 }  // namespace ddplint

@@ -41,6 +41,125 @@ Value SemanticModel::argparse_value(std::string_view dest, int depth) const {
 }
 
 Value SemanticModel::argparse_uncached(const std::string& key, int depth) const {
+  return launched_argument(key, argparse_default(key, depth), depth);
+}
+
+namespace {
+// The option strings of an add_argument call: its leading string arguments
+// that start with `-` (`"--batch-size", "-b"`).
+std::vector<std::string> option_strings(const SemanticModel& m, const CallSite& add) {
+  std::vector<std::string> out;
+  for (int i = 0; i < 8; ++i) {
+    TSNode a = m.argument(add, "", i);
+    if (node_is_null(a)) break;
+    Value v = m.value_of(a);
+    if (v.kind != Value::Kind::Str) break;
+    if (v.s.starts_with("-")) out.push_back(v.s);
+  }
+  return out;
+}
+
+// Python's int() and float() of a command-line word, when the whole word reads.
+std::optional<Value> parse_number(const std::string& word, bool integer) {
+  if (word.empty() || std::isspace(static_cast<unsigned char>(word.front())) ||
+      std::isspace(static_cast<unsigned char>(word.back())) || word.find('_') != std::string::npos)
+    return std::nullopt;
+  char* end = nullptr;
+  errno = 0;
+  if (integer) {
+    long long x = std::strtoll(word.c_str(), &end, 10);
+    if (errno != 0 || *end != '\0') return std::nullopt;
+    return Value::integer(x);
+  }
+  double x = std::strtod(word.c_str(), &end);
+  if (errno != 0 || *end != '\0' || !std::isfinite(x)) return std::nullopt;
+  return Value::floating(x);
+}
+}  // namespace
+
+Value SemanticModel::launched_argument(const std::string& key, const Value& fallback, int depth) const {
+  const std::vector<LaunchOfScript>& launches = project().launched_by;
+  if (launches.empty()) return fallback;
+  auto it = argparse_.find(key);
+  if (it == argparse_.end()) return Value::unknown();
+  // the value argparse stores for option `a` of add_argument `add`
+  auto converted = [&](const CallSite& add, const LaunchOfScript::Argument& a) -> Value {
+    if (!node_is_null(argument(add, "nargs"))) return Value::unknown();
+    TSNode action = argument(add, "action");
+    if (!node_is_null(action)) {
+      Value act = value_rec(action, depth + 1);
+      if (act.kind == Value::Kind::Str && act.s == "store_true") return Value::boolean(true);
+      if (act.kind == Value::Kind::Str && act.s == "store_false") return Value::boolean(false);
+      if (act.kind != Value::Kind::Str || act.s != "store") return Value::unknown();
+    }
+    if (!a.value) return Value::unknown();
+    TSNode type = argument(add, "type");
+    if (node_is_null(type)) return Value::string(*a.value);  // argparse keeps the word as a str
+    std::string_view t = node_symbol(type) == kinds().identifier ? text(type) : std::string_view();
+    if (!bindings_of(t, region_of(type)).empty()) return Value::unknown();  // not the builtin
+    if (t == "str") return Value::string(*a.value);
+    if (t == "int" || t == "float") return parse_number(*a.value, t == "int").value_or(Value::unknown());
+    return Value::unknown();  // a converter of the script's (`str2bool`), `bool`
+  };
+  std::optional<Value> agreed;
+  for (const LaunchOfScript& launch : launches) {
+    if (launch.arguments_opaque) return Value::unknown();
+    Value v = fallback;
+    for (const LaunchOfScript::Argument& a : launch.arguments) {
+      const CallSite* hit = nullptr;
+      bool prefix = false;  // `--batch` for `--batch-size` (argparse's allow_abbrev), `-b8` for `-b`
+      for (int ci : it->second) {
+        for (const std::string& opt : option_strings(*this, calls_[ci])) {
+          if (a.written == opt) hit = &calls_[ci];
+          else if (opt.starts_with(a.written) && a.written.starts_with("--") && a.written.size() > 2) prefix = true;
+          else if (!opt.starts_with("--") && a.written.size() > opt.size() && a.written.starts_with(opt)) prefix = true;
+        }
+      }
+      if (hit != nullptr) {
+        v = converted(*hit, a);
+      } else if (prefix) {
+        // an abbreviation, unless it is exactly another option of the file (`--lr` beside `--lr-decay`)
+        bool exact_elsewhere = false;
+        for (const auto& [dest, calls] : argparse_)
+          for (int ci : calls)
+            for (const std::string& opt : option_strings(*this, calls_[ci])) exact_elsewhere |= opt == a.written;
+        if (!exact_elsewhere) v = Value::unknown();
+      }
+    }
+    if (!v.known()) return Value::unknown();
+    if (agreed && (agreed->kind != v.kind || agreed->i != v.i || agreed->f != v.f || agreed->s != v.s))
+      return Value::unknown();
+    agreed = v;
+  }
+  return agreed ? *agreed : Value::unknown();
+}
+
+const LaunchOfScript* SemanticModel::launch_giving(TSNode expr) const {
+  const Kinds& k = kinds();
+  if (project().launched_by.empty() || node_symbol(expr) != k.attribute) return nullptr;
+  TSNode object = field(expr, k.f_object);
+  if (node_symbol(object) != k.identifier || !is_args_like_name(text(object))) return nullptr;
+  if (!bindings_of(path_of(expr), region_of(expr)).empty()) return nullptr;  // assigned in the file
+  auto it = argparse_.find(std::string(text(field(expr, k.f_attribute))));
+  if (it == argparse_.end()) return nullptr;
+  for (const LaunchOfScript& launch : project().launched_by)
+    for (const LaunchOfScript::Argument& a : launch.arguments)
+      for (int ci : it->second)
+        for (const std::string& opt : option_strings(*this, calls_[ci]))
+          if (a.written == opt) return &launch;
+  return nullptr;
+}
+
+std::optional<std::int64_t> SemanticModel::launched_world_size() const {
+  std::optional<std::int64_t> agreed;
+  for (const LaunchOfScript& launch : project().launched_by) {
+    if (launch.world_size <= 0 || (agreed && *agreed != launch.world_size)) return std::nullopt;
+    agreed = launch.world_size;
+  }
+  return agreed;
+}
+
+Value SemanticModel::argparse_default(const std::string& key, int depth) const {
   // parser-level defaults always win (argparse docs); several of them: unknown
   if (auto sd = argparse_set_defaults_.find(key); sd != argparse_set_defaults_.end()) {
     return sd->second.size() == 1 ? value_rec(sd->second[0], depth + 1) : Value::unknown();
@@ -192,6 +311,18 @@ Value SemanticModel::value_uncached(TSNode expr, int depth) const {
     if (c.known()) return c.truthy() ? a : b;
     if (a.known() && b.known() && a.kind == b.kind && a.i == b.i && a.f == b.f && a.s == b.s) return a;
     return Value::unknown();
+  }
+  if ((s == k.call || s == k.subscript) && !project().launched_by.empty()) {
+    // the world size every launch of this file sets (WORLD_SIZE, which torchrun exports)
+    if (std::optional<std::int64_t> world = launched_world_size()) {
+      const CallSite* c = s == k.call ? call_at(expr) : nullptr;
+      if (c != nullptr && c->canonical == "torch.distributed.get_world_size" &&
+          node_is_null(argument(*c, "group", 0)))
+        return Value::integer(*world);
+      if ((s == k.subscript || (c != nullptr && c->method != "int" && c->method != "str")) &&
+          env_var_read(expr) == "WORLD_SIZE")
+        return Value::string(std::to_string(*world));
+    }
   }
   if (s == k.call) {
     TSNode callee = field(expr, k.f_function);

@@ -179,3 +179,39 @@ TEST_CASE("hostile shell input: deep nesting, unterminated quotes, binary-lookin
     CHECK(r.error.empty());
   }
 }
+
+TEST_CASE("processes per node and world size of each launch; options after the script that may be anything") {
+  Parsed p(
+      "#!/bin/bash\n"
+      "#SBATCH --gpus-per-node=4\n"
+      "torchrun --nproc_per_node=8 --nnodes=2 train.py --workers 8\n"
+      "torchrun train.py \"$@\"\n"
+      "python -m torch.distributed.launch --nproc_per_node gpu train.py\n"
+      "torchrun --nnodes=1:4 --nproc-per-node=2 train.py $EXTRA --lr 0.1\n"
+      "srun --ntasks-per-node=2 torchrun --nproc_per_node=4 --nnodes=2 train.py\n"
+      "srun --ntasks-per-node=4 python train.py\n"
+      "python train.py\n"
+      "accelerate launch --num_processes 8 train.py\n"
+      "torchrun $ARGS train.py\n");
+  const auto& l = p.model.launches();
+  REQUIRE(l.size() == 9);
+  CHECK(p.model.processes_per_node(l[0]) == 8);
+  CHECK(p.model.world_size(l[0]) == 16);
+  CHECK_FALSE(l[0].opaque_script_options);
+  REQUIRE(l[0].script_options.size() == 1);
+  CHECK(l[0].script_options[0].written == "--workers");
+  CHECK(p.model.processes_per_node(l[1]) == 1);  // torchrun's default
+  CHECK(p.model.world_size(l[1]) == 1);
+  CHECK(l[1].opaque_script_options);
+  CHECK(p.model.processes_per_node(l[2]) == 4);  // one per GPU of the header
+  CHECK(p.model.world_size(l[3]) == std::nullopt);  // an elastic range of nodes
+  CHECK(p.model.processes_per_node(l[3]) == 2);
+  CHECK(l[3].opaque_script_options);
+  CHECK(p.model.processes_per_node(l[4]) == 8);  // two srun tasks, each a launcher of 4
+  CHECK(p.model.world_size(l[4]) == std::nullopt);  // srun repeats the launcher
+  CHECK(p.model.processes_per_node(l[5]) == std::nullopt);  // srun may give each task its own GPU
+  CHECK(p.model.processes_per_node(l[6]) == 1);
+  CHECK(p.model.world_size(l[6]) == std::nullopt);
+  CHECK(p.model.processes_per_node(l[7]) == std::nullopt);  // accelerate: a config file may say more
+  CHECK(p.model.processes_per_node(l[8]) == std::nullopt);  // $ARGS may hold --nproc-per-node
+}

@@ -486,3 +486,89 @@ TEST_CASE("mentions_in_code: names, attributes and strings used as values count;
   CHECK_FALSE(attribute.model.mentions_in_code("autocast"));
   CHECK_FALSE(attribute.model.mentions_in_code(""));
 }
+
+TEST_CASE("values: the project's launches give argparse options and the world size") {
+  const std::string src = R"(import os, argparse
+import torch.distributed as dist
+p = argparse.ArgumentParser()
+p.add_argument("--workers", type=int, default=0)
+p.add_argument("-b", "--batch-size", type=int, default=32)
+p.add_argument("--lr", type=float, default=0.1)
+p.add_argument("--lr-decay", type=float, default=0.5)
+p.add_argument("--pin", action="store_true")
+p.add_argument("--name", default="run")
+p.add_argument("--steps", type=parse_steps, default=10)
+p.add_argument("--sizes", type=int, nargs="+", default=[1])
+args = p.parse_args()
+use(a=args.workers, b=args.batch_size, c=args.lr, d=args.lr_decay, e=args.pin, f=args.name, g=args.steps,
+    h=args.sizes, w=dist.get_world_size(), x=int(os.environ["WORLD_SIZE"]), y=os.environ.get("WORLD_SIZE"),
+    z=dist.get_world_size(group))
+)";
+  using Arg = LaunchOfScript::Argument;
+  auto values = [&](std::vector<LaunchOfScript> launches) {
+    ProjectFacts facts;
+    facts.launched_by = std::move(launches);
+    SourceFile source("train.py", src);
+    SyntaxTree tree = parse_python(source);
+    SemanticModel model(source, tree, &facts);
+    std::map<std::string, Value> out;
+    const CallSite* use = nullptr;
+    for (const CallSite& c : model.calls())
+      if (c.method == "use") use = &c;
+    REQUIRE(use != nullptr);
+    for (const char* kw : {"a", "b", "c", "d", "e", "f", "g", "h", "w", "x", "y", "z"})
+      out[kw] = model.value_of(model.argument(*use, kw));
+    return out;
+  };
+  LaunchOfScript torchrun{.path = "run.sh", .line = 2, .torchrun = true, .processes_per_node = 8, .world_size = 16};
+  torchrun.arguments = {Arg{"--workers", "8", true}, Arg{"-b", "64", true}, Arg{"--lr", "0.4", true},
+                        Arg{"--pin", std::nullopt, false}, Arg{"--name", "x", true}, Arg{"--steps", "5", true},
+                        Arg{"--sizes", "2", true}};
+  auto v = values({torchrun});
+  CHECK(v["a"].i == 8);
+  CHECK(v["b"].i == 64);
+  CHECK(v["c"].f == doctest::Approx(0.4));
+  CHECK(v["d"].f == doctest::Approx(0.5));  // `--lr` is an option of its own, not an abbreviation of --lr-decay
+  CHECK(v["e"].kind == Value::Kind::Bool);
+  CHECK(v["e"].i == 1);
+  CHECK(v["f"].s == "x");
+  CHECK_FALSE(v["g"].known());  // the script's own converter
+  CHECK_FALSE(v["h"].known());  // nargs
+  CHECK(v["w"].i == 16);
+  CHECK(v["x"].i == 16);
+  CHECK(v["y"].s == "16");
+  CHECK_FALSE(v["z"].known());  // a group's size
+
+  // no launch: the defaults, and no world size
+  v = values({});
+  CHECK(v["a"].i == 0);
+  CHECK_FALSE(v["w"].known());
+
+  // a launch that gives nothing keeps the default; an abbreviation or "$@" may give anything
+  LaunchOfScript plain{.path = "a.sh", .line = 1, .world_size = 16};
+  v = values({plain});
+  CHECK(v["a"].i == 0);
+  CHECK(v["w"].i == 16);
+  LaunchOfScript abbreviated = plain;
+  abbreviated.arguments = {Arg{"--work", "4", true}, Arg{"-b8", std::nullopt, false}};
+  v = values({abbreviated});
+  CHECK_FALSE(v["a"].known());
+  CHECK_FALSE(v["b"].known());
+  LaunchOfScript opaque = plain;
+  opaque.arguments_opaque = true;
+  CHECK_FALSE(values({opaque})["a"].known());
+
+  // launches that disagree: unknown; that agree: the value
+  LaunchOfScript other = torchrun;
+  other.world_size = 8;
+  other.arguments = {Arg{"--workers", "2", true}};
+  v = values({torchrun, other});
+  CHECK_FALSE(v["a"].known());
+  CHECK_FALSE(v["w"].known());
+  CHECK(v["d"].f == doctest::Approx(0.5));  // neither gives it: the default
+  other.arguments = {Arg{"--workers=8", std::nullopt, false}, Arg{"--workers", "8", true}};
+  other.world_size = 16;
+  v = values({torchrun, other});
+  CHECK(v["a"].i == 8);
+  CHECK(v["w"].i == 16);
+}
