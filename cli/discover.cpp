@@ -78,8 +78,13 @@ bool Discovery::check_configurations() {
 }
 
 PathWalk Discovery::walk() {
-  return PathWalk(file_args_, [this](const std::filesystem::path& path, bool is_dir) { return excluded(path, is_dir); },
-                  options_.force_exclude);
+  return PathWalk(
+      file_args_, [this](const std::filesystem::path& path, bool is_dir) { return excluded(path, is_dir); },
+      options_.force_exclude, [this](const std::filesystem::path& path) -> std::optional<bool> {
+        std::shared_ptr<const Config> config;
+        if (!configs_.config_of(path.string(), config)) return false;  // reported; the run stops before linting
+        return included_by(config.get(), (path.is_absolute() ? path : cwd_ / path).lexically_normal());
+      });
 }
 
 }  // namespace ddplint::cli

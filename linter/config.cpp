@@ -78,7 +78,7 @@ std::optional<ConfigError> read_table(const fs::path& file, const toml::table& t
         if (auto e = read_codes(file, "per-file-ignores", codes, rules, list)) return e;
         config.per_file_ignores.emplace_back(std::string(pattern.str()), std::move(list));
       }
-    } else if (k == "exclude" || k == "extend-exclude") {
+    } else if (k == "exclude" || k == "extend-exclude" || k == "include" || k == "extend-include") {
       const toml::array* array = node.as_array();
       if (array == nullptr) return error_at(file, node.source(), "`" + std::string(k) + "` must be an array of glob patterns");
       std::vector<std::string> patterns;
@@ -88,7 +88,9 @@ std::optional<ConfigError> read_table(const fs::path& file, const toml::table& t
         patterns.push_back(s->get());
       }
       if (k == "exclude") config.exclude = std::move(patterns);
-      else config.extend_exclude = std::move(patterns);
+      else if (k == "extend-exclude") config.extend_exclude = std::move(patterns);
+      else if (k == "include") config.include = std::move(patterns);
+      else config.extend_include = std::move(patterns);
     } else if (k == "respect-gitignore") {
       const auto* b = node.as_boolean();
       if (b == nullptr) return error_at(file, node.source(), "`respect-gitignore` must be true or false");
@@ -102,7 +104,7 @@ std::optional<ConfigError> read_table(const fs::path& file, const toml::table& t
       return error_at(file, key.source(),
                       "unknown key `" + shown(k) +
                           "` (known: select, extend-select, ignore, per-file-ignores, exclude, extend-exclude, "
-                          "respect-gitignore, tiny-batch-threshold)");
+                          "include, extend-include, respect-gitignore, tiny-batch-threshold)");
     }
     if (err) return err;
   }
@@ -162,6 +164,13 @@ bool matches_exclude(const std::vector<std::string>& patterns, const fs::path& p
     if (inside && glob_matches(p, relative)) return true;
   }
   return false;
+}
+
+std::optional<bool> included_by(const Config* config, const fs::path& path) {
+  if (config == nullptr) return std::nullopt;
+  if (matches_exclude(config->extend_include, path, config->directory)) return true;
+  if (config->include) return matches_exclude(*config->include, path, config->directory);
+  return std::nullopt;
 }
 
 std::string ConfigError::to_string() const {

@@ -32,6 +32,12 @@ struct Config {
   /// (replaces the defaults, kDefaultExclude); std::nullopt: the defaults.
   std::optional<std::vector<std::string>> exclude;
   std::vector<std::string> extend_exclude;  ///< `extend-exclude`: added to `exclude`
+  /// `include`: glob patterns of the files folder discovery lints (replaces
+  /// the default: Python files and launch scripts); std::nullopt: the default.
+  std::optional<std::vector<std::string>> include;
+  /// `extend-include`: patterns of files linted besides `include`'s
+  /// (`["*.md"]`: the shell blocks of Markdown files).
+  std::vector<std::string> extend_include;
   bool respect_gitignore = true;            ///< `respect-gitignore`: skip what git ignores
   RuleOptions options;                      ///< rule options: `tiny-batch-threshold`
 };
@@ -42,6 +48,13 @@ inline const std::vector<std::string> kDefaultExclude = {".git", ".venv", "venv"
 
 /// The exclude patterns in force under `config` (nullable: the defaults).
 std::vector<std::string> exclude_patterns(const Config* config);
+
+/// Whether folder discovery lints file `path` (absolute) under `config`
+/// (nullable): true when it matches `extend-include`, or `include` where
+/// given; false when `include` is given and does not match; std::nullopt
+/// when neither says (the default: Python files and launch scripts).
+/// Patterns match as in matches_exclude.
+std::optional<bool> included_by(const Config* config, const std::filesystem::path& path);
 
 /// True if `path` (absolute) matches one of `patterns` (fnmatch globs where
 /// `*` also crosses `/`): against its file or folder name, or against its

@@ -46,10 +46,18 @@ bool lintable_name(const fs::directory_entry& entry) {
 
 }  // namespace
 
-PathWalk::PathWalk(std::vector<std::string> arguments, ExcludeFn excluded, bool force_exclude)
+PathWalk::PathWalk(std::vector<std::string> arguments, ExcludeFn excluded, bool force_exclude, IncludeFn included)
     : arguments_(std::move(arguments)),
       excluded_(excluded ? std::move(excluded) : ExcludeFn(default_excluded)),
-      force_exclude_(force_exclude) {}
+      force_exclude_(force_exclude),
+      included_(std::move(included)) {}
+
+bool PathWalk::takes(const fs::directory_entry& entry) const {
+  std::optional<bool> decided = included_ ? included_(entry.path()) : std::nullopt;
+  if (!decided) return lintable_name(entry);
+  std::error_code ec;
+  return *decided && fs::is_regular_file(entry.path(), ec);  // (follows a symbolic link; no FIFO or device)
+}
 
 void PathWalk::open(const fs::path& dir, const std::string& shown, std::string prefix) {
   std::error_code ec;
@@ -66,7 +74,7 @@ void PathWalk::open(const fs::path& dir, const std::string& shown, std::string p
     if (entry.is_directory(e2)) {
       // symbolic links to folders are not followed: no loops, no escapes
       if (!is_link && !excluded_(entry.path(), true)) folder.items.push_back({entry.path().filename().string(), true});
-    } else if ((entry.is_regular_file(e2) || is_link) && !excluded_(entry.path(), false) && lintable_name(entry)) {
+    } else if ((entry.is_regular_file(e2) || is_link) && !excluded_(entry.path(), false) && takes(entry)) {
       folder.items.push_back({entry.path().filename().string(), false});
     }
     di.increment(e2);

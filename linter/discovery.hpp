@@ -20,10 +20,16 @@ struct DiscoveredPath {
 /// given as reached from the argument.
 using ExcludeFn = std::function<bool(const std::filesystem::path& path, bool is_dir)>;
 
+/// Says whether a folder walk takes a file the exclusions leave in (given as
+/// reached from the argument): true or false as a configuration's `include`
+/// and `extend-include` patterns decide, or std::nullopt for the default
+/// (Python files and launch scripts).
+using IncludeFn = std::function<std::optional<bool>(const std::filesystem::path& path)>;
+
 /// Expands files and folders, one path at a time: a file is taken as given
 /// (whatever its extension); a folder is searched recursively for `*.py` and
 /// launch scripts (`*.sh`, `*.bash`, `*.slurm`, `*.sbatch`, and files without
-/// an extension that start with a sh/bash shebang), leaving out what `excluded` says (by default the names in kDefaultExclude:
+/// an extension that start with a sh/bash shebang; or what `included` says), leaving out what `excluded` says (by default the names in kDefaultExclude:
 /// `.git`, `.venv`, `venv`, `__pycache__`, `build`, `node_modules`,
 /// `site-packages`) and not following symbolic links to folders (no loops).
 /// Paths named as arguments are linted even if excluded, unless
@@ -37,7 +43,8 @@ using ExcludeFn = std::function<bool(const std::filesystem::path& path, bool is_
 /// files does not hold a million paths.
 class PathWalk {
  public:
-  PathWalk(std::vector<std::string> arguments, ExcludeFn excluded = {}, bool force_exclude = false);
+  PathWalk(std::vector<std::string> arguments, ExcludeFn excluded = {}, bool force_exclude = false,
+           IncludeFn included = {});
   /// The next path, or std::nullopt when every argument is walked.
   std::optional<DiscoveredPath> next();
 
@@ -55,12 +62,15 @@ class PathWalk {
   // Lists `dir` (shown as `shown`, its entries as `prefix` + name): pushes its
   // folder, or queues an error entry.
   void open(const std::filesystem::path& dir, const std::string& shown, std::string prefix);
+  // Whether a file of a listed folder is one to lint (included_, else the default).
+  bool takes(const std::filesystem::directory_entry& entry) const;
   std::vector<std::string> arguments_;
   std::size_t next_argument_ = 0;
   std::vector<Folder> stack_;
   std::deque<DiscoveredPath> ready_;  // error entries met while listing, handed out first
   ExcludeFn excluded_;
   bool force_exclude_ = false;
+  IncludeFn included_;
 };
 
 /// Every path PathWalk gives, in its order (for tools and tests; the CLI walks

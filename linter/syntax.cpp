@@ -3,6 +3,7 @@
 #include "linter/tree_walk.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -460,10 +461,83 @@ bool has_shell_shebang(std::string_view text) {
   return interpreter == "sh" || interpreter == "bash";
 }
 
+bool has_markdown_extension(std::string_view name) {
+  for (std::string_view ext : {".md", ".markdown"})
+    if (name.size() > ext.size() && name.ends_with(ext)) return true;
+  return false;
+}
+
+namespace {
+// Whether a fenced block's info string names shell: its first word, as
+// CommonMark reads it (```bash, ```sh {.copy}, ~~~ shell).
+enum class BlockKind { Other, Shell, Session };
+BlockKind block_kind(std::string_view info) {
+  std::size_t end = info.find_first_of(" \t{");
+  std::string word(info.substr(0, end));
+  for (char& c : word) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (word == "sh" || word == "bash" || word == "shell" || word == "zsh" || word == "shellscript") return BlockKind::Shell;
+  if (word == "console" || word == "shell-session" || word == "shellsession") return BlockKind::Session;
+  return BlockKind::Other;
+}
+}  // namespace
+
+std::string markdown_shell_view(std::string_view text) {
+  std::string out(text.size(), ' ');
+  for (std::size_t i = 0; i < text.size(); ++i)
+    if (text[i] == '\n' || text[i] == '\r') out[i] = text[i];
+  char fence = 0;            // '`' or '~' inside a fenced block
+  std::size_t fence_len = 0;
+  BlockKind kind = BlockKind::Other;
+  bool continued = false;  // a session's command line ended in `\`: the next line is its
+  for (std::size_t at = 0; at < text.size();) {
+    std::size_t eol = text.find('\n', at);
+    std::size_t next = eol == std::string_view::npos ? text.size() : eol + 1;
+    std::string_view line = text.substr(at, next - at);
+    while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.remove_suffix(1);
+    std::size_t indent = line.find_first_not_of(' ');
+    std::string_view body = indent == std::string_view::npos ? std::string_view() : line.substr(indent);
+    auto run_of = [&](char c) {
+      std::size_t n = 0;
+      while (n < body.size() && body[n] == c) ++n;
+      return n;
+    };
+    if (fence == 0) {
+      for (char c : {'`', '~'}) {
+        std::size_t n = run_of(c);
+        if (n < 3) continue;
+        std::string_view info = body.substr(n);
+        if (c == '`' && info.find('`') != std::string_view::npos) continue;  // inline code, not a fence
+        fence = c;
+        fence_len = n;
+        std::size_t s = info.find_first_not_of(" \t");
+        kind = block_kind(s == std::string_view::npos ? std::string_view() : info.substr(s));
+        continued = false;
+        break;
+      }
+    } else if (run_of(fence) >= fence_len && body.substr(run_of(fence)).find_first_not_of(" \t") == std::string_view::npos) {
+      fence = 0;  // the closing fence
+    } else if (kind != BlockKind::Other) {
+      std::size_t keep = at;  // the line's bytes kept from here
+      bool kept = true;
+      if (body.starts_with("$ ")) {
+        keep = at + indent + 2;  // a prompt: the command after it
+        continued = body.ends_with("\\");
+      } else if (kind == BlockKind::Session) {
+        kept = continued;  // output lines are not commands
+        continued = kept && body.ends_with("\\");
+      }
+      if (kept)
+        for (std::size_t i = keep; i < at + line.size(); ++i) out[i] = text[i];
+    }
+    at = next;
+  }
+  return out;
+}
+
 Language language_of(std::string_view path, std::string_view text) {
   std::string_view name = path.substr(path.rfind('/') == std::string_view::npos ? 0 : path.rfind('/') + 1);
-  if (has_shell_extension(name)) return Language::Shell;
-  if (name.find('.') == std::string_view::npos && !name.empty() && name != "-" && has_shell_shebang(text))
+  if (has_shell_extension(name) || has_markdown_extension(name)) return Language::Shell;
+  if (name.find('.') == std::string_view::npos && !name.empty() && path != "-" && has_shell_shebang(text))
     return Language::Shell;
   return Language::Python;
 }
@@ -473,6 +547,13 @@ SyntaxTree parse_shell(const SourceFile& source, const SyntaxTree* previous) {
   std::unique_ptr<TSParser, void (*)(TSParser*)> parser(ts_parser_new(), &ts_parser_delete);
   if (!parser || !ts_parser_set_language(parser.get(), tree_sitter_bash())) return {};
   std::string_view text = source.text();
+  // Markdown: its shell blocks, at their own offsets (everything else blank)
+  std::string view;
+  std::string_view path = source.path();
+  if (has_markdown_extension(path.substr(path.rfind('/') == std::string_view::npos ? 0 : path.rfind('/') + 1))) {
+    view = markdown_shell_view(text);
+    text = view;
+  }
   exclude_bom(parser.get(), source, text);
   TSTree* old = previous != nullptr && language_of(*previous) == Language::Shell ? previous->get() : nullptr;
   TSTree* tree = ts_parser_parse_string_encoding(parser.get(), old, text.data(), static_cast<uint32_t>(text.size()),

@@ -132,12 +132,28 @@ bool has_shell_extension(std::string_view file_name);
 /// (`#!/bin/bash`, `#!/usr/bin/env bash`, `#!/bin/sh -l`).
 bool has_shell_shebang(std::string_view text);
 
-/// The language of a file: Shell for a shell extension, or for a name without
-/// an extension whose text starts with a sh/bash shebang; Python otherwise
-/// (`.py`, standard input, editor buffers named anything else).
+/// True for a Markdown file name (`*.md`, `*.markdown`): its fenced shell
+/// blocks are linted as launch scripts (markdown_shell_view).
+bool has_markdown_extension(std::string_view file_name);
+
+/// The shell of a Markdown text, for parse_shell: a text of the same size in
+/// which the lines of fenced blocks whose info string names a shell (`sh`,
+/// `bash`, `shell`, `zsh`, `shellscript`) keep their bytes and everything
+/// else is blanked (spaces; line ends kept), so offsets, lines and columns are
+/// the Markdown file's. A `$ ` prompt before a command is blanked; in
+/// `console`/`shell-session` blocks only prompted commands (and the lines
+/// they continue with `\`) are kept, not their output. An unclosed fence runs
+/// to the end of the text, as in CommonMark.
+std::string markdown_shell_view(std::string_view text);
+
+/// The language of a file: Shell for a shell extension, for a Markdown file
+/// (its shell blocks), or for a name without an extension whose text starts
+/// with a sh/bash shebang; Python otherwise (`.py`, standard input `-`,
+/// editor buffers named anything else).
 Language language_of(std::string_view path, std::string_view text);
 
-/// Parses `source` with tree-sitter-bash (launch scripts, SLURM batch files).
+/// Parses `source` with tree-sitter-bash (launch scripts, SLURM batch files;
+/// for a Markdown path, markdown_shell_view of its text).
 /// Like parse_python, never fails on bad syntax and keeps byte offsets
 /// relative to the whole buffer (a leading BOM is excluded); `previous` makes
 /// the parse incremental (it must be a parse_shell tree). The tree is not

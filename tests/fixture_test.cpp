@@ -1,5 +1,5 @@
-// Closed-world fixture test. Every Python file and launch script (*.sh,
-// *.slurm, ...) under fixtures/ and examples/
+// Closed-world fixture test. Every Python file, launch script (*.sh,
+// *.slurm, ...) and Markdown file (but the folders' README.md) under fixtures/ and examples/
 // is linted; each finding must be marked on the line where it starts with
 // `# expect: CODE[, CODE...]`, and each mark must be found. A first-line
 // directive `# fixture-select: CODES` restricts the rules run on that file.
@@ -38,8 +38,10 @@ std::vector<fs::path> python_files(const fs::path& root) {
   std::vector<fs::path> out;
   if (!fs::is_directory(root)) return out;
   for (const auto& e : fs::recursive_directory_iterator(root))
-    if (e.is_regular_file() && (e.path().extension() == ".py" || has_shell_extension(e.path().filename().string())))
-      out.push_back(e.path());  // Python scripts and launch scripts
+    if (e.is_regular_file() && (e.path().extension() == ".py" || has_shell_extension(e.path().filename().string()) ||
+                                (has_markdown_extension(e.path().filename().string()) &&
+                                 e.path().filename() != "README.md")))
+      out.push_back(e.path());  // Python scripts, launch scripts, Markdown with shell blocks (not the folders' READMEs)
   std::sort(out.begin(), out.end());
   return out;
 }
@@ -54,7 +56,7 @@ const ProjectFacts* facts_of(const fs::path& path) {
   if (!project) return nullptr;
   if (std::find(kept.begin(), kept.end(), project) == kept.end()) kept.push_back(project);
   fs::path absolute = fs::absolute(path).lexically_normal();
-  if (has_shell_extension(path.filename().string())) {
+  if (language_of(path.string(), "") == Language::Shell) {
     std::string error;
     auto bytes = read_file(path.string(), error);
     return bytes ? project->launch_facts_for(absolute, *bytes) : nullptr;

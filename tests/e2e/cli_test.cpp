@@ -1067,3 +1067,47 @@ TEST_CASE("launch scripts: discovery, project link, formats, noqa, stdin and --f
   CHECK(slurp((d.path / "scripts/run.slurm").string()).find("python -m torch.distributed.run --nproc_per_node 4 train.py\n") != std::string::npos);
   CHECK_FALSE(contains(fix.out, "DDP206"));
 }
+
+TEST_CASE("Markdown: the shell blocks of a README, named or selected by extend-include; launches feed the Python side") {
+  TempDir d;
+  d.write("pyproject.toml", "[project]\nname = \"p\"\n");
+  d.write("train.py",
+          "import argparse, os\nimport torch\nimport torch.distributed as dist\nfrom torch.utils.data import DataLoader\n"
+          "p = argparse.ArgumentParser()\np.add_argument(\"--workers\", type=int, default=0)\nargs = p.parse_args()\n"
+          "dist.init_process_group(\"nccl\")\ntorch.cuda.set_device(int(os.environ[\"LOCAL_RANK\"]))\n"
+          "loader = DataLoader(range(8), num_workers=args.workers, pin_memory=True)\n");
+  d.write("docs/usage.md",
+          "# Usage\n\nNot a command: `python -m torch.distributed.launch train.py`.\n\n"
+          "```bash\n$ python -m torch.distributed.launch --nproc_per_node 4 train.py\n```\n\n"
+          "```python\nimport os\nos.environ[\"NCCL_P2P_DISABLE\"] = \"1\"\n```\n\n"
+          "```console\n$ export NCCL_P2P_DISABLE=1  # noqa: DDP304\nexport NCCL_IB_DISABLE=1 (output, not a command)\n```\n");
+  // not found by a folder run unless the configuration includes it
+  Run plain = ddplint({"-q", "."}, "", d.path);
+  CHECK_FALSE(contains(plain.out, "usage.md"));
+  CHECK(contains(plain.out, "train.py:10:31: DDP101"));
+  // named: linted
+  Run named = ddplint({"-q", "docs/usage.md"}, "", d.path);
+  CHECK(named.rc == 1);
+  CHECK(contains(named.out, "docs/usage.md:6:3: DDP206"));
+  CHECK_FALSE(contains(named.out, "usage.md:3:"));  // prose
+  CHECK_FALSE(contains(named.out, "DDP304"));  // python block, suppressed line, output line
+  d.write("pyproject.toml", "[project]\nname = \"p\"\n[tool.ddplint]\nextend-include = [\"*.md\"]\n");
+  Run included = ddplint({"-q", "."}, "", d.path);
+  CHECK(contains(included.out, "docs/usage.md:6:3: DDP206"));
+  // the fix edits the block in place
+  ddplint({"-q", "--fix", "docs/usage.md"}, "", d.path);
+  CHECK(contains(slurp((d.path / "docs/usage.md").string()), "$ python -m torch.distributed.run --nproc_per_node 4 train.py\n"));
+  // `include` replaces the default list: only what it names
+  d.write("pyproject.toml", "[project]\nname = \"p\"\n[tool.ddplint]\ninclude = [\"docs/*.md\"]\n");
+  d.write("docs/usage.md", "```sh\ntorchrun --standalone --nnodes=2 train.py\n```\n");
+  Run only = ddplint({"-q", "."}, "", d.path);
+  CHECK(contains(only.out, "docs/usage.md:2:10: DDP802"));
+  CHECK_FALSE(contains(only.out, "train.py:"));
+  // a launch script of the project gives train.py its --workers: no DDP101 at the default 0
+  d.write("pyproject.toml", "[project]\nname = \"p\"\n");
+  d.write("run.sh", "#!/bin/bash\ntorchrun --nproc_per_node=4 train.py --workers 8\n");
+  CHECK_FALSE(contains(ddplint({"-q", "--no-cache", "train.py"}, "", d.path).out, "DDP101"));
+  d.write("run.sh", "#!/bin/bash\ntorchrun --nproc_per_node=4 train.py --workers=0\n");
+  CHECK(contains(ddplint({"-q", "--no-cache", "train.py"}, "", d.path).out, "(0, given by run.sh:2)"));
+}
+

@@ -33,6 +33,52 @@ TEST_CASE("launch scripts are recognised by extension or by a sh/bash shebang") 
   CHECK(language_of("launch", "#!/bin/zsh\n") == Language::Python);
   CHECK(language_of(".sh", "") == Language::Python);  // a dot file, not a shell script
   CHECK(language_of("-", "#!/bin/bash\n") == Language::Python);  // standard input without --stdin-filename
+  CHECK(language_of("dir/-", "#!/bin/bash\n") == Language::Shell);  // a file named `-` in a folder
+  CHECK(language_of("README.md", "# title\n") == Language::Shell);  // its shell blocks
+  CHECK(language_of("docs/x.markdown", "") == Language::Shell);
+  CHECK(language_of(".md", "") == Language::Python);
+}
+
+TEST_CASE("Markdown: only fenced shell blocks are kept, at their offsets; prompts and output blanked") {
+  const std::string md =
+      "Run `torchrun x.py` like this:\n"
+      "```bash\n"
+      "$ torchrun --nproc_per_node=2 a.py\n"
+      "export A=1\n"
+      "```\n"
+      "~~~python\n"
+      "os.system('torchrun b.py')\n"
+      "~~~\n"
+      "  ```console\n"
+      "  $ torchrun c.py \\\n"
+      "      --lr 1\n"
+      "  torchrun d.py (output)\n"
+      "  ```\n"
+      "``` sh {.copy}\r\n"
+      "torchrun e.py\r\n"
+      "````\n"
+      "```\n"
+      "torchrun f.py\n"
+      "```not`a fence\n";
+  std::string view = markdown_shell_view(md);
+  REQUIRE(view.size() == md.size());
+  for (std::size_t i = 0; i < md.size(); ++i)
+    if (md[i] == '\n' || md[i] == '\r') CHECK(view[i] == md[i]);
+  CHECK(view.find("x.py") == std::string::npos);  // prose
+  CHECK(view.find("$") == std::string::npos);     // prompts
+  CHECK(view.find("torchrun --nproc_per_node=2 a.py") == md.find("torchrun --nproc_per_node=2 a.py"));
+  CHECK(view.find("export A=1") != std::string::npos);
+  CHECK(view.find("b.py") == std::string::npos);  // a Python block
+  CHECK(view.find("torchrun c.py") != std::string::npos);
+  CHECK(view.find("--lr 1") != std::string::npos);  // continues the prompted command
+  CHECK(view.find("d.py") == std::string::npos);    // output
+  CHECK(view.find("torchrun e.py") != std::string::npos);  // closed by a longer fence
+  CHECK(view.find("f.py") == std::string::npos);  // a block without a language
+  SourceFile source("README.md", md);
+  SyntaxTree tree = parse_shell(source);
+  LaunchModel model(source, tree);
+  REQUIRE(model.launches().size() == 3);
+  CHECK(model.text(model.launches()[0].start, model.launches()[0].end) == "torchrun --nproc_per_node=2 a.py");
 }
 
 TEST_CASE("environment settings keep their scope; conditional ones are marked") {
