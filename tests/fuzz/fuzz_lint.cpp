@@ -27,9 +27,10 @@ namespace {
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size > fuzz::kMaxInputBytes) return -1;
   RuleSelection all;
-  {
-    // the same bytes as a launch script: the launch model and the check_launch rules
-    SourceFile shell("fuzz/input.sh", std::string(reinterpret_cast<const char*>(data), size));
+  // the same bytes as a launch script (the launch model and the check_launch
+  // rules), and as Markdown (its shell blocks, at their offsets)
+  for (const char* name : {"fuzz/input.sh", "fuzz/README.md"}) {
+    SourceFile shell(name, std::string(reinterpret_cast<const char*>(data), size));
     LintResult r = lint(shell, rules::all(), all);
     for (const Diagnostic& d : r.diagnostics) {
       if (d.start > d.end || d.end > shell.text().size()) fail("a launch script finding's range is outside the text");
