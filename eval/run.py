@@ -180,6 +180,13 @@ def main():
     if launch_ids:
         print(f"== default selection, findings in launch scripts ({len(launch_ids)} programs of launch scripts only)")
         report(launch, triage, launch_ids, deprecated, verbose=False)
+    # the findings in the shell blocks of Markdown files (READMEs, training guides)
+    md_ext = (".md", ".markdown")
+    markdown = [f for f in default if f["path"].endswith(md_ext)]
+    markdown_ids = {q["id"] for q in programs if all(p.endswith(md_ext) for p in q["paths"])}
+    if markdown_ids:
+        print(f"== default selection, findings in Markdown shell blocks ({len(markdown_ids)} programs of Markdown only)")
+        report(markdown, triage, markdown_ids, deprecated, verbose=False)
     print("== with the opt-in rules")
     found, lost, misses = report(findings, triage, ids, deprecated, verbose=True)
     show = a.show

@@ -470,14 +470,31 @@ bool has_markdown_extension(std::string_view name) {
 namespace {
 // Whether a fenced block's info string names shell: its first word, as
 // CommonMark reads it (```bash, ```sh {.copy}, ~~~ shell).
-enum class BlockKind { Other, Shell, Session };
+enum class BlockKind { Other, Shell, Session, Untagged };
 BlockKind block_kind(std::string_view info) {
   std::size_t end = info.find_first_of(" \t{");
   std::string word(info.substr(0, end));
   for (char& c : word) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (word.empty()) return BlockKind::Untagged;
   if (word == "sh" || word == "bash" || word == "shell" || word == "zsh" || word == "shellscript") return BlockKind::Shell;
   if (word == "console" || word == "shell-session" || word == "shellsession") return BlockKind::Session;
   return BlockKind::Other;
+}
+
+// A block without a language is read as shell when its first line (after a
+// `$ ` prompt) starts a command that launches training or sets its
+// environment: `python`, `torchrun`, `accelerate`, `deepspeed`, `srun`,
+// `mpirun`, `export`, or an assignment of CUDA_VISIBLE_DEVICES or an NCCL_
+// variable before a command. Anything else (Python, output, YAML) is not read.
+bool starts_like_a_launch(std::string_view line) {
+  std::size_t s = line.find_first_not_of(" \t");
+  if (s == std::string_view::npos) return false;
+  line.remove_prefix(s);
+  if (line.starts_with("$ ")) line.remove_prefix(2);
+  std::string_view word = line.substr(0, line.find_first_of(" \t"));
+  for (std::string_view w : {"python", "python3", "torchrun", "accelerate", "deepspeed", "srun", "mpirun", "export"})
+    if (word == w) return true;
+  return word.starts_with("CUDA_VISIBLE_DEVICES=") || word.starts_with("NCCL_");
 }
 }  // namespace
 
@@ -512,6 +529,16 @@ std::string markdown_shell_view(std::string_view text) {
         std::size_t s = info.find_first_not_of(" \t");
         kind = block_kind(s == std::string_view::npos ? std::string_view() : info.substr(s));
         continued = false;
+        if (kind == BlockKind::Untagged) {
+          // the first line with text decides
+          std::size_t first = next;
+          while (first < text.size() && (text[first] == '\n' || text[first] == '\r' || text[first] == ' ')) ++first;
+          std::size_t first_end = text.find('\n', first);
+          kind = starts_like_a_launch(text.substr(first, first_end == std::string_view::npos ? std::string_view::npos
+                                                                                           : first_end - first))
+                     ? BlockKind::Shell
+                     : BlockKind::Other;
+        }
         break;
       }
     } else if (run_of(fence) >= fence_len && body.substr(run_of(fence)).find_first_not_of(" \t") == std::string_view::npos) {

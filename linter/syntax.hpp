@@ -138,7 +138,10 @@ bool has_markdown_extension(std::string_view file_name);
 
 /// The shell of a Markdown text, for parse_shell: a text of the same size in
 /// which the lines of fenced blocks whose info string names a shell (`sh`,
-/// `bash`, `shell`, `zsh`, `shellscript`) keep their bytes and everything
+/// `bash`, `shell`, `zsh`, `shellscript`), or of blocks without a language
+/// whose first line starts a launch (`python`, `torchrun`, `accelerate`,
+/// `deepspeed`, `srun`, `mpirun`, `export`, `CUDA_VISIBLE_DEVICES=`/`NCCL_*=`
+/// before a command), keep their bytes and everything
 /// else is blanked (spaces; line ends kept), so offsets, lines and columns are
 /// the Markdown file's. A `$ ` prompt before a command is blanked; in
 /// `console`/`shell-session` blocks only prompted commands (and the lines

@@ -58,6 +58,10 @@ TEST_CASE("Markdown: only fenced shell blocks are kept, at their offsets; prompt
       "torchrun e.py\r\n"
       "````\n"
       "```\n"
+      "import os; os.system('torchrun g.py')\n"
+      "```\n"
+      "```\n"
+      "\n"
       "torchrun f.py\n"
       "```not`a fence\n";
   std::string view = markdown_shell_view(md);
@@ -73,11 +77,12 @@ TEST_CASE("Markdown: only fenced shell blocks are kept, at their offsets; prompt
   CHECK(view.find("--lr 1") != std::string::npos);  // continues the prompted command
   CHECK(view.find("d.py") == std::string::npos);    // output
   CHECK(view.find("torchrun e.py") != std::string::npos);  // closed by a longer fence
-  CHECK(view.find("f.py") == std::string::npos);  // a block without a language
+  CHECK(view.find("g.py") == std::string::npos);  // a block without a language that starts otherwise
+  CHECK(view.find("torchrun f.py") != std::string::npos);  // one whose first line launches
   SourceFile source("README.md", md);
   SyntaxTree tree = parse_shell(source);
   LaunchModel model(source, tree);
-  REQUIRE(model.launches().size() == 3);
+  REQUIRE(model.launches().size() == 4);
   CHECK(model.text(model.launches()[0].start, model.launches()[0].end) == "torchrun --nproc_per_node=2 a.py");
 }
 
