@@ -505,6 +505,7 @@ std::string markdown_shell_view(std::string_view text) {
   char fence = 0;            // '`' or '~' inside a fenced block
   std::size_t fence_len = 0;
   BlockKind kind = BlockKind::Other;
+  std::vector<std::pair<std::size_t, std::size_t>> blocks;  // the kept blocks' contents [start, end)
   bool continued = false;  // a session's command line ended in `\`: the next line is its
   for (std::size_t at = 0; at < text.size();) {
     std::size_t eol = text.find('\n', at);
@@ -539,10 +540,12 @@ std::string markdown_shell_view(std::string_view text) {
                      ? BlockKind::Shell
                      : BlockKind::Other;
         }
+        if (kind != BlockKind::Other) blocks.emplace_back(next, text.size());  // (an unclosed fence runs to the end)
         break;
       }
     } else if (run_of(fence) >= fence_len && body.substr(run_of(fence)).find_first_not_of(" \t") == std::string_view::npos) {
       fence = 0;  // the closing fence
+      if (kind != BlockKind::Other) blocks.back().second = at;
     } else if (kind != BlockKind::Other) {
       std::size_t keep = at;  // the line's bytes kept from here
       bool kept = true;
@@ -557,6 +560,41 @@ std::string markdown_shell_view(std::string_view text) {
         for (std::size_t i = keep; i < at + line.size(); ++i) out[i] = text[i];
     }
     at = next;
+  }
+  // Each block stands alone: a `<placeholder>` of the README's (`--data-path
+  // <imagenet-path>`) is read as a variable (unknown), not as redirections
+  // whose `>` would take the next block's first word; a block that still does
+  // not parse by itself is not read (an unclosed quote or heredoc would
+  // swallow the blocks after it).
+  ArenaPause pause(true);
+  std::unique_ptr<TSParser, void (*)(TSParser*)> parser(ts_parser_new(), &ts_parser_delete);
+  if (!parser || !ts_parser_set_language(parser.get(), tree_sitter_bash())) return std::string(text.size(), ' ');
+  auto word_char = [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.' || c == '/' || c == ':';
+  };
+  for (auto [start, end] : blocks) {
+    for (std::size_t i = start; i < end; ++i) {
+      if (out[i] != '<' || (i > start && !std::strchr(" \t=\"'", out[i - 1]))) continue;
+      std::size_t j = i + 1;
+      while (j < end && word_char(out[j])) ++j;
+      if (j == i + 1 || j >= end || out[j] != '>' || (j + 1 < end && !std::strchr(" \t\r\n\"'", out[j + 1]))) continue;
+      out[i] = '$';
+      for (std::size_t k = i + 1; k <= j; ++k)
+        if (!std::isalnum(static_cast<unsigned char>(out[k]))) out[k] = '_';
+      i = j;
+    }
+    // a README's command often ends in a `\` before the fence: it continues into nothing
+    std::size_t last = end;
+    while (last > start && std::isspace(static_cast<unsigned char>(out[last - 1]))) --last;
+    if (last > start && out[last - 1] == '\\') out[last - 1] = ' ';
+    std::string_view block = std::string_view(out).substr(start, end - start);
+    TSTree* alone = ts_parser_parse_string_encoding(parser.get(), nullptr, block.data(),
+                                                    static_cast<uint32_t>(block.size()), TSInputEncodingUTF8);
+    bool broken = alone == nullptr || ts_node_has_error(ts_tree_root_node(alone));
+    if (alone != nullptr) ts_tree_delete(alone);
+    if (broken)
+      for (std::size_t i = start; i < end; ++i)
+        if (out[i] != '\n' && out[i] != '\r') out[i] = ' ';
   }
   return out;
 }

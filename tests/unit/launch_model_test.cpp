@@ -63,7 +63,7 @@ TEST_CASE("Markdown: only fenced shell blocks are kept, at their offsets; prompt
       "```\n"
       "\n"
       "torchrun f.py\n"
-      "```not`a fence\n";
+      "~~~ not the closing fence\n";
   std::string view = markdown_shell_view(md);
   REQUIRE(view.size() == md.size());
   for (std::size_t i = 0; i < md.size(); ++i)
@@ -83,6 +83,34 @@ TEST_CASE("Markdown: only fenced shell blocks are kept, at their offsets; prompt
   SyntaxTree tree = parse_shell(source);
   LaunchModel model(source, tree);
   REQUIRE(model.launches().size() == 4);
+
+  // each block alone: a `<placeholder>` is an unknown value, not redirections
+  // that take the next block's first word; a block that does not parse alone is not read
+  const std::string placeholders =
+      "```bash\n"
+      "torchrun --nproc_per_node <num-gpus> a.py --data <imagenet-path>\n"
+      "```\n"
+      "```bash\n"
+      "echo \"unclosed\n"
+      "```\n"
+      "```bash\n"
+      "torchrun b.py < in.txt > out.txt\n"
+      "```\n"
+      "```bash\n"
+      "torchrun c.py \\\n"
+      "  --epochs 300 \\\n"
+      "```\n";
+  std::string v2 = markdown_shell_view(placeholders);
+  CHECK(v2.find("unclosed") == std::string::npos);
+  CHECK(v2.find("$num_gpus_") != std::string::npos);
+  CHECK(v2.find("< in.txt > out.txt") != std::string::npos);  // real redirections stay
+  SourceFile md2("README.md", placeholders);
+  SyntaxTree tree2 = parse_shell(md2);
+  LaunchModel model2(md2, tree2);
+  REQUIRE(model2.launches().size() == 3);  // the last one's `\` before the fence continues into nothing
+  const LaunchOption* procs = model2.launches()[0].option("nproc-per-node");
+  REQUIRE(procs != nullptr);
+  CHECK_FALSE(procs->value->value.has_value());  // a placeholder: not known
   CHECK(model.text(model.launches()[0].start, model.launches()[0].end) == "torchrun --nproc_per_node=2 a.py");
 }
 
