@@ -87,12 +87,15 @@ struct Launch {
   std::vector<EnvSetting> env;               ///< `X=1 cmd` / `env X=1 cmd` settings of this command
   bool conditional = false;                  ///< as EnvSetting::conditional
   bool in_function = false;                  ///< in a function body: the environment is the caller's
+  bool background = false;                   ///< run in the background (`cmd &`): others may run beside it
   /// A word among the launcher's options that the file does not fix and may
   /// expand to options (`$RDZV_ARGS`, `"${ARGS[@]}"`): options not found may be there.
   bool opaque_options = false;
   /// A word after the script that the file does not fix (`"$@"`, `$EXTRA`):
   /// it may expand to any of the script's options.
   bool opaque_script_options = false;
+  /// A word after the script that is not an option nor an option's value.
+  bool positional_script_arguments = false;
 
   /// The launcher option with this (normalised) name, or null.
   const LaunchOption* option(std::string_view name) const;
@@ -182,6 +185,14 @@ class LaunchModel {
   /// `--nnodes` (1 when absent). Unset otherwise (plain Python sets no world size).
   std::optional<std::int64_t> world_size(const Launch& launch) const;
 
+  /// Words that name a Python file outside the launches read here: in a
+  /// command that is no launch the model reads (`uv run python train.py`,
+  /// `bash -c "torchrun train.py"`), as an argument of a launch
+  /// (`python launcher.py train.py`), or in a variable's value (`CMD="torchrun
+  /// train.py"`). `value` holds the `.py` word (a word of a string's value
+  /// split at spaces). A launch of that file may hide there.
+  const std::vector<ShellWord>& unread_scripts() const { return unread_scripts_; }
+
   /// Byte ranges of the file's comments, for `# noqa`.
   const std::vector<std::pair<std::uint32_t, std::uint32_t>>& comments() const { return comments_; }
   /// Where the header block ends: comments before the first command (the
@@ -196,7 +207,14 @@ class LaunchModel {
   std::vector<Launch> launches_;
   std::vector<SbatchDirective> sbatch_;
   std::vector<std::pair<std::uint32_t, std::uint32_t>> comments_;
+  std::vector<ShellWord> unread_scripts_;
   std::uint32_t header_end_ = 0;
+  // A Markdown file: its shell blocks (markdown_shell_view), each a script of
+  // its own: settings and the #SBATCH header reach launches of their block only.
+  bool markdown_ = false;
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> blocks_;
+  bool same_block(std::uint32_t a, std::uint32_t b) const;
+  bool header_reaches(const Launch& launch) const;
   std::vector<std::uint32_t> opaque_;  // after `source`, `.`, `eval`: any variable may have changed
   friend struct LaunchBuilder;
 };

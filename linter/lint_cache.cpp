@@ -61,8 +61,9 @@ std::string fingerprint(const ProjectFacts* facts) {
     json arguments = json::array();
     for (const LaunchOfScript::Argument& a : l.arguments)
       arguments.push_back(json::array({a.written, a.value ? json(*a.value) : json(nullptr), a.has_value}));
-    launched_by.push_back(json::array({l.path, l.line, l.passes_local_rank, l.torchrun, l.processes_per_node,
-                                       l.world_size, std::move(arguments), l.arguments_opaque}));
+    launched_by.push_back(json::array({l.path, l.line, l.unread, l.passes_local_rank, l.torchrun, l.processes_per_node,
+                                       l.world_size, std::move(arguments), l.arguments_opaque,
+                                       l.positional_arguments}));
   }
   j["launched_by"] = std::move(launched_by);
   return j.dump();  // object keys sorted: deterministic

@@ -890,8 +890,7 @@ Project::Project(fs::path root, std::shared_ptr<const Cache> cache, SourceOverla
   const bool use_gitignore = !gitignore.ignored(root_, true);
   ExcludeFn excluded = [&](const fs::path& path, bool is_dir) {
     if (!is_dir)
-      return use_gitignore && path.extension() == ".py" &&
-             gitignore.ignored(fs::absolute(path).lexically_normal(), false);
+      return use_gitignore && gitignore.ignored(fs::absolute(path).lexically_normal(), false);  // (launch scripts too)
     std::string name = path.filename().string();
     if (std::find(kDefaultExclude.begin(), kDefaultExclude.end(), name) != kDefaultExclude.end()) return true;
     if (!name.empty() && name[0] == '.') return true;
@@ -1036,14 +1035,32 @@ void Project::read_launches() const {
       continue;
     SyntaxTree tree = parse_shell(source);
     LaunchModel model(source, tree);
+    std::string relative = script.lexically_relative(root_).generic_string();
+    // a launch is added for the file it starts; past the cap, the last one
+    // says that more are not read
+    auto add = [&](const fs::path& file, LaunchOfScript entry) {
+      std::vector<LaunchOfScript>& of = launches_of_[file.native()];
+      if (of.size() >= ProjectFacts::kMaxLaunchesOf) {
+        of.back().unread = true;
+        return;
+      }
+      of.push_back(std::move(entry));
+    };
+    // words naming a file of the project where no launch is read: a launch may hide there
+    for (const ShellWord& w : model.unread_scripts())
+      if (std::optional<fs::path> found = resolve_script(script, *w.value)) {
+        LaunchOfScript entry;
+        entry.path = relative;
+        entry.line = source.lines().position(w.start).row;
+        entry.unread = true;
+        add(*found, std::move(entry));
+      }
     for (const Launch& l : model.launches()) {
       if (!l.script || !l.script->value || l.module) continue;
       std::optional<fs::path> found = resolve_script(script, *l.script->value);
       if (!found) continue;
-      std::vector<LaunchOfScript>& of = launches_of_[found->native()];
-      if (of.size() >= ProjectFacts::kMaxLaunchesOf) continue;
       LaunchOfScript entry;
-      entry.path = script.lexically_relative(root_).generic_string();
+      entry.path = relative;
       entry.line = source.lines().position(l.start).row;
       entry.passes_local_rank = l.launcher == Launcher::TorchDistributedLaunch && l.option("use-env") == nullptr;
       entry.torchrun = l.launcher == Launcher::Torchrun || l.launcher == Launcher::TorchDistributedRun;
@@ -1052,7 +1069,8 @@ void Project::read_launches() const {
       for (const LaunchOption& o : l.script_options)
         entry.arguments.push_back({o.written, o.value ? o.value->value : std::nullopt, o.value.has_value()});
       entry.arguments_opaque = l.opaque_script_options;
-      of.push_back(std::move(entry));
+      entry.positional_arguments = l.positional_script_arguments;
+      add(*found, std::move(entry));
     }
   }
 }
@@ -1070,18 +1088,13 @@ LaunchedScript describe_launched(const SemanticModel& model,
       if (model.regions()[static_cast<std::size_t>(r)].kind == Region::Kind::Branch) return false;
     return true;
   };
+  out.spawns = model.starts_processes();
   for (const CallSite& c : model.calls()) {
     std::string_view n = c.canonical;
-    if (n == "torch.multiprocessing.spawn" || n == "torch.multiprocessing.start_processes" ||
-        n == "torch.multiprocessing.Process" || n == "multiprocessing.Process" ||
-        n == "torch.distributed.launcher.api.elastic_launch" || n == "torch.distributed.launcher.elastic_launch")
-      out.spawns = true;
     if ((n == "torch.distributed.init_process_group" || n == "torch.nn.parallel.DistributedDataParallel") &&
         unguarded(c.node))
       out.ddp_always = true;
   }
-  for (const FrameworkConfig& f : model.framework_configs())
-    if (f.framework == Framework::Lightning || f.framework == Framework::Fabric) out.spawns = true;
   if (model.reads_env_var("LOCAL_RANK") || model.mentions_in_code("dict(os.environ)")) out.reads_local_rank_env = true;
   // a helper of the project may read it (DeiT's and MAE's `init_distributed_mode(args)`
   // in utils.py): unknown here, so taken as read

@@ -68,6 +68,12 @@ struct LaunchOfScript {
   /// torchrun or `python -m torch.distributed.run`: LOCAL_RANK in the
   /// environment, no `--local_rank` argument.
   bool torchrun = false;
+  /// The launch script names this file in a command ddplint does not read
+  /// (`uv run python train.py`, `bash -c "torchrun train.py"`, a command in a
+  /// variable), or holds more launches of it than kMaxLaunchesOf: how it is
+  /// started is not known, so the facts below say nothing and the launches'
+  /// options and world size are unknown for the file.
+  bool unread = false;
   /// Processes per node (LaunchModel::processes_per_node), 0 when not known.
   std::int64_t processes_per_node = 0;
   /// The job's world size (LaunchModel::world_size), 0 when not known.
@@ -83,6 +89,8 @@ struct LaunchOfScript {
   /// A word after the script that the launch script does not fix (`"$@"`):
   /// any option may be there.
   bool arguments_opaque = false;
+  /// Words after the script that are not options (`config.json`, a data folder).
+  bool positional_arguments = false;
   bool operator==(const LaunchOfScript&) const = default;
 };
 

@@ -434,6 +434,11 @@ class SemanticModel {
   /// every launch sets; launches that disagree, or pass `"$@"`, leave it
   /// Unknown. Other environment reads are Unknown.
   Value value_of(TSNode expr) const;
+  /// True when the file starts its own worker processes:
+  /// torch.multiprocessing.spawn/start_processes/Process,
+  /// multiprocessing.Process, torch.distributed's elastic_launch, or a
+  /// Lightning Trainer or Fabric (whose DDP strategies launch them).
+  bool starts_processes() const;
   /// For `args.X`, an argparse value of this file: the first of the
   /// project's launches of this file that gives X's option on its command
   /// line (`train.py --workers 0`), so a message can say where the value

@@ -462,8 +462,14 @@ bool has_shell_shebang(std::string_view text) {
 }
 
 bool has_markdown_extension(std::string_view name) {
-  for (std::string_view ext : {".md", ".markdown"})
-    if (name.size() > ext.size() && name.ends_with(ext)) return true;
+  for (std::string_view ext : {".md", ".markdown"}) {
+    if (name.size() <= ext.size()) continue;
+    std::string_view tail = name.substr(name.size() - ext.size());
+    if (std::equal(tail.begin(), tail.end(), ext.begin(), [](char a, char b) {
+          return std::tolower(static_cast<unsigned char>(a)) == b;
+        }))
+      return true;  // README.MD too
+  }
   return false;
 }
 
@@ -498,7 +504,7 @@ bool starts_like_a_launch(std::string_view line) {
 }
 }  // namespace
 
-std::string markdown_shell_view(std::string_view text) {
+std::string markdown_shell_view(std::string_view text, std::vector<std::pair<std::uint32_t, std::uint32_t>>* kept) {
   std::string out(text.size(), ' ');
   for (std::size_t i = 0; i < text.size(); ++i)
     if (text[i] == '\n' || text[i] == '\r') out[i] = text[i];
@@ -506,12 +512,17 @@ std::string markdown_shell_view(std::string_view text) {
   std::size_t fence_len = 0;
   BlockKind kind = BlockKind::Other;
   std::vector<std::pair<std::size_t, std::size_t>> blocks;  // the kept blocks' contents [start, end)
+  bool in_comment = false;  // inside an HTML comment (`<!-- ... -->`): commented-out text, no fences
   bool continued = false;  // a session's command line ended in `\`: the next line is its
   for (std::size_t at = 0; at < text.size();) {
     std::size_t eol = text.find('\n', at);
     std::size_t next = eol == std::string_view::npos ? text.size() : eol + 1;
     std::string_view line = text.substr(at, next - at);
     while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.remove_suffix(1);
+    if (at == 0 && line.starts_with("\xEF\xBB\xBF")) {  // a byte-order mark before the first line
+      line.remove_prefix(3);
+      at += 3;
+    }
     std::size_t indent = line.find_first_not_of(' ');
     std::string_view body = indent == std::string_view::npos ? std::string_view() : line.substr(indent);
     auto run_of = [&](char c) {
@@ -519,7 +530,10 @@ std::string markdown_shell_view(std::string_view text) {
       while (n < body.size() && body[n] == c) ++n;
       return n;
     };
-    if (fence == 0) {
+    if (fence == 0 && (in_comment || body.starts_with("<!--"))) {
+      std::size_t open = in_comment ? 0 : body.find("<!--") + 4;
+      in_comment = body.find("-->", open) == std::string_view::npos;
+    } else if (fence == 0) {
       for (char c : {'`', '~'}) {
         std::size_t n = run_of(c);
         if (n < 3) continue;
@@ -551,6 +565,9 @@ std::string markdown_shell_view(std::string_view text) {
       bool kept = true;
       if (body.starts_with("$ ")) {
         keep = at + indent + 2;  // a prompt: the command after it
+        continued = body.ends_with("\\");
+      } else if (continued && body.starts_with("> ")) {
+        keep = at + indent + 2;  // the continuation prompt (PS2) of a prompted command
         continued = body.ends_with("\\");
       } else if (kind == BlockKind::Session) {
         kept = continued;  // output lines are not commands
@@ -592,9 +609,12 @@ std::string markdown_shell_view(std::string_view text) {
                                                     static_cast<uint32_t>(block.size()), TSInputEncodingUTF8);
     bool broken = alone == nullptr || ts_node_has_error(ts_tree_root_node(alone));
     if (alone != nullptr) ts_tree_delete(alone);
-    if (broken)
+    if (broken) {
       for (std::size_t i = start; i < end; ++i)
         if (out[i] != '\n' && out[i] != '\r') out[i] = ' ';
+    } else if (kept != nullptr) {
+      kept->emplace_back(static_cast<std::uint32_t>(start), static_cast<std::uint32_t>(end));
+    }
   }
   return out;
 }

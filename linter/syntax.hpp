@@ -146,8 +146,13 @@ bool has_markdown_extension(std::string_view file_name);
 /// the Markdown file's. A `$ ` prompt before a command is blanked; in
 /// `console`/`shell-session` blocks only prompted commands (and the lines
 /// they continue with `\`) are kept, not their output. An unclosed fence runs
-/// to the end of the text, as in CommonMark.
-std::string markdown_shell_view(std::string_view text);
+/// to the end of the text, as in CommonMark. Fences inside an HTML comment
+/// (`<!-- ... -->`) are commented out and not read. Each block is read alone:
+/// a `<placeholder>` word is a variable (an unknown value), and a block that
+/// tree-sitter-bash cannot parse by itself is not read at all.
+/// `kept` (may be null) receives the byte ranges of the blocks read, in order.
+std::string markdown_shell_view(std::string_view text,
+                                std::vector<std::pair<std::uint32_t, std::uint32_t>>* kept = nullptr);
 
 /// The language of a file: Shell for a shell extension, for a Markdown file
 /// (its shell blocks), or for a name without an extension whose text starts

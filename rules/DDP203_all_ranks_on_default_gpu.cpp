@@ -10,7 +10,9 @@ void check(const SemanticModel& model, RuleContext& ctx) {
   if (!model.is_distributed() || !model.uses_cuda()) return;
   // the project's launches of this script: when each starts one process per
   // node, every rank has its node's GPU 0 to itself
-  const std::vector<LaunchOfScript>& launches = model.project().launched_by;
+  // (a script that starts its own processes: the launch's count is not theirs)
+  static const std::vector<LaunchOfScript> none;
+  const std::vector<LaunchOfScript>& launches = model.starts_processes() ? none : model.project().launched_by;
   const LaunchOfScript* shared = nullptr;
   bool one_per_node = !launches.empty();
   for (const LaunchOfScript& l : launches) {

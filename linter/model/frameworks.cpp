@@ -166,6 +166,19 @@ bool SemanticModel::class_derives_from(int r, std::span<const std::string_view> 
   return false;
 }
 
+bool SemanticModel::starts_processes() const {
+  for (const CallSite& c : calls()) {
+    std::string_view n = c.canonical;
+    if (n == "torch.multiprocessing.spawn" || n == "torch.multiprocessing.start_processes" ||
+        n == "torch.multiprocessing.Process" || n == "multiprocessing.Process" ||
+        n == "torch.distributed.launcher.api.elastic_launch" || n == "torch.distributed.launcher.elastic_launch")
+      return true;
+  }
+  for (const FrameworkConfig& f : framework_configs())
+    if (f.framework == Framework::Lightning || f.framework == Framework::Fabric) return true;
+  return false;
+}
+
 FrameworkSetting SemanticModel::framework_setting(const FrameworkConfig& config, std::string_view key) const {
   FrameworkSetting out;
   if (config.call == nullptr) return out;
@@ -174,11 +187,15 @@ FrameworkSetting SemanticModel::framework_setting(const FrameworkConfig& config,
     // and `--a-b`), or may give it (`"$@"`, an abbreviation): not known here
     std::string under = "--" + std::string(key), dashed = under;
     std::replace(dashed.begin(), dashed.end(), '_', '-');
+    // (`--no_x` too, which HfArgumentParser adds for a boolean field whose
+    // default is True; a positional word may be a JSON or YAML file of settings)
+    std::string no_under = "--no_" + std::string(key), no_dashed = "--no-" + dashed.substr(2);
     for (const LaunchOfScript& l : project().launched_by) {
-      if (l.arguments_opaque) return out;
+      if (l.arguments_opaque || l.unread || l.positional_arguments) return out;
       for (const LaunchOfScript::Argument& a : l.arguments)
         if (a.written.size() > 2 && a.written.starts_with("--") &&
-            (under.starts_with(a.written) || dashed.starts_with(a.written)))
+            (under.starts_with(a.written) || dashed.starts_with(a.written) || a.written == no_under ||
+             a.written == no_dashed))
           return out;
     }
     // the field's default in this file's dataclass (or a dataclass it derives from here)

@@ -433,6 +433,7 @@ struct LaunchBuilder {
           s.value = ShellWord{a.end, a.end, std::string()};
         } else {
           s.value = word(a.value);
+          if (s.value.value) note_scripts(s.value, *s.value.value);  // `CMD="torchrun train.py"`
         }
       } else {  // `export X`: X's value as a shell variable there
         s.value = ShellWord{a.start, a.end, variable(a.name, a.start, 0)};
@@ -470,12 +471,29 @@ struct LaunchBuilder {
     by_name.clear();  // (assignments changed: the index is made again on first use)
   }
 
+  // The `.py` words of `value` (split at spaces), as words of `at`'s range.
+  void note_scripts(const ShellWord& at, const std::string& value) {
+    std::size_t i = 0;
+    while (i < value.size()) {
+      std::size_t s = value.find_first_not_of(" \t\n;&|()'\"", i);
+      if (s == std::string::npos) break;
+      std::size_t e = value.find_first_of(" \t\n;&|()'\"", s);
+      if (e == std::string::npos) e = value.size();
+      std::string_view token = std::string_view(value).substr(s, e - s);
+      if (token.size() > 3 && token.ends_with(".py") && m.unread_scripts_.size() < 256)
+        m.unread_scripts_.push_back(ShellWord{at.start, at.end, std::string(token)});
+      i = e;
+    }
+  }
+
   void command(const Command& c) {
     Launch l;
     l.start = start_of(c.node);
     l.end = end_of(c.node);
     l.conditional = c.conditional;
     l.in_function = c.in_function;
+    TSNode after = ts_node_next_sibling(c.node);
+    l.background = !ts_node_is_null(after) && kind(after) == "&";
     std::vector<TSNode> words;
     for (TSNode ch : all_children(c.node)) {
       std::string_view k = kind(ch);
@@ -506,12 +524,12 @@ struct LaunchBuilder {
       if (sw.value && sw.value->empty() && raw.starts_with("$")) continue;
       w.push_back(std::move(sw));
     }
-    if (interpret(l, w)) {
-      for (const EnvSetting& s : l.env) m.env_.push_back(s);
-      m.launches_.push_back(std::move(l));
-    } else {
-      for (const EnvSetting& s : l.env) m.env_.push_back(s);
-    }
+    bool launch = interpret(l, w);
+    // any other word naming a Python file: a launch of it that is not read here
+    for (const ShellWord& sw : w)
+      if (sw.value && !(launch && l.script && l.script->start == sw.start)) note_scripts(sw, *sw.value);
+    for (const EnvSetting& s : l.env) m.env_.push_back(s);
+    if (launch) m.launches_.push_back(std::move(l));
   }
 
   // A `Command` setting of `launch` made by word `at` (`env X=1`, `mpirun -x
@@ -626,7 +644,12 @@ struct LaunchBuilder {
         ++i;
         continue;
       }
-      if (!s->starts_with("-") || *s == "-" || *s == "--") {
+      if (*s == "--") {  // argparse reads every word after it as positional
+        if (i + 1 < w.size()) l.positional_script_arguments = true;
+        return;
+      }
+      if (!s->starts_with("-") || *s == "-") {
+        l.positional_script_arguments = true;
         ++i;
         continue;
       }
@@ -788,6 +811,23 @@ LaunchModel::LaunchModel(const SourceFile& source, const SyntaxTree& tree, const
   LaunchBuilder b{*this, source, source.text(), {}, {}, false};
   b.walk(tree.root());
   b.settle();
+  std::string_view path = source.path();
+  if (has_markdown_extension(path.substr(path.rfind('/') == std::string_view::npos ? 0 : path.rfind('/') + 1))) {
+    markdown_ = true;
+    (void)markdown_shell_view(source.text(), &blocks_);
+    header_end_ = 0;  // a comment atop some block is no file header
+  }
+}
+
+bool LaunchModel::same_block(std::uint32_t a, std::uint32_t b) const {
+  if (!markdown_) return true;
+  for (const auto& [start, end] : blocks_)
+    if (a >= start && a < end) return b >= start && b < end;
+  return false;
+}
+
+bool LaunchModel::header_reaches(const Launch& launch) const {
+  return !markdown_ || sbatch_.empty() || same_block(sbatch_.back().option.start, launch.start);
 }
 
 std::string_view LaunchModel::text(std::uint32_t start, std::uint32_t end) const {
@@ -813,7 +853,7 @@ std::optional<std::string> LaunchModel::env_value(const Launch& launch, std::str
   std::uint32_t set_at = 0;
   for (const EnvSetting& s : env_) {
     if (s.start >= launch.start) break;
-    if (s.name != name || s.scope == EnvSetting::Scope::Command) continue;
+    if (s.name != name || s.scope == EnvSetting::Scope::Command || !same_block(s.start, launch.start)) continue;
     if (s.conditional) return std::nullopt;  // set on some paths only
     if (s.scope == EnvSetting::Scope::Exported) value = s.value.value, set_at = s.start;
     else if (value) value = s.value.value, set_at = s.start;  // a new value of a variable already exported
@@ -839,10 +879,10 @@ std::optional<std::int64_t> LaunchModel::tasks_per_node(const Launch& l, const L
   }
   if (!srun) return 1;
   if (l.wrapper_option({"ntasks", "n"}) != nullptr) return std::nullopt;
-  found = l.wrapper_option({"ntasks-per-node"});
-  if (found == nullptr) {
+  found = l.wrapper_option({"ntasks-per-node", "tasks-per-node"});  // (Slurm's alias)
+  if (found == nullptr && header_reaches(l)) {
     if (sbatch_option({"ntasks", "n"}) != nullptr) return std::nullopt;
-    if (const SbatchDirective* d = sbatch_option({"ntasks-per-node"})) found = &d->option;
+    if (const SbatchDirective* d = sbatch_option({"ntasks-per-node", "tasks-per-node"})) found = &d->option;
   }
   if (option != nullptr) *option = found;
   if (found == nullptr) return 1;
@@ -866,6 +906,7 @@ std::optional<LaunchModel::Gpus> LaunchModel::gpus_per_node(const Launch& launch
     }
     return Gpus{n, "CUDA_VISIBLE_DEVICES=" + *cvd};
   }
+  if (!header_reaches(launch)) return std::nullopt;
   auto last_count = [](std::string_view v) -> std::optional<std::int64_t> {
     std::size_t colon = v.rfind(':');
     return parse_count(colon == std::string_view::npos ? v : v.substr(colon + 1));
@@ -923,11 +964,27 @@ std::optional<std::int64_t> LaunchModel::processes_per_node(const Launch& l) con
   if (l.opaque_options) return std::nullopt;  // `$ARGS` may hold another count
   std::optional<std::int64_t> tasks = tasks_per_node(l);
   if (!tasks || *tasks == 0) return std::nullopt;
+  // srun may give each task GPUs of its own: then its processes do not share the node's
+  if (*tasks > 1 && (l.wrapper_option({"gpus-per-task", "gpu-bind", "gres-flags"}) != nullptr ||
+                     (header_reaches(l) && sbatch_option({"gpus-per-task", "gpu-bind"}) != nullptr)))
+    return std::nullopt;
   if (l.launcher == Launcher::Python) {
-    if (*tasks == 1) return 1;
-    return std::nullopt;  // each task may see only its own GPU (srun --gpus-per-task, --gpu-bind, site defaults)
+    if (*tasks != 1) return std::nullopt;  // each task may see only its own GPU (srun --gpus-per-task, --gpu-bind)
+    // processes started by hand: in the background, in a loop or function, or given a rank
+    if (l.background || l.conditional || l.in_function) return std::nullopt;
+    for (std::string_view rank : {"RANK", "LOCAL_RANK", "WORLD_SIZE"})
+      if (env_value(l, rank)) return std::nullopt;
+    for (const LaunchOption& o : l.script_options)
+      if (o.name == "local-rank" || o.name == "rank" || o.name == "node-rank" || o.name == "world-size")
+        return std::nullopt;
+    return 1;
   }
   if (!l.is_torch_launcher()) return std::nullopt;
+  // torchrun reads abbreviations (argparse): `--nproc 8` is --nproc-per-node
+  for (const LaunchOption& o : l.options)
+    if (o.name.size() < std::string_view("nproc-per-node").size() && std::string_view("nproc-per-node").starts_with(o.name))
+      return std::nullopt;
+  if (env_value(l, "PET_NPROC_PER_NODE")) return std::nullopt;  // its environment spelling
   const LaunchOption* procs = l.option("nproc-per-node");
   if (procs == nullptr) return *tasks;  // torch/distributed/run.py: default "1"
   if (!procs->value || !procs->value->value) return std::nullopt;
@@ -944,6 +1001,9 @@ std::optional<std::int64_t> LaunchModel::world_size(const Launch& l) const {
     if (w == "srun" || w == "mpirun" || w == "mpiexec" || w == "xargs") return std::nullopt;  // one launcher per task
   std::optional<std::int64_t> per_node = processes_per_node(l);
   if (!per_node) return std::nullopt;
+  for (const LaunchOption& o : l.options)
+    if (o.name.size() < 6 && std::string_view("nnodes").starts_with(o.name)) return std::nullopt;  // `--nnode 2`
+  if (env_value(l, "PET_NNODES")) return std::nullopt;
   const LaunchOption* nnodes = l.option("nnodes");
   if (nnodes == nullptr) return per_node;
   if (!nnodes->value || !nnodes->value->value) return std::nullopt;

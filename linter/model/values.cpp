@@ -82,6 +82,10 @@ Value SemanticModel::launched_argument(const std::string& key, const Value& fall
   if (launches.empty()) return fallback;
   auto it = argparse_.find(key);
   if (it == argparse_.end()) return Value::unknown();
+  // a parser given its own list (`parse_args(["--lr", "1"])`) does not read the launch's command line
+  for (std::string_view parse : {"parse_args", "parse_known_args"})
+    for (const CallSite* c : calls_named(parse))
+      if (TSNode a = argument(*c, "args", 0); !node_is_null(a) && value_of(a).kind != Value::Kind::None) return fallback;
   // the value argparse stores for option `a` of add_argument `add`
   auto converted = [&](const CallSite& add, const LaunchOfScript::Argument& a) -> Value {
     if (!node_is_null(argument(add, "nargs"))) return Value::unknown();
@@ -103,7 +107,7 @@ Value SemanticModel::launched_argument(const std::string& key, const Value& fall
   };
   std::optional<Value> agreed;
   for (const LaunchOfScript& launch : launches) {
-    if (launch.arguments_opaque) return Value::unknown();
+    if (launch.arguments_opaque || launch.unread) return Value::unknown();
     Value v = fallback;
     for (const LaunchOfScript::Argument& a : launch.arguments) {
       const CallSite* hit = nullptr;

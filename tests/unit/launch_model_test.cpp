@@ -294,3 +294,30 @@ TEST_CASE("processes per node and world size of each launch; options after the s
   CHECK(p.model.processes_per_node(l[7]) == std::nullopt);  // accelerate: a config file may say more
   CHECK(p.model.processes_per_node(l[8]) == std::nullopt);  // $ARGS may hold --nproc-per-node
 }
+
+TEST_CASE("launches not read: words naming a Python file elsewhere; hand-started processes; abbreviations; `--`") {
+  Parsed p(
+      "#!/bin/bash\n"
+      "uv run python train.py\n"
+      "CMD=\"torchrun other.py --lr 1\"\n"
+      "python launcher.py train.py\n"
+      "for r in 0 1; do RANK=$r python train.py & done\n"
+      "python train.py &\n"
+      "torchrun --nproc 8 train.py\n"
+      "torchrun --nnode 2 train.py\n"
+      "python train.py -- --workers 0\n");
+  std::vector<std::string> named;
+  for (const ShellWord& w : p.model.unread_scripts()) named.push_back(*w.value);
+  CHECK(named == std::vector<std::string>{"other.py", "train.py", "train.py"});  // (assignments first)
+  const auto& l = p.model.launches();
+  REQUIRE(l.size() == 6);  // launcher.py, two train.py by hand, two torchrun, the last
+  CHECK(p.model.processes_per_node(l[0]) == 1);  // launcher.py itself
+  CHECK(p.model.processes_per_node(l[1]) == std::nullopt);  // in a loop, given a RANK
+  CHECK(l[2].background);
+  CHECK(p.model.processes_per_node(l[2]) == std::nullopt);
+  CHECK(p.model.processes_per_node(l[3]) == std::nullopt);  // `--nproc` abbreviates --nproc-per-node
+  CHECK(p.model.processes_per_node(l[4]) == 1);
+  CHECK(p.model.world_size(l[4]) == std::nullopt);  // `--nnode` abbreviates --nnodes
+  CHECK(l[5].script_options.empty());  // after `--`, argparse reads positionals only
+  CHECK(l[5].positional_script_arguments);
+}
