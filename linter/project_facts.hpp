@@ -91,6 +91,8 @@ struct LaunchOfScript {
   bool arguments_opaque = false;
   /// Words after the script that are not options (`config.json`, a data folder).
   bool positional_arguments = false;
+  /// `path:line`, as messages name the launch.
+  std::string where() const { return path + ":" + std::to_string(line); }
   bool operator==(const LaunchOfScript&) const = default;
 };
 

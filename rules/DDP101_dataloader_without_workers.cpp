@@ -31,8 +31,7 @@ void check(const SemanticModel& model, RuleContext& ctx) {
       std::string_view written = model.text(workers);
       std::string what = written == "0" ? "num_workers=0" : "num_workers=" + std::string(written.substr(0, 40)) + " (0)";
       if (const LaunchOfScript* l = model.launch_giving(workers))
-        what = "num_workers=" + std::string(written.substr(0, 40)) + " (0, given by " + l->path + ":" +
-               std::to_string(l->line) + ")";
+        what = "num_workers=" + std::string(written.substr(0, 40)) + " (0, given by " + l->where() + ")";
       std::optional<Fix> fix;
       if (written == "0")
         fix = Fix{Fix::Applicability::Unsafe, "Load in 4 worker processes (`num_workers=4`; tune it)",

@@ -25,8 +25,7 @@ void check(const SemanticModel& model, RuleContext& ctx) {
   auto [start, end] = first_line_range(model, move);
   std::string where = shared == nullptr ? std::string("every rank's work land")
                                         : "the work of the " + std::to_string(shared->processes_per_node) +
-                                              " processes per node that " + shared->path + ":" +
-                                              std::to_string(shared->line) + " starts land";
+                                              " processes per node that " + shared->where() + " starts land";
   ctx.report(start, end,
              "this distributed script never selects a GPU per process (no torch.cuda.set_device(local_rank), "
              "no indexed device, no device_ids), so this move and " + where + " on GPU 0; call "

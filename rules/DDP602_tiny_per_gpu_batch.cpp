@@ -23,7 +23,7 @@ void check(const SemanticModel& model, RuleContext& ctx) {
     const std::vector<LaunchOfScript>& launches = model.project().launched_by;
     if (!launches.empty() && launches.front().world_size > 0 && model.divides_by_world_size(bs))
       world = ", with the world size of " + std::to_string(launches.front().world_size) + " that " +
-              launches.front().path + ":" + std::to_string(launches.front().line) + " starts";
+              launches.front().where() + " starts";
     ctx.report(node_start_byte(at), node_end_byte(at),
                "per-GPU batch of " + std::to_string(v.i) + world + " (below " + std::to_string(kTinyBatchThreshold) +
                    "): each step's kernels are too small to keep the GPU busy while the gradient all-reduce "
