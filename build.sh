@@ -24,6 +24,9 @@ DEBS=(
   "libxxhash-dev:-"
   "python3-jsonschema:-"
   "pre-commit:pre-commit"
+  "dpkg-dev:dpkg-shlibdeps"
+  "file:file"
+  "binutils:objdump"
   "git:git"
   "neovim:nvim"
 )

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# The packages for real (issue 25): CPack builds the .deb and the .tar.gz from
+# this build, and each is used as a user would use it.
+#   - .deb: its Depends comes from dpkg-shlibdeps and names runtime packages,
+#     never a -dev one; `dpkg-deb -x` unpacks it into a temporary folder, and
+#     that program lints the examples with the build's findings, and runs as
+#     the pre-commit hook (tests/precommit/precommit_e2e.sh with that binary).
+#   - .tar.gz: unpacked, its program runs with an empty environment, and every
+#     library it loads but glibc's comes from the tree (RPATH $ORIGIN); the
+#     glibc version the tree needs is printed.
+# Usage: packages_e2e.sh BUILD_DIR SOURCE_DIR
+set -euo pipefail
+build=$(cd "$1" && pwd)
+src=$(cd "$2" && pwd)
+for tool in cpack dpkg-deb dpkg-shlibdeps file objdump; do
+  if ! command -v "$tool" >/dev/null 2>&1; then
+    echo "packages e2e: $tool is not installed (./build.sh setup installs it)" >&2
+    [ "${CI:-}" = "true" ] && exit 1
+    exit 77
+  fi
+done
+fail() { echo "packages e2e: $*" >&2; exit 1; }
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+(cd "$build" && cpack --config CPackConfig.cmake -B "$work/out" >"$work/cpack.log" 2>&1) || { cat "$work/cpack.log" >&2; fail "cpack failed"; }
+deb=$(ls "$work"/out/*.deb)
+tgz=$(ls "$work"/out/*.tar.gz)
+echo "built: $(basename "$deb") ($(du -k "$deb" | cut -f1) KiB), $(basename "$tgz") ($(du -k "$tgz" | cut -f1) KiB)"
+
+# --- .deb ---------------------------------------------------------------------
+depends=$(dpkg-deb -f "$deb" Depends)
+echo "Depends: $depends"
+[[ "$depends" == *libgit2* && "$depends" == *libc6* ]] || fail "Depends does not name libgit2 and libc6: $depends"
+[[ "$depends" != *-dev* ]] || fail "Depends names a -dev package: $depends"
+dpkg-deb -x "$deb" "$work/deb"
+deb_bin="$work/deb/usr/bin/ddplint"
+[ -x "$deb_bin" ] || fail "the .deb has no usr/bin/ddplint"
+[ -f "$work/deb/usr/share/doc/ddplint/rules.md" ] || fail "the .deb has no rules.md"
+[ ! -e "$work/deb/usr/lib/ddplint" ] || fail "the .deb carries bundled libraries"
+lint_examples() {  # PROGRAM: its findings on the examples, as JSON lines of code and place
+  (cd "$src" && "$1" --isolated --no-cache --format json-lines examples || true)
+}
+expected=$(lint_examples "$build/ddplint")
+[ -n "$expected" ] || fail "the build's program found nothing in examples/"
+actual=$(lint_examples "$deb_bin")
+[ "$actual" = "$expected" ] || fail "the .deb's program finds other things in examples/ than the build's"
+echo "the .deb's program: $(printf '%s\n' "$actual" | wc -l) findings in examples/, as the build's"
+bash "$src/tests/precommit/precommit_e2e.sh" "$deb_bin" "$src" || fail "pre-commit with the .deb's program failed"
+
+# --- .tar.gz ------------------------------------------------------------------
+mkdir "$work/tgz"
+tar xzf "$tgz" -C "$work/tgz"
+top=$(ls -d "$work"/tgz/ddplint-*)
+env -i "$top/bin/ddplint" --version >/dev/null || fail "the .tar.gz's program does not start with an empty environment"
+outside=$(env -i /usr/bin/ldd "$top/bin/ddplint" | awk '/=>/ {print $1, $3}' |
+  grep -v -E "^(libc|libm|libpthread|libdl|librt|libresolv|libutil)[.]so" | grep -v " $top/" || true)
+[ -z "$outside" ] || fail "libraries loaded from outside the tree: $outside"
+actual=$(lint_examples "$top/bin/ddplint")
+[ "$actual" = "$expected" ] || fail "the .tar.gz's program finds other things in examples/ than the build's"
+glibc=$(for f in "$top/bin/ddplint" "$top"/lib/ddplint/*.so*; do objdump -T "$f" 2>/dev/null; done |
+  grep -o 'GLIBC_[0-9.]*' | sort -uV | tail -1)
+echo "the .tar.gz's program and libraries need glibc ${glibc#GLIBC_} or newer"
+echo "packages e2e: ok"
