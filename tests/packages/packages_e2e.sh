@@ -8,6 +8,10 @@
 #   - .tar.gz: unpacked, its program runs with an empty environment, and every
 #     library it loads but glibc's comes from the tree (RPATH $ORIGIN); the
 #     glibc version the tree needs is printed.
+#   - .vsix: the VS Code extension (editors/vscode, compiled) with the
+#     .tar.gz's tree as its bundled ddplint, packaged by the pinned @vscode/vsce
+#     for linux-x64 into BUILD_DIR/ddplint-linux-x64.vsix; its bundled program,
+#     unpacked from the archive, lints the examples with the build's findings.
 # Usage: packages_e2e.sh BUILD_DIR SOURCE_DIR
 set -euo pipefail
 build=$(cd "$1" && pwd)
@@ -61,4 +65,36 @@ actual=$(lint_examples "$top/bin/ddplint")
 glibc=$(for f in "$top/bin/ddplint" "$top"/lib/ddplint/*.so*; do objdump -T "$f" 2>/dev/null; done |
   grep -o 'GLIBC_[0-9.]*' | sort -uV | tail -1)
 echo "the .tar.gz's program and libraries need glibc ${glibc#GLIBC_} or newer"
+
+# --- .vsix --------------------------------------------------------------------
+ext="$src/editors/vscode"
+[ -x "$ext/node_modules/.bin/vsce" ] || fail "@vscode/vsce is not installed in editors/vscode (./build.sh setup installs it)"
+mkdir "$work/ext"
+cp "$ext/package.json" "$ext/package-lock.json" "$ext/.vscodeignore" "$ext/tsconfig.json" "$work/ext/"
+cp -r "$ext/src" "$work/ext/src"
+ln -s "$ext/node_modules" "$work/ext/node_modules"
+(cd "$work/ext" && node node_modules/typescript/bin/tsc -p .) || fail "the extension does not compile"
+mkdir "$work/ext/bundled"
+tar xzf "$tgz" -C "$work/ext/bundled" --strip-components=1
+vsix="$build/ddplint-linux-x64.vsix"
+(cd "$work/ext" && node node_modules/@vscode/vsce/vsce package --target linux-x64 --skip-license --out "$vsix" \
+  >"$work/vsce.log" 2>&1) || { cat "$work/vsce.log" >&2; fail "vsce package failed"; }
+python3 - "$vsix" "$work/vsix" <<'PY' || fail "the .vsix lacks a part"
+import os, sys, zipfile
+z = zipfile.ZipFile(sys.argv[1])
+names = set(z.namelist())
+for needed in ("extension/package.json", "extension/out/extension.js", "extension/bundled/bin/ddplint",
+               "extension/node_modules/vscode-languageclient/package.json"):
+    if needed not in names:
+        sys.exit(f"missing {needed}")
+if not (z.getinfo("extension/bundled/bin/ddplint").external_attr >> 16) & 0o100:
+    sys.exit("extension/bundled/bin/ddplint is not executable in the archive")
+for info in z.infolist():  # unpacked as VS Code unpacks it, modes kept
+    if info.filename.startswith("extension/bundled/"):
+        out = z.extract(info, sys.argv[2])
+        os.chmod(out, (info.external_attr >> 16) & 0o777 or 0o644)
+PY
+actual=$(lint_examples "$work/vsix/extension/bundled/bin/ddplint")
+[ "$actual" = "$expected" ] || fail "the .vsix's bundled program finds other things in examples/ than the build's"
+echo "built $(basename "$vsix") ($(du -k "$vsix" | cut -f1) KiB): its bundled program finds the build's findings"
 echo "packages e2e: ok"

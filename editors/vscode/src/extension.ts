@@ -1,5 +1,7 @@
 // ddplint for VS Code: starts `ddplint server` (LSP over stdio) for Python
 // files and passes the ddplint.* settings to it.
+import * as fs from "fs";
+import * as path from "path";
 import * as vscode from "vscode";
 import {
   LanguageClient,
@@ -22,8 +24,39 @@ function serverSettings(): { select: string[]; extendSelect: string[]; ignore: s
   };
 }
 
+// The ddplint to run, as Ruff's extension picks its binary: an explicit
+// `ddplint.path` wins; otherwise `ddplint.importStrategy` picks a ddplint on
+// PATH (`fromEnvironment`, the default, falling back to the bundled one when
+// none is found) or the one bundled in the .vsix (`useBundled`: the
+// linux-x64 build in bundled/bin, with its libraries in bundled/lib/ddplint).
+function serverCommand(extensionPath: string): string {
+  const config = vscode.workspace.getConfiguration("ddplint");
+  const explicit = config.get<string>("path", "");
+  if (explicit) return explicit;
+  const bundled = path.join(extensionPath, "bundled", "bin", "ddplint");
+  if (config.get<string>("importStrategy", "fromEnvironment") === "useBundled") return bundled;
+  return onPath("ddplint") ?? (fs.existsSync(bundled) ? bundled : "ddplint");
+}
+
+// The first executable file `name` in the folders of PATH, or undefined.
+function onPath(name: string): string | undefined {
+  for (const dir of (process.env.PATH ?? "").split(path.delimiter)) {
+    if (!dir) continue;
+    const candidate = path.join(dir, name);
+    try {
+      fs.accessSync(candidate, fs.constants.X_OK);
+      if (fs.statSync(candidate).isFile()) return candidate;
+    } catch {
+      // not there, or not executable
+    }
+  }
+  return undefined;
+}
+
+let extensionPath = "";
+
 function createClient(): LanguageClient {
-  const command = vscode.workspace.getConfiguration("ddplint").get<string>("path", "ddplint") || "ddplint";
+  const command = serverCommand(extensionPath);
   const serverOptions: ServerOptions = {
     command,
     args: ["server"],
@@ -44,11 +77,12 @@ function createClient(): LanguageClient {
 }
 
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
+  extensionPath = context.extensionPath;
   client = createClient();
   context.subscriptions.push(
     vscode.workspace.onDidChangeConfiguration(async (event) => {
       if (!client || !event.affectsConfiguration("ddplint")) return;
-      if (event.affectsConfiguration("ddplint.path")) {
+      if (event.affectsConfiguration("ddplint.path") || event.affectsConfiguration("ddplint.importStrategy")) {
         await client.stop();
         client = createClient();
         await client.start();
