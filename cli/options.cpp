@@ -118,6 +118,9 @@ std::variant<Options, int> parse_options(int argc, char** argv) {
   app.set_version_flag("--version", std::string("ddplint ") + DDPLINT_VERSION);
   add_check_options(app, options.check);
   CLI::App* server = app.add_subcommand("server", "Run the language server: LSP 3.17 over standard input/output");
+  // `--stdio`: what LSP clients (vscode-languageclient's TransportKind.stdio)
+  // pass to ask for the only transport there is
+  server->add_flag("--stdio")->description("Use standard input/output (the default and only transport)");
   CLI::App* rule_cmd = app.add_subcommand("rule", "Print a rule's documentation (or every rule's with --all)");
   CLI::App* verify_cmd = app.add_subcommand(
       "verify", "Lint a script, then measure on this machine's GPUs what its findings cost (needs ddplint-verify)");

@@ -81,6 +81,14 @@ TEST_CASE("server process: initialize, diagnostics, shutdown and exit 0; stdout 
   fs::remove(log);
 }
 
+TEST_CASE("server process: `--stdio`, which vscode-languageclient's stdio transport appends, is accepted") {
+  LspClient c(DDPLINT_BIN, {"server", "--stdio"});
+  initialize(c);
+  REQUIRE(c.request("shutdown", nullptr));
+  c.notify("exit", nullptr);
+  CHECK(c.wait_exit() == 0);
+}
+
 TEST_CASE("server process: exit without shutdown is 1; closed input ends the server") {
   {
     LspClient c(DDPLINT_BIN);

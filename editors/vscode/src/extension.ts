@@ -3,12 +3,7 @@
 import * as fs from "fs";
 import * as path from "path";
 import * as vscode from "vscode";
-import {
-  LanguageClient,
-  LanguageClientOptions,
-  ServerOptions,
-  TransportKind,
-} from "vscode-languageclient/node";
+import { LanguageClient, LanguageClientOptions, ServerOptions } from "vscode-languageclient/node";
 
 let client: LanguageClient | undefined;
 
@@ -57,11 +52,9 @@ let extensionPath = "";
 
 function createClient(): LanguageClient {
   const command = serverCommand(extensionPath);
-  const serverOptions: ServerOptions = {
-    command,
-    args: ["server"],
-    transport: TransportKind.stdio,
-  };
+  // stdio without `transport`: vscode-languageclient would append `--stdio`
+  // (which `ddplint server` accepts, but need not be given)
+  const serverOptions: ServerOptions = { command, args: ["server"] };
   const clientOptions: LanguageClientOptions = {
     documentSelector: [
       { scheme: "file", language: "python" },
