@@ -72,12 +72,14 @@ ext="$src/editors/vscode"
 mkdir "$work/ext"
 cp "$ext/package.json" "$ext/package-lock.json" "$ext/.vscodeignore" "$ext/tsconfig.json" "$work/ext/"
 cp -r "$ext/src" "$work/ext/src"
-ln -s "$ext/node_modules" "$work/ext/node_modules"
-(cd "$work/ext" && node node_modules/typescript/bin/tsc -p .) || fail "the extension does not compile"
+node "$ext/node_modules/typescript/bin/tsc" -p "$ext" --outDir "$work/ext/out" || fail "the extension does not compile"
+# the runtime dependencies only (vscode-languageclient), as the .vsix carries them
+(cd "$work/ext" && npm ci --omit=dev --ignore-scripts --prefer-offline --no-audit --no-fund >"$work/npm.log" 2>&1) ||
+  { cat "$work/npm.log" >&2; fail "npm ci --omit=dev failed for the extension"; }
 mkdir "$work/ext/bundled"
 tar xzf "$tgz" -C "$work/ext/bundled" --strip-components=1
 vsix="$build/ddplint-linux-x64.vsix"
-(cd "$work/ext" && node node_modules/@vscode/vsce/vsce package --target linux-x64 --skip-license --out "$vsix" \
+(cd "$work/ext" && node "$ext/node_modules/@vscode/vsce/vsce" package --target linux-x64 --skip-license --out "$vsix" \
   >"$work/vsce.log" 2>&1) || { cat "$work/vsce.log" >&2; fail "vsce package failed"; }
 python3 - "$vsix" "$work/vsix" <<'PY' || fail "the .vsix lacks a part"
 import os, sys, zipfile
