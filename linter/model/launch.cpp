@@ -960,6 +960,16 @@ std::optional<LaunchModel::Gpus> LaunchModel::gpus_per_node(const Launch& launch
   return std::nullopt;
 }
 
+namespace {
+// True when an option of `l`'s launcher abbreviates `full` (torchrun parses
+// with argparse, which takes `--nproc 8` for --nproc-per-node).
+bool abbreviates(const Launch& l, std::string_view full) {
+  for (const LaunchOption& o : l.options)
+    if (o.name.size() < full.size() && full.starts_with(o.name)) return true;
+  return false;
+}
+}  // namespace
+
 std::optional<std::int64_t> LaunchModel::processes_per_node(const Launch& l) const {
   if (l.opaque_options) return std::nullopt;  // `$ARGS` may hold another count
   std::optional<std::int64_t> tasks = tasks_per_node(l);
@@ -980,11 +990,7 @@ std::optional<std::int64_t> LaunchModel::processes_per_node(const Launch& l) con
     return 1;
   }
   if (!l.is_torch_launcher()) return std::nullopt;
-  // torchrun reads abbreviations (argparse): `--nproc 8` is --nproc-per-node
-  for (const LaunchOption& o : l.options)
-    if (o.name.size() < std::string_view("nproc-per-node").size() && std::string_view("nproc-per-node").starts_with(o.name))
-      return std::nullopt;
-  if (env_value(l, "PET_NPROC_PER_NODE")) return std::nullopt;  // its environment spelling
+  if (abbreviates(l, "nproc-per-node") || env_value(l, "PET_NPROC_PER_NODE")) return std::nullopt;  // (and its environment spelling)
   const LaunchOption* procs = l.option("nproc-per-node");
   if (procs == nullptr) return *tasks;  // torch/distributed/run.py: default "1"
   if (!procs->value || !procs->value->value) return std::nullopt;
@@ -1001,9 +1007,7 @@ std::optional<std::int64_t> LaunchModel::world_size(const Launch& l) const {
     if (w == "srun" || w == "mpirun" || w == "mpiexec" || w == "xargs") return std::nullopt;  // one launcher per task
   std::optional<std::int64_t> per_node = processes_per_node(l);
   if (!per_node) return std::nullopt;
-  for (const LaunchOption& o : l.options)
-    if (o.name.size() < 6 && std::string_view("nnodes").starts_with(o.name)) return std::nullopt;  // `--nnode 2`
-  if (env_value(l, "PET_NNODES")) return std::nullopt;
+  if (abbreviates(l, "nnodes") || env_value(l, "PET_NNODES")) return std::nullopt;  // `--nnode 2`
   const LaunchOption* nnodes = l.option("nnodes");
   if (nnodes == nullptr) return per_node;
   if (!nnodes->value || !nnodes->value->value) return std::nullopt;
