@@ -2,12 +2,15 @@
 # The packages for real (issue 25): CPack builds the .deb and the .tar.gz from
 # this build, and each is used as a user would use it.
 #   - .deb: its Depends comes from dpkg-shlibdeps and names runtime packages,
-#     never a -dev one; `dpkg-deb -x` unpacks it into a temporary folder, and
+#     never a -dev one, and none of the libraries linked from Debian's static
+#     archives (DDPLINT_STATIC_LIBS: libgit2 and what it calls, toml++,
+#     libstdc++); the program's NEEDED entries name none of them either; `dpkg-deb -x` unpacks it into a temporary folder, and
 #     that program lints the examples with the build's findings, and runs as
 #     the pre-commit hook (tests/precommit/precommit_e2e.sh with that binary).
 #   - .tar.gz: unpacked, its program runs with an empty environment, and every
-#     library it loads but glibc's comes from the tree (RPATH $ORIGIN); the
-#     glibc version the tree needs is printed.
+#     library it loads but glibc's comes from the tree (RPATH $ORIGIN), and the
+#     tree bundles only libraries Debian ships no static archive of (mimalloc,
+#     Kerberos's GSSAPI and what it loads); the glibc version it needs is printed.
 #   - .vsix: the VS Code extension (editors/vscode, compiled) with the
 #     .tar.gz's tree as its bundled ddplint, packaged by the pinned @vscode/vsce
 #     for linux-x64 into BUILD_DIR/ddplint-linux-x64.vsix; its bundled program,
@@ -35,7 +38,17 @@ echo "built: $(basename "$deb") ($(du -k "$deb" | cut -f1) KiB), $(basename "$tg
 # --- .deb ---------------------------------------------------------------------
 depends=$(dpkg-deb -f "$deb" Depends)
 echo "Depends: $depends"
-[[ "$depends" == *libgit2* && "$depends" == *libc6* ]] || fail "Depends does not name libgit2 and libc6: $depends"
+[[ "$depends" == *libc6* && "$depends" == *libmimalloc* ]] || fail "Depends does not name libc6 and libmimalloc: $depends"
+# Linked from Debian's static archives (DDPLINT_STATIC_LIBS, the default):
+# libgit2 and the libraries it calls, toml++ (header-only), libstdc++ and libgcc.
+static_libs=$(sed -n 's/^DDPLINT_STATIC_LIBS:BOOL=//p' "$build/CMakeCache.txt")
+static_names='libgit2|libmbed|libssh2|libhttp.parser|libpcre2|libz[.-]|zlib|libcrypto|libssl|libtomlplusplus|libstdc[+][+]|libgcc'
+if [ "$static_libs" = ON ]; then
+  ! grep -q -E "$static_names" <<<"$depends" || fail "Depends names a library linked statically: $depends"
+  needed=$(objdump -p "$build/ddplint" | awk '/NEEDED/ {print $2}')
+  echo "the program's shared libraries: $(echo $needed)"
+  ! grep -E "^($static_names)" <<<"$needed" || fail "the program loads a library Debian ships a static archive of"
+fi
 [[ "$depends" != *-dev* ]] || fail "Depends names a -dev package: $depends"
 dpkg-deb -x "$deb" "$work/deb"
 deb_bin="$work/deb/usr/bin/ddplint"
@@ -62,6 +75,11 @@ outside=$(env -i /usr/bin/ldd "$top/bin/ddplint" | awk '/=>/ {print $1, $3}' |
 [ -z "$outside" ] || fail "libraries loaded from outside the tree: $outside"
 actual=$(lint_examples "$top/bin/ddplint")
 [ "$actual" = "$expected" ] || fail "the .tar.gz's program finds other things in examples/ than the build's"
+bundled=$(cd "$top/lib/ddplint" && ls)
+echo "bundled beside the .tar.gz's program: $(echo $bundled)"
+if [ "$static_libs" = ON ]; then
+  ! grep -E "^($static_names)" <<<"$bundled" || fail "the .tar.gz bundles a library that is linked statically"
+fi
 glibc=$(for f in "$top/bin/ddplint" "$top"/lib/ddplint/*.so*; do objdump -T "$f" 2>/dev/null; done |
   grep -o 'GLIBC_[0-9.]*' | sort -uV | tail -1)
 echo "the .tar.gz's program and libraries need glibc ${glibc#GLIBC_} or newer"

@@ -1,7 +1,8 @@
 // Test-only extension (tests/editors/vscode_e2e.mjs installs it beside the
 // ddplint .vsix in code-server). Through VS Code's own API it opens the
 // workspace's train.py, waits for ddplint's diagnostics, asks for the hover of
-// the first one, applies "Disable for this line" and a quick fix, and writes
+// the first one, applies "Disable for this line" and a quick fix, opens the
+// Problems view (for the test's screenshot), and writes
 // what it saw as JSON to $DDPLINT_E2E_OUT (the extension host inherits
 // code-server's environment). It asserts nothing: the test compares.
 const fs = require("fs");
@@ -99,6 +100,10 @@ async function run() {
         report.steps.push("fix");
       }
     }
+    // the Problems view open for the screenshot (vscode_e2e.mjs takes it once the report is done)
+    await vscode.commands.executeCommand("workbench.actions.view.problems");
+    await sleep(1500);
+    report.steps.push("problems");
   } catch (e) {
     report.error = String(e && e.stack ? e.stack : e);
   } finally {
