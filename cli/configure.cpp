@@ -11,24 +11,22 @@ Configurations::Configurations(const CheckOptions& options, std::span<const Rule
     : options_(options), rules_(rules), resolver_(rules) {}
 
 bool Configurations::resolve_arguments() {
-  for (const auto& s : options_.select_args)
-    for (auto& c : split_codes(s)) select_.push_back(std::move(c));
-  for (const auto& s : options_.extend_select_args)
-    for (auto& c : split_codes(s)) extend_select_.push_back(std::move(c));
-  for (const auto& s : options_.ignore_args)
-    for (auto& c : split_codes(s)) ignore_.push_back(std::move(c));
-  if (auto bad = unknown_code(select_, rules_)) {
-    std::fprintf(stderr, "ddplint: --select: unknown rule code or prefix '%s' (see --list-rules)\n", bad->c_str());
+  // codes in any case, prefixes, or rule names (canonical_selector), each checked against the rules
+  auto read = [&](const std::vector<std::string>& args, std::vector<std::string>& out, const char* flag) {
+    for (const auto& s : args)
+      for (const auto& item : split_codes(s)) {
+        std::string code = canonical_selector(item, rules_);
+        if (unknown_code({code}, rules_)) {
+          std::fprintf(stderr, "ddplint: %s: %s\n", flag, unknown_rule_message(item, rules_).c_str());
+          return false;
+        }
+        out.push_back(std::move(code));
+      }
+    return true;
+  };
+  if (!read(options_.select_args, select_, "--select") || !read(options_.extend_select_args, extend_select_, "--extend-select") ||
+      !read(options_.ignore_args, ignore_, "--ignore"))
     return false;
-  }
-  if (auto bad = unknown_code(extend_select_, rules_)) {
-    std::fprintf(stderr, "ddplint: --extend-select: unknown rule code or prefix '%s' (see --list-rules)\n", bad->c_str());
-    return false;
-  }
-  if (auto bad = unknown_code(ignore_, rules_)) {
-    std::fprintf(stderr, "ddplint: --ignore: unknown rule code or prefix '%s' (see --list-rules)\n", bad->c_str());
-    return false;
-  }
   if (options_.isolated && !options_.config_path.empty()) {
     std::fprintf(stderr, "ddplint: --config and --isolated cannot be used together\n");
     return false;

@@ -2,11 +2,19 @@
 #include "cli/discover.hpp"
 
 #include <algorithm>
+#include <cstdio>
 
 namespace ddplint::cli {
 
 Discovery::Discovery(const CheckOptions& options, Configurations& configs)
     : options_(options), configs_(configs), paths_(options.paths) {
+  if (!options.stdin_filename.empty()) {
+    // --stdin-filename reads standard input, whatever else is named (as Ruff's
+    // is_stdin in crates/ruff/src/lib.rs: "Ignoring file X in favor of standard input.")
+    for (const auto& p : paths_)
+      if (p != "-") std::fprintf(stderr, "ddplint: warning: ignoring %s in favor of standard input (--stdin-filename)\n", p.c_str());
+    paths_ = {"-"};
+  }
   if (paths_.empty()) paths_.push_back(".");
   for (const auto& p : paths_) {
     // a path given twice is linted once

@@ -50,9 +50,9 @@ std::optional<ConfigError> read_codes(const fs::path& file, std::string_view key
   for (const toml::node& item : *array) {
     const auto* s = item.as_string();
     if (s == nullptr) return error_at(file, item.source(), "`" + std::string(key) + "` must hold strings (rule codes)");
-    std::string code = s->get();
+    std::string code = canonical_selector(s->get(), rules);  // a code in any case, a prefix or a rule name
     if (unknown_code({code}, rules))
-      return error_at(file, item.source(), "unknown rule code or prefix '" + shown(code) + "' in `" + std::string(key) + "`");
+      return error_at(file, item.source(), unknown_rule_message(shown(s->get()), rules) + " in `" + std::string(key) + "`");
     out.push_back(std::move(code));
   }
   return std::nullopt;

@@ -62,6 +62,26 @@ class RuleSelection {
 /// matches no rule, or std::nullopt.
 std::optional<std::string> unknown_code(const std::vector<std::string>& prefixes, std::span<const Rule> rules);
 
+/// A rule selector as written by a user, in the form selections compare: a
+/// rule's kebab-case name (`dataloader-without-workers`, any case) becomes its
+/// code, anything else is upper-cased (`ddp303` -> `DDP303`, `all` -> `ALL`).
+std::string canonical_selector(std::string_view item, std::span<const Rule> rules);
+
+/// canonical_selector() over each item of `items`, in place.
+void canonicalize_selectors(std::vector<std::string>& items, std::span<const Rule> rules);
+
+/// The rule that `item` names, by code in any case or by name; nullptr when none does.
+const Rule* find_rule(std::string_view item, std::span<const Rule> rules);
+
+/// The rule code or name (or `ALL`) closest to `item` by edit distance, for a
+/// "did you mean" hint: empty when none is within a third of its length
+/// (at least 1 edit, case ignored).
+std::string closest_rule_word(std::string_view item, std::span<const Rule> rules);
+
+/// "unknown rule code or prefix 'X'", with "did you mean 'Y'?" when
+/// closest_rule_word() finds one, and "(see --list-rules)".
+std::string unknown_rule_message(std::string_view item, std::span<const Rule> rules);
+
 /// Splits a comma-separated option value (`DDP1,DDP401`) into trimmed, non-empty items.
 std::vector<std::string> split_codes(std::string_view list);
 

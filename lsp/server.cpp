@@ -373,6 +373,7 @@ void Server::apply_settings(const json& value, bool from_init) {
   next.select = string_list(member(s, "select"));
   next.ignore = string_list(member(s, "ignore"));
   next.extend_select = string_list(member(s, "extendSelect"));
+  for (auto* list : {&next.select, &next.ignore, &next.extend_select}) canonicalize_selectors(*list, rules_);
   if (member(s, "configPath").is_string()) next.config_path = member(s, "configPath").get<std::string>();
   if (const json& ms = member(s, "debounceMs"); ms.is_number_unsigned())
     next.debounce_ms = static_cast<int>(std::min<std::uint64_t>(ms.get<std::uint64_t>(), 10'000));
