@@ -90,7 +90,11 @@ bool Configurations::config_of(const std::string& path, std::shared_ptr<const Co
 }
 
 FileSettings Configurations::settings_of(const Config* config, const std::string& path) const {
-  return settings_for(config, path, select_, ignore_, extend_select_);
+  FileSettings settings = settings_for(config, path, select_, ignore_, extend_select_);
+  const std::string& least = options_.min_severity;
+  if (!least.empty())
+    settings.selection.require_severity(least == "error" ? Severity::Error : least == "warning" ? Severity::Warning : Severity::Info);
+  return settings;
 }
 
 std::shared_ptr<const FileSettings> Configurations::shared_settings_of(const std::shared_ptr<const Config>& config,

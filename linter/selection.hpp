@@ -39,8 +39,18 @@ class RuleSelection {
   /// True if the rule with `code` runs; `opt_in`: the rule is off unless a
   /// layer selects its exact code (RuleInfo::opt_in).
   bool enabled(std::string_view code, bool opt_in = false) const;
-  /// True if `rule` runs (its code and opt-in flag).
-  bool enabled(const RuleInfo& rule) const { return enabled(rule.code, rule.opt_in); }
+  /// True if `rule` runs: its code and opt-in flag, and its severity against
+  /// the least severity required (require_severity).
+  bool enabled(const RuleInfo& rule) const {
+    return (!min_severity_ || rule.severity <= *min_severity_) && enabled(rule.code, rule.opt_in);
+  }
+
+  /// Only rules of `least` severity or higher run (`--min-severity warning`:
+  /// errors and warnings; Severity orders error < warning < info).
+  RuleSelection& require_severity(Severity least) {
+    min_severity_ = least;
+    return *this;
+  }
 
   /// Checks every prefix against `rules`. Returns an error message naming the
   /// first prefix that matches no rule, or std::nullopt.
@@ -56,6 +66,7 @@ class RuleSelection {
     bool operator==(const Layer&) const = default;
   };
   std::vector<Layer> layers_;
+  std::optional<Severity> min_severity_;
 };
 
 /// Checks one list of codes or prefixes against `rules`: the first item that
