@@ -27,6 +27,11 @@ bool Configurations::resolve_arguments() {
   if (!read(options_.select_args, select_, "--select") || !read(options_.extend_select_args, extend_select_, "--extend-select") ||
       !read(options_.ignore_args, ignore_, "--ignore"))
     return false;
+  if (options_.add_noqa && (options_.fixing() || !options_.stdin_filename.empty() ||
+                            std::find(options_.paths.begin(), options_.paths.end(), "-") != options_.paths.end())) {
+    std::fprintf(stderr, "ddplint: --add-noqa edits files in place: it cannot be used with --fix, --diff or standard input\n");
+    return false;
+  }
   if (options_.isolated && !options_.config_path.empty()) {
     std::fprintf(stderr, "ddplint: --config and --isolated cannot be used together\n");
     return false;

@@ -10,6 +10,7 @@
 
 #include "linter/fixes.hpp"
 #include "linter/lint_cache.hpp"
+#include "linter/suppressions.hpp"
 
 namespace ddplint::cli {
 
@@ -75,6 +76,20 @@ FileOutcome FileLinter::lint_source(SourceFile source, const FileSettings& setti
     return o;
   }
   o.linted = true;
+  if (options_.add_noqa) {
+    // --add-noqa: each finding's line gets its `# noqa: CODE`; nothing is reported
+    std::vector<Edit> edits = add_noqa_edits(source, result.diagnostics);
+    if (edits.empty()) return o;
+    std::string original_text(source.text());
+    std::string why;
+    if (!write_file_atomically(o.path, original_text, apply_edits(original_text, edits), why)) {
+      o.err = "ddplint: " + o.path + ": noqa comments not written: " + why + "\n";
+      o.error = true;
+      return o;
+    }
+    o.noqa_added = edits.size();
+    return o;
+  }
   if (fixed && fixed->changed) {
     if (options_.diff) {
       o.diff = unified_diff(original, fixed->source.text(), o.path);

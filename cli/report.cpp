@@ -177,6 +177,7 @@ void Report::emit(FileOutcome& o) {
   if (o.linted) ++files_;
   findings_ += o.findings;
   fixable_ += o.fixable;
+  noqa_added_ += o.noqa_added;
   hidden_fixable_ += o.hidden_fixable;
   fixed_total_ += o.fixed_total;
   if (!o.diff.empty()) {
@@ -256,7 +257,11 @@ void Report::print_fixable(std::FILE* summary) const {
 int Report::finish() {
   const std::string& format = options_.format;
   std::FILE* summary = summary_to_stderr_ ? stderr : report_;
-  if (options_.diff) {
+  if (options_.add_noqa) {
+    // Ruff's wording: "Added N noqa directives."
+    if (!options_.quiet)
+      std::fprintf(summary, "Added %zu noqa %s.\n", noqa_added_, noqa_added_ == 1 ? "directive" : "directives");
+  } else if (options_.diff) {
     if (!options_.quiet) std::fprintf(stderr, "Would fix %s.\n", plural(fixed_total_, "finding").c_str());
   } else if (options_.statistics) {
     print_statistics(summary);
@@ -283,6 +288,7 @@ int Report::finish() {
     return kExitError;
   }
   if (had_error_) return kExitError;
+  if (options_.add_noqa) return kExitClean;
   if (options_.diff) return any_diff_ && !options_.exit_zero ? kExitFindings : kExitClean;
   // --exit-non-zero-on-fix: a file changed by --fix fails the run (Ruff's flag), --exit-zero or not
   if (options_.fix && options_.exit_non_zero_on_fix && fixed_total_ > 0) return kExitFindings;

@@ -24,6 +24,7 @@ struct FileOutcome {
   std::string out, err;  ///< the report's text for the file; what goes to stderr
   nlohmann::ordered_json json = nlohmann::ordered_json::array();  ///< json and sarif: the file's records
   std::size_t findings = 0;
+  std::size_t noqa_added = 0;  ///< --add-noqa: lines given a noqa comment
   std::size_t fixable = 0, hidden_fixable = 0;  ///< findings --fix fixes; findings only --unsafe-fixes would fix
   bool linted = false, error = false;
   std::string path;
@@ -78,7 +79,7 @@ class Report {
   // memory stays flat however many findings a run has
   std::optional<StreamedJsonArray> json_stream_;
   bool had_error_ = false;
-  std::size_t findings_ = 0, files_ = 0, fixed_total_ = 0, fixable_ = 0, hidden_fixable_ = 0;
+  std::size_t findings_ = 0, files_ = 0, fixed_total_ = 0, fixable_ = 0, hidden_fixable_ = 0, noqa_added_ = 0;
   std::string fixes_report_;
   bool any_diff_ = false, summary_to_stderr_ = false;
   std::map<std::string_view, std::pair<std::size_t, std::size_t>> stats_;

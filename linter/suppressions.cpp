@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <map>
+#include <set>
 
 #include "linter/semantic_model.hpp"
 
@@ -122,6 +124,26 @@ std::optional<Edit> noqa_edit(const SourceFile& source, const SyntaxTree& tree, 
   }
   if (text[end - 1] == '\\') return std::nullopt;
   return Edit{end, end, suffix};
+}
+
+std::vector<Edit> add_noqa_edits(const SourceFile& source, const std::vector<Diagnostic>& diagnostics) {
+  std::vector<Edit> edits;
+  if (diagnostics.empty()) return edits;
+  SyntaxTree tree = parse_source(source, language_of(source.path(), source.text()));
+  std::map<std::uint32_t, std::set<std::string_view>> codes_by_line;
+  for (const Diagnostic& d : diagnostics) codes_by_line[source.lines().line_of(d.start)].insert(d.rule->code);
+  for (const auto& [line, codes] : codes_by_line) {
+    std::optional<Edit> edit;
+    for (std::string_view code : codes) {
+      std::optional<Edit> one = noqa_edit(source, tree, line, code);
+      if (!one) continue;
+      // every code's edit goes to the same place (after the list, or the line's end) of the unedited line
+      if (!edit) edit = std::move(one);
+      else edit->replacement += ", " + std::string(code);
+    }
+    if (edit) edits.push_back(std::move(*edit));
+  }
+  return edits;
 }
 
 namespace {

@@ -109,6 +109,14 @@ bool parse_noqa(std::string_view comment, bool file_level, Suppressions::Entry& 
 std::optional<Edit> noqa_edit(const SourceFile& source, const SyntaxTree& tree, std::uint32_t line,
                               std::string_view code);
 
+/// The edits that silence each of `diagnostics` where it starts, as
+/// `--add-noqa` writes them (Ruff's `--add-noqa`): one edit per line, a
+/// `  # noqa: A, B` comment or the codes added to the line's own list, in
+/// code order, each code once (noqa_edit). Lines where no comment can go (a
+/// string running on past the line, a `\` continuation) get none. Running it
+/// again on the edited text gives no edit: every finding is then silenced.
+std::vector<Edit> add_noqa_edits(const SourceFile& source, const std::vector<Diagnostic>& diagnostics);
+
 /// The comment node covering byte `offset`, or a null node.
 TSNode comment_at(const SyntaxTree& tree, std::uint32_t offset);
 
