@@ -47,6 +47,8 @@ int show_settings(Discovery& discovery, Configurations& configs, std::span<const
       if (settings.selection.enabled(r.info)) enabled += (enabled.empty() ? "" : ", ") + std::string(r.info.code);
     std::printf("%sResolved settings for: %s\n", first ? "" : "\n", display_path(entry->path).c_str());
     std::printf("Settings path: %s\n", config ? display_path(config->file.string()).c_str() : "(none: the defaults)");
+    if (config)
+      for (const auto& base : config->extends) std::printf("Extends: %s\n", display_path(base.string()).c_str());
     std::printf("rules: %s\n", enabled.empty() ? "(none)" : enabled.c_str());
     std::printf("tiny-batch-threshold: %lld\n", static_cast<long long>(settings.options.tiny_batch_threshold));
     if (config) std::printf("respect-gitignore: %s\n", config->respect_gitignore ? "true" : "false");
@@ -56,10 +58,16 @@ int show_settings(Discovery& discovery, Configurations& configs, std::span<const
 }
 }  // namespace
 
-int run_check(const CheckOptions& options, std::span<const Rule> rules) {
+int run_check(const CheckOptions& given, std::span<const Rule> rules) {
+  CheckOptions options = given;  // the configuration may give the output format
   // configuration: --select/--ignore and --config checked before anything is read
   Configurations configs(options, rules);
   if (!configs.resolve_arguments()) return kExitError;
+  if (!options.format_given) {
+    // `output-format` of the configuration of the working folder (or --config), as Ruff reads its root settings
+    std::shared_ptr<const Config> root;
+    if (configs.config_of("-", root) && root && root->output_format) options.format = *root->output_format;
+  }
   // discovery: every file's configuration is resolved before any is linted
   Discovery discovery(options, configs);
   if (!discovery.check_configurations()) return kExitError;

@@ -62,13 +62,17 @@ FileOutcome FileLinter::lint_source(SourceFile source, const FileSettings& setti
   std::optional<FixOutcome> fixed;
   if (options_.fixing()) {
     original = std::string(source.text());
-    fixed.emplace(fix_source(std::move(source), rules_, selection, options_.unsafe_fixes, settings.options, facts));
+    fixed.emplace(fix_source(std::move(source), rules_, selection, options_.unsafe_fixes, settings.options, facts,
+                             &settings.fixable));
     result = std::move(fixed->remaining);
     shown = &fixed->source;
     o.fixed = fixed->fixed;
     o.fixed_total = fixed->fixed_total;
   } else {
     result = lint_cached(cache, source, rules_, selection, settings.options, facts, absolute);
+    // `unfixable` rules: no fix offered, none counted
+    for (Diagnostic& d : result.diagnostics)
+      if (d.fix && !settings.fixable.enabled(d.rule->code)) d.fix.reset();
   }
   if (!result.error.empty()) {
     o.err = "ddplint: " + o.path + ": " + result.error + "\n";

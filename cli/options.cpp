@@ -156,6 +156,7 @@ std::variant<Options, int> parse_options(int argc, char** argv) {
     return kExitError;
   }
   options.check.explain_given = app.count("--explain") > 0;
+  options.check.format_given = app.count("--format") > 0;
   if (*server) options.command = Command::Server;
   else if (*rule_cmd) options.command = Command::Rule;
   else if (*verify_cmd) options.command = Command::Verify;

@@ -24,7 +24,8 @@ enum ExitCode : int {
 struct CheckOptions {
   std::vector<std::string> paths;                     ///< files, folders, `-` for standard input
   std::vector<std::string> select_args, extend_select_args, ignore_args;  ///< --select / --extend-select / --ignore as given (comma lists)
-  std::string format = "text";                        ///< --format
+  std::string format = "text";                        ///< --format (or the configuration's output-format)
+  bool format_given = false;                          ///< --format/--output-format was given
   std::string explain;                                ///< --explain CODE
   bool explain_given = false;                         ///< --explain was given (even empty)
   bool list_rules = false;                            ///< --list-rules
