@@ -1,6 +1,8 @@
 // Stage 1 of a run: declares every option and sub-command to CLI11 and parses the words.
 #include "cli/options.hpp"
 
+#include "linter/selection.hpp"
+
 #include <sched.h>
 
 #include <CLI/CLI.hpp>
@@ -18,6 +20,33 @@ unsigned usable_cores() {
   CPU_ZERO(&set);
   if (::sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return static_cast<unsigned>(CPU_COUNT(&set));
   return std::max(1u, std::thread::hardware_concurrency());
+}
+
+// A value among `choices`; the error names them and the closest one.
+CLI::Validator one_of(std::vector<std::string> choices) {
+  std::string listed;
+  for (const auto& c : choices) listed += (listed.empty() ? "" : ", ") + c;
+  return CLI::Validator(
+      [choices, listed](std::string& value) -> std::string {
+        if (std::find(choices.begin(), choices.end(), value) != choices.end()) return {};
+        std::string hint = closest_word(value, choices);
+        return "'" + value + "' is not one of " + listed + (hint.empty() ? "" : " (did you mean '" + hint + "'?)");
+      },
+      "{" + listed + "}");
+}
+
+// The option of `app` (and its sub-commands) closest to an unknown `--word`, for the error's hint.
+std::string closest_option(const CLI::App& app, const std::string& word) {
+  std::vector<std::string> names;
+  for (const CLI::App* a : {&app}) {
+    for (const CLI::Option* opt : a->get_options())
+      for (const std::string& n : opt->get_lnames()) names.push_back("--" + n);
+    for (const CLI::App* sub : a->get_subcommands({}))
+      for (const CLI::Option* opt : sub->get_options())
+        for (const std::string& n : opt->get_lnames()) names.push_back("--" + n);
+  }
+  std::string name = word.substr(0, word.find('='));
+  return closest_word(name, names);
 }
 
 // The default command's options: what to lint, with which rules and configuration, and how to report.
@@ -44,11 +73,11 @@ void add_check_options(CLI::App& app, CheckOptions& o) {
       ->allow_extra_args(false);
   app.add_option("--format,--output-format", o.format,
                  "Output format (concise: one short line per finding; text adds the whole message; full adds the source)")
-      ->check(CLI::IsMember({"text", "concise", "full", "grouped", "json", "json-lines", "github", "sarif"}))
+      ->check(one_of({"text", "concise", "full", "grouped", "json", "json-lines", "github", "sarif"}))
       ->capture_default_str();
   app.add_option("--min-severity", o.min_severity,
                  "Report only findings of this severity or higher (error > warning > info); rules below it do not run")
-      ->check(CLI::IsMember({"info", "warning", "error"}));
+      ->check(one_of({"info", "warning", "error"}));
   app.add_flag("--statistics", o.statistics, "Print a count of findings per rule instead of the findings");
   app.add_option("-o,--output-file", o.output_file, "Write the report to this file instead of standard output")
       ->type_name("PATH");
@@ -151,8 +180,16 @@ std::variant<Options, int> parse_options(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e) == 0 ? kExitClean : kExitError;
   } catch (const CLI::ParseError& e) {
-    // one line, in the same form as every other ddplint error
-    std::fprintf(stderr, "ddplint: %s (see --help)\n", e.what());
+    // one line, in the same form as every other ddplint error, with the closest
+    // option for an unknown one (`--output-formt`: did you mean --output-format?)
+    std::string hint;
+    if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr)
+      for (auto it = words.rbegin(); it != words.rend() && hint.empty(); ++it)
+        if (it->rfind("--", 0) == 0 && it->size() > 2) {
+          std::string near = closest_option(app, *it);
+          if (!near.empty() && near != it->substr(0, it->find('='))) hint = " (did you mean " + near + "?)";
+        }
+    std::fprintf(stderr, "ddplint: %s%s (see --help)\n", e.what(), hint.c_str());
     return kExitError;
   }
   options.check.explain_given = app.count("--explain") > 0;

@@ -78,7 +78,8 @@ std::string upper(std::string_view s) {
   return out;
 }
 
-// Levenshtein distance of two short words (rule codes and names).
+}  // namespace
+
 std::size_t edit_distance(std::string_view a, std::string_view b) {
   std::vector<std::size_t> row(b.size() + 1);
   for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
@@ -93,7 +94,20 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
   }
   return row[b.size()];
 }
-}  // namespace
+
+std::string closest_word(std::string_view word, const std::vector<std::string>& candidates) {
+  if (word.size() > 200) return {};  // a megabyte of junk is not compared with every candidate
+  std::string lowered = lower(word), best;
+  std::size_t best_distance = std::max<std::size_t>(1, lowered.size() / 3) + 1;
+  for (const std::string& c : candidates) {
+    std::size_t d = edit_distance(lowered, lower(c));
+    if (d < best_distance) {
+      best_distance = d;
+      best = c;
+    }
+  }
+  return best;
+}
 
 std::string canonical_selector(std::string_view item, std::span<const Rule> rules) {
   std::string name = lower(item);
@@ -114,23 +128,12 @@ const Rule* find_rule(std::string_view item, std::span<const Rule> rules) {
 }
 
 std::string closest_rule_word(std::string_view item, std::span<const Rule> rules) {
-  if (item.size() > 200) return {};  // a megabyte of junk is not compared with every rule
-  std::string word = lower(item);
-  std::string best;
-  std::size_t best_distance = std::max<std::size_t>(1, word.size() / 3) + 1;
-  auto consider = [&](std::string_view candidate, std::string shown) {
-    std::size_t d = edit_distance(word, lower(candidate));
-    if (d < best_distance) {
-      best_distance = d;
-      best = std::move(shown);
-    }
-  };
-  consider("ALL", "ALL");
+  std::vector<std::string> words{"ALL"};
   for (const Rule& r : rules) {
-    consider(r.info.code, std::string(r.info.code));
-    consider(r.info.name, std::string(r.info.name));
+    words.emplace_back(r.info.code);
+    words.emplace_back(r.info.name);
   }
-  return best;
+  return closest_word(item, words);
 }
 
 std::string unknown_rule_message(std::string_view item, std::span<const Rule> rules) {

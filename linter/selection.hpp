@@ -84,6 +84,13 @@ void canonicalize_selectors(std::vector<std::string>& items, std::span<const Rul
 /// The rule that `item` names, by code in any case or by name; nullptr when none does.
 const Rule* find_rule(std::string_view item, std::span<const Rule> rules);
 
+/// Levenshtein distance of two short words (rule codes, names, option names).
+std::size_t edit_distance(std::string_view a, std::string_view b);
+
+/// The word of `candidates` closest to `word` by edit_distance (case
+/// ignored), within a third of its length (at least 1 edit); empty when none.
+std::string closest_word(std::string_view word, const std::vector<std::string>& candidates);
+
 /// The rule code or name (or `ALL`) closest to `item` by edit distance, for a
 /// "did you mean" hint: empty when none is within a third of its length
 /// (at least 1 edit, case ignored).

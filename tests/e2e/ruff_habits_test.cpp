@@ -77,6 +77,13 @@ TEST_CASE("ruff habits: rule names and lowercase codes, with did-you-mean hints"
   Run typo = ddplint({"--select", "DDP1O1", "t.py"}, "", d.path);
   CHECK(typo.rc == 2);
   CHECK(contains(typo.err, "did you mean 'DDP101'?"));
+  // a mistyped option or value: the closest one as a hint
+  Run option_typo = ddplint({"--output-formt", "json", "t.py"}, "", d.path);
+  CHECK(option_typo.rc == 2);
+  CHECK(contains(option_typo.err, "did you mean --output-format?"));
+  Run value_typo = ddplint({"--format", "concis", "t.py"}, "", d.path);
+  CHECK(value_typo.rc == 2);
+  CHECK(contains(value_typo.err, "did you mean 'concise'?"));
   Run name_typo = ddplint({"--explain", "dataloader-witout-workers"});
   CHECK(name_typo.rc == 2);
   CHECK(contains(name_typo.err, "did you mean 'dataloader-without-workers'?"));
