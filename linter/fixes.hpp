@@ -42,6 +42,9 @@ struct FixOutcome {
 /// `include_unsafe`), re-linting and repeating until no fix applies or
 /// kMaxFixPasses passes. A source with a syntax error (DDP001) or that cannot
 /// be linted is returned unchanged. `project`: the file's project facts (see lint()).
+/// A notebook's virtual source (source.notebook()) keeps its cells: a fix with
+/// an edit that NotebookIndex::editable refuses is not applied, and the
+/// result carries the index moved by the edits.
 FixOutcome fix_source(SourceFile source, std::span<const Rule> rules, const RuleSelection& selection,
                       bool include_unsafe, const RuleOptions& options = RuleOptions{},
                       const ProjectFacts* project = nullptr);
