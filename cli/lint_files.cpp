@@ -28,6 +28,17 @@ CacheSettings cache_settings_of(const CheckOptions& options) {
 }
 }  // namespace
 
+namespace {
+// A fixed notebook's findings are shown on the notebook as written: its index
+// read from `written` (the lines of the file where each row is), when it
+// reads back to the same source.
+void reread_notebook(SourceFile& fixed, const std::string& written) {
+  std::string why;
+  std::optional<Notebook> again = Notebook::parse(written, why);
+  if (again && again->source() == fixed.text()) fixed.set_notebook(again->index());
+}
+}  // namespace
+
 FileLinter::FileLinter(const CheckOptions& options, std::span<const Rule> rules, const Report& report)
     : options_(options),
       caches_(std::make_shared<CacheSet>(cache_settings_of(options))),
@@ -97,7 +108,9 @@ FileOutcome FileLinter::lint_source(SourceFile source, const FileSettings& setti
     } else {
       std::string why;
       std::string_view expected = notebook != nullptr ? notebook_bytes : std::string_view(original);
-      if (!write_file_atomically(o.path, expected, file_text(fixed->source), why)) {
+      std::string text = file_text(fixed->source);
+      if (notebook != nullptr) reread_notebook(fixed->source, text);
+      if (!write_file_atomically(o.path, expected, text, why)) {
         o.err = "ddplint: " + o.path + ": fixes not written: " + why + "\n";
         o.error = true;
         o.fixed.clear();
@@ -110,6 +123,7 @@ FileOutcome FileLinter::lint_source(SourceFile source, const FileSettings& setti
   if (options_.fix && !write_back) {
     // printed whole, changed or not (a notebook as it was read when nothing changed)
     o.stdin_fixed = notebook != nullptr && !(fixed && fixed->changed) ? std::string(notebook_bytes) : file_text(*shown);
+    if (notebook != nullptr && fixed && fixed->changed) reread_notebook(*shown, o.stdin_fixed);
     o.stdin_source = true;
   }
   report_.format(*shown, result, o);

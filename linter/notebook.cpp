@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstring>
 
 #include "linter/fixes.hpp"
 
@@ -47,6 +48,7 @@ NotebookIndex NotebookIndex::after(std::span<const Edit> edits) const {
   };
   NotebookIndex out = *this;
   for (Cell& c : out.cells) {
+    c.file_lines.clear();  // the file is written anew: its lines are known when it is read again
     // an insertion at a cell's start is the cell's (its end is the next cell's start)
     c.start = moved(c.start, false);
     c.end = moved(c.end, false);
@@ -65,7 +67,8 @@ CellPosition cell_position(const SourceFile& file, std::uint32_t offset, std::op
   if (within && cell->end > cell->start && offset > cell->end - 1) offset = cell->end - 1;  // not into the next cell
   Position p = file.lines().position(offset);
   p.row -= file.lines().line_of(cell->start);
-  return {cell->number, p};
+  std::uint32_t file_line = p.row - 1 < cell->file_lines.size() ? cell->file_lines[p.row - 1] : 0;
+  return {cell->number, p, file_line};
 }
 
 namespace {
@@ -148,6 +151,80 @@ bool assigns_magic(std::string_view t) {
   return i < t.size() && (t[i] == '!' || t[i] == '%');
 }
 
+// Where the strings of each cell's `source` are written in a notebook's JSON
+// text (valid, as nlohmann read it): per cell of `cells`, the 1-based line of
+// each string (one for a string source; none where a key is spelled with
+// escapes). A walk over the text's structure, never deeper than the parser went.
+class SourceLines {
+ public:
+  explicit SourceLines(std::string_view text) : t_(text) {}
+  std::vector<std::vector<std::uint32_t>> read() {
+    std::vector<std::vector<std::uint32_t>> cells;
+    members([&](std::string_view key) {
+      if (key != "cells" || peek() != '[') return skip();
+      elements([&] {
+        std::vector<std::uint32_t>& lines = cells.emplace_back();
+        if (peek() != '{') return skip();
+        members([&](std::string_view cell_key) {
+          if (cell_key != "source") return skip();
+          if (peek() == '"') {
+            lines.push_back(line_);
+            return skip();
+          }
+          if (peek() != '[') return skip();
+          elements([&] {
+            if (peek() == '"') lines.push_back(line_);
+            skip();
+          });
+        });
+      });
+    });
+    return cells;
+  }
+
+ private:
+  char peek() {
+    while (i_ < t_.size() && (t_[i_] == ' ' || t_[i_] == '\t' || t_[i_] == '\r' || t_[i_] == '\n')) line_ += t_[i_++] == '\n';
+    return i_ < t_.size() ? t_[i_] : '\0';
+  }
+  std::string_view string() {  // at a '"': the raw text between the quotes
+    std::size_t start = ++i_;
+    while (i_ < t_.size() && t_[i_] != '"') i_ += t_[i_] == '\\' ? 2 : 1;
+    std::string_view raw = t_.substr(start, std::min(i_, t_.size()) - start);
+    ++i_;
+    return raw;
+  }
+  void skip() {  // one value
+    char c = peek();
+    if (c == '"') (void)string();
+    else if (c == '{') members([&](std::string_view) { skip(); });
+    else if (c == '[') elements([&] { skip(); });
+    else while (i_ < t_.size() && !std::strchr(",]} \t\r\n", t_[i_])) ++i_;
+  }
+  template <class F> void members(F&& member) {  // at a '{'
+    ++i_;
+    while (peek() == '"') {
+      std::string_view key = string();
+      if (peek() == ':') ++i_;
+      member(key);
+      if (peek() == ',') ++i_;
+    }
+    if (peek() == '}') ++i_;
+  }
+  template <class F> void elements(F&& element) {  // at a '['
+    ++i_;
+    while (peek() != ']' && i_ < t_.size()) {
+      element();
+      if (peek() == ',') ++i_;
+      else break;
+    }
+    if (peek() == ']') ++i_;
+  }
+  std::string_view t_;
+  std::size_t i_ = 0;
+  std::uint32_t line_ = 1;
+};
+
 std::string_view strip_cr(std::string_view line) {
   if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
   return line;
@@ -186,6 +263,7 @@ std::optional<Notebook> Notebook::parse(std::string_view bytes, std::string& err
     return std::nullopt;
   }
   auto index = std::make_shared<NotebookIndex>();
+  std::vector<std::vector<std::uint32_t>> string_lines = SourceLines(bytes).read();
   for (std::size_t k = 0; k < cells->size(); ++k) {
     const auto& cell = (*cells)[k];
     std::string where = "cell " + std::to_string(k + 1) + ": ";
@@ -197,8 +275,10 @@ std::optional<Notebook> Notebook::parse(std::string_view bytes, std::string& err
     auto source = cell.find("source");
     std::string text;
     bool list = false;
+    std::vector<std::size_t> string_ends;  // where each string of `source` ends in `text`
     if (source != cell.end() && source->is_string()) {
       text = source->get<std::string>();
+      string_ends.push_back(text.size());
     } else if (source != cell.end() && source->is_array()) {
       list = true;
       for (const auto& line : *source) {
@@ -207,6 +287,7 @@ std::optional<Notebook> Notebook::parse(std::string_view bytes, std::string& err
           return std::nullopt;
         }
         text += line.get_ref<const std::string&>();
+        string_ends.push_back(text.size());
       }
     } else {
       error = where + "`source` is not a string or a list of strings";
@@ -255,6 +336,16 @@ std::optional<Notebook> Notebook::parse(std::string_view bytes, std::string& err
       nb.source_ += out;
       nb.source_ += text.substr(at + line.size(), next - at - line.size());  // the line end as it is
       at = next;
+    }
+    // each row's line in the file: the line of the string it starts in
+    if (k < string_lines.size() && string_lines[k].size() == string_ends.size() && !string_ends.empty()) {
+      for (std::size_t row_start = 0;;) {
+        std::size_t s = std::upper_bound(string_ends.begin(), string_ends.end(), row_start) - string_ends.begin();
+        c.file_lines.push_back(string_lines[k][std::min(s, string_ends.size() - 1)]);
+        std::size_t eol = text.find('\n', row_start);
+        if (eol == std::string::npos || eol + 1 >= text.size()) break;
+        row_start = eol + 1;
+      }
     }
     if (!nb.source_.ends_with('\n') || nb.source_.size() == c.start) {
       nb.source_ += '\n';

@@ -38,6 +38,10 @@ struct NotebookIndex {
     bool added_newline = false;    ///< the cell's text did not end in "\n": the last byte is not the notebook's
     bool list_source = false;      ///< `source` is a list of lines (else one string)
     std::vector<Magic> magics;     ///< its blanked IPython lines, in order
+    /// The 1-based line of the notebook file (its JSON) holding each of the
+    /// cell's rows (the line of the `source` string it starts in); empty when
+    /// unknown (after edits, until the notebook is read again).
+    std::vector<std::uint32_t> file_lines;
   };
   std::vector<Cell> cells;
 
@@ -52,10 +56,12 @@ struct NotebookIndex {
 };
 
 /// A position as shown for a notebook: the cell's number and the 1-based row
-/// and code-point column inside the cell.
+/// and code-point column inside the cell, and the line of the notebook file
+/// where that row is written (0: unknown).
 struct CellPosition {
   std::uint32_t cell = 0;
   Position position;
+  std::uint32_t file_line = 0;
 };
 
 /// The cell position of byte `offset` of a notebook's virtual source (`file`

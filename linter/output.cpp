@@ -301,10 +301,13 @@ std::string format_github(const SourceFile& file, const std::vector<Diagnostic>&
     Position a = file.lines().position(d.start), b = file.lines().position(d.end);
     const char* command = d.rule->severity == Severity::Error ? "error" : d.rule->severity == Severity::Warning ? "warning" : "notice";
     if (file.notebook()) {
-      // a notebook's lines are not the lines of its file: the annotation is
-      // the file's, and the message says where in which cell
+      // a notebook's rows are not the lines of its file: the annotation is on
+      // the line of the file where the row is written, and the message says
+      // where in which cell
+      CellPosition c = cell_position(file, d.start);
       out += "::" + std::string(command) + " title=" + github_escape_property("ddplint (" + std::string(d.rule->code) + ")") +
-             ",file=" + github_escape_property(file.path()) + "::" +
+             ",file=" + github_escape_property(file.path()) +
+             (c.file_line != 0 ? ",line=" + std::to_string(c.file_line) : std::string()) + "::" +
              github_escape_data(shown_where(file, d.start) + ": " + std::string(d.rule->code) + " " + d.message) + "\n";
       continue;
     }
@@ -348,22 +351,27 @@ nlohmann::ordered_json sarif_result(const SourceFile& file, const Diagnostic& d,
   std::snprintf(fingerprint, sizeof fingerprint, "%016llx:%zu", static_cast<unsigned long long>(h), occurrence + 1);
   nlohmann::ordered_json region = {{"startLine", a.row}, {"startColumn", a.column}, {"endLine", b.row}, {"endColumn", b.column}};
   if (file.notebook()) {
-    // SARIF regions count the lines of the artifact, the notebook's JSON, which
-    // are not the cell's: the location is the file, and the cell and the rows
-    // and columns inside it are properties (as Ruff's JSON gives them)
-    std::uint32_t cell = 0, end_cell = 0;
-    Position ca = shown_position(file, d.start, cell), cb = shown_position(file, d.end, end_cell, d.start);
+    // SARIF regions count the lines of the artifact, the notebook's JSON: the
+    // region is the lines of the file where the cell's rows are written (no
+    // columns: those of the JSON strings are not the code's), and the cell
+    // with the rows and columns inside it are properties (as Ruff's JSON gives them)
+    CellPosition ca = cell_position(file, d.start), cb = cell_position(file, d.end, d.start);
+    nlohmann::ordered_json location = {{"artifactLocation", {{"uri", uri}, {"uriBaseId", "%SRCROOT%"}}}};
+    if (ca.file_line != 0)
+      location["region"] = {{"startLine", ca.file_line}, {"endLine", std::max(ca.file_line, cb.file_line)}};
     nlohmann::ordered_json result = {
         {"ruleId", d.rule->code},
         {"ruleIndex", rule_index},
         {"level", sarif_level(d.rule->severity)},
         {"message", {{"text", d.message}}},
-        {"locations", {{{"physicalLocation", {{"artifactLocation", {{"uri", uri}, {"uriBaseId", "%SRCROOT%"}}}}}}}},
+        {"locations", {{{"physicalLocation", std::move(location)}}}},
         {"partialFingerprints", {{"ddplintLineHash/v1", fingerprint}}},
         {"properties",
-         {{"cell", cell},
-          {"cellRegion", {{"startLine", ca.row}, {"startColumn", ca.column}, {"endLine", cb.row}, {"endColumn", cb.column}}}}}};
-    return result;  // (no `fixes`: their regions would be the cell's too)
+         {{"cell", ca.cell},
+          {"cellRegion",
+           {{"startLine", ca.position.row}, {"startColumn", ca.position.column}, {"endLine", cb.position.row},
+            {"endColumn", cb.position.column}}}}}};
+    return result;  // (no `fixes`: their regions would be inside the JSON strings)
   }
   nlohmann::ordered_json result = {
       {"ruleId", d.rule->code},

@@ -1176,12 +1176,15 @@ TEST_CASE("notebooks: findings as path:cell N:row:col, JSON `cell`, SARIF proper
   Run sarif = ddplint({"--isolated", "--select", "DDP102", "--format", "sarif", "train.ipynb"}, "", d.path);
   auto result = nlohmann::json::parse(sarif.out)["runs"][0]["results"][0];
   CHECK(result["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "train.ipynb");
-  CHECK_FALSE(result["locations"][0]["physicalLocation"].contains("region"));  // the JSON's lines are not the cell's
+  // the region: the line of the notebook file where the row is written (GitHub needs a startLine)
+  std::string text = notebook_json(ddp_cells());
+  auto file_line = std::count(text.begin(), text.begin() + static_cast<long>(text.find("\"loader = ")), '\n') + 1;
+  CHECK(result["locations"][0]["physicalLocation"]["region"]["startLine"] == file_line);
   CHECK(result["properties"]["cell"] == 3);
   CHECK(result["properties"]["cellRegion"]["startLine"] == 2);
   Run gh = ddplint({"--isolated", "--select", "DDP102", "--format", "github", "train.ipynb"}, "", d.path);
-  CHECK(contains(gh.out, "file=train.ipynb::cell 3:2:10: DDP102 "));
-  CHECK_FALSE(contains(gh.out, "line="));
+  CHECK(contains(gh.out, "file=train.ipynb,line=" + std::to_string(file_line) + "::cell 3:2:10: DDP102 "));
+  CHECK_FALSE(contains(gh.out, "col="));
   // `# noqa` on the cell's line
   auto cells = ddp_cells();
   cells[2]["source"][1] = "loader = DataLoader(ds, num_workers=2)  # noqa: DDP102\n";

@@ -3,6 +3,8 @@
 // magics left out, malformed notebooks refused, fixes written back in shape.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+
 #include "linter/fixes.hpp"
 #include "linter/notebook.hpp"
 #include "linter/output.hpp"
@@ -181,10 +183,13 @@ TEST_CASE("notebook: written back as Jupyter writes it, the source kept in its s
 }
 
 TEST_CASE("notebook: output formats show the cell") {
-  Notebook nb = parsed(notebook_of(json::array(
+  std::string bytes = notebook_of(json::array(
       {markdown_cell("# t"),
        code_cell(json::array({"import torch\n", "from torch.utils.data import DataLoader\n"})),
-       code_cell(json::array({"model = torch.nn.Linear(2, 2).cuda()\n", "loader = DataLoader(ds, batch_size=4)\n"}))})));
+       code_cell(json::array({"model = torch.nn.Linear(2, 2).cuda()\n", "loader = DataLoader(ds, batch_size=4)\n"}))}));
+  Notebook nb = parsed(bytes);
+  // the line of the notebook file where the finding's row is written
+  auto loader_line = static_cast<std::int64_t>(std::count(bytes.begin(), bytes.begin() + bytes.find("loader = "), '\n') + 1);
   SourceFile f("n.ipynb", nb.source());
   f.set_notebook(nb.index());
   LintResult r = lint(f, rules::all(), RuleSelection({"DDP101"}, {}), RuleOptions{}, false);
@@ -196,7 +201,28 @@ TEST_CASE("notebook: output formats show the cell") {
   CHECK(format_grouped(f, r.diagnostics, false).find("  cell 3:2:10 DDP101") != std::string::npos);
   CHECK(format_full(f, r.diagnostics, false).find("2 | loader = DataLoader") != std::string::npos);
   json sarif = sarif_result(f, r.diagnostics[0], 0, "n.ipynb", 0);
-  CHECK_FALSE(sarif["locations"][0]["physicalLocation"].contains("region"));
+  // SARIF's region is the file's lines (the JSON's), the cell's rows are properties
+  CHECK(sarif["locations"][0]["physicalLocation"]["region"] == json{{"startLine", loader_line}, {"endLine", loader_line}});
   CHECK(sarif["properties"]["cell"] == 3);
   CHECK(sarif["properties"]["cellRegion"]["startLine"] == 2);
+  CHECK(format_github(f, r.diagnostics).find(",line=" + std::to_string(loader_line) + "::cell 3:2:10: DDP101") !=
+        std::string::npos);
+}
+
+TEST_CASE("notebook: each row knows the line of the file where it is written") {
+  std::string bytes = notebook_of(json::array({markdown_cell("m"), code_cell(json::array({"a = 1\n", "\n", "b = [\n", "]"})),
+                                               code_cell("x = 1\ny = 2\n")}));
+  Notebook nb = parsed(bytes);
+  auto line_of = [&](std::string_view needle) {
+    return static_cast<std::uint32_t>(std::count(bytes.begin(), bytes.begin() + bytes.find(needle), '\n') + 1);
+  };
+  const auto& cells = nb.index()->cells;
+  REQUIRE(cells.size() == 2);
+  CHECK(cells[0].file_lines ==
+        std::vector<std::uint32_t>{line_of("\"a = 1"), line_of("\"a = 1") + 1, line_of("\"b = ["), line_of("\"]\"")});
+  // a string source is one line of the file
+  CHECK(cells[1].file_lines == std::vector<std::uint32_t>{line_of("\"x = 1"), line_of("\"x = 1")});
+  // unknown after edits, until read again
+  std::vector<Edit> none;
+  CHECK(nb.index()->after(none).cells[0].file_lines.empty());
 }
