@@ -1,4 +1,7 @@
 // `ddplint [PATH...]`, the default command: a run in its stages, in order.
+#include <algorithm>
+#include <cstdio>
+
 #include "cli/commands.hpp"
 #include "cli/configure.hpp"
 #include "cli/discover.hpp"
@@ -7,13 +10,69 @@
 
 namespace ddplint::cli {
 
-int run_check(const CheckOptions& options, std::span<const Rule> rules) {
+namespace {
+// --show-files (Ruff's): the files the run would lint, one a line, in its order.
+int show_files(Discovery& discovery) {
+  int rc = kExitClean;
+  if (std::find(discovery.paths().begin(), discovery.paths().end(), "-") != discovery.paths().end()) std::printf("-\n");
+  PathWalk walk = discovery.walk();
+  while (auto entry = walk.next()) {
+    if (!entry->error.empty()) {
+      std::fprintf(stderr, "ddplint: %s: %s\n", entry->path.c_str(), entry->error.c_str());
+      rc = kExitError;
+      continue;
+    }
+    std::printf("%s\n", display_path(entry->path).c_str());
+  }
+  return std::fflush(stdout) == 0 ? rc : kExitError;
+}
+
+// --show-settings (Ruff's): for each file the run would lint, the
+// configuration file that governs it and what it selects.
+int show_settings(Discovery& discovery, Configurations& configs, std::span<const Rule> rules) {
+  int rc = kExitClean;
+  PathWalk walk = discovery.walk();
+  bool first = true;
+  while (auto entry = walk.next()) {
+    if (!entry->error.empty()) {
+      std::fprintf(stderr, "ddplint: %s: %s\n", entry->path.c_str(), entry->error.c_str());
+      rc = kExitError;
+      continue;
+    }
+    std::shared_ptr<const Config> config;
+    if (!configs.config_of(entry->path, config)) return kExitError;
+    FileSettings settings = configs.settings_of(config.get(), entry->path);
+    std::string enabled;
+    for (const Rule& r : rules)
+      if (settings.selection.enabled(r.info)) enabled += (enabled.empty() ? "" : ", ") + std::string(r.info.code);
+    std::printf("%sResolved settings for: %s\n", first ? "" : "\n", display_path(entry->path).c_str());
+    std::printf("Settings path: %s\n", config ? display_path(config->file.string()).c_str() : "(none: the defaults)");
+    if (config)
+      for (const auto& base : config->extends) std::printf("Extends: %s\n", display_path(base.string()).c_str());
+    std::printf("rules: %s\n", enabled.empty() ? "(none)" : enabled.c_str());
+    std::printf("tiny-batch-threshold: %lld\n", static_cast<long long>(settings.options.tiny_batch_threshold));
+    if (config) std::printf("respect-gitignore: %s\n", config->respect_gitignore ? "true" : "false");
+    first = false;
+  }
+  return std::fflush(stdout) == 0 ? rc : kExitError;
+}
+}  // namespace
+
+int run_check(const CheckOptions& given, std::span<const Rule> rules) {
+  CheckOptions options = given;  // the configuration may give the output format
   // configuration: --select/--ignore and --config checked before anything is read
   Configurations configs(options, rules);
   if (!configs.resolve_arguments()) return kExitError;
+  if (!options.format_given) {
+    // `output-format` of the configuration of the working folder (or --config), as Ruff reads its root settings
+    std::shared_ptr<const Config> root;
+    if (configs.config_of("-", root) && root && root->output_format) options.format = *root->output_format;
+  }
   // discovery: every file's configuration is resolved before any is linted
   Discovery discovery(options, configs);
   if (!discovery.check_configurations()) return kExitError;
+  if (options.show_files) return show_files(discovery);
+  if (options.show_settings) return show_settings(discovery, configs, rules);
   // (configurations are all read before anything is written, the report file
   // included: a bad one leaves an earlier report as it was)
   Report report(options, rules);

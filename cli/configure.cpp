@@ -11,22 +11,25 @@ Configurations::Configurations(const CheckOptions& options, std::span<const Rule
     : options_(options), rules_(rules), resolver_(rules) {}
 
 bool Configurations::resolve_arguments() {
-  for (const auto& s : options_.select_args)
-    for (auto& c : split_codes(s)) select_.push_back(std::move(c));
-  for (const auto& s : options_.extend_select_args)
-    for (auto& c : split_codes(s)) extend_select_.push_back(std::move(c));
-  for (const auto& s : options_.ignore_args)
-    for (auto& c : split_codes(s)) ignore_.push_back(std::move(c));
-  if (auto bad = unknown_code(select_, rules_)) {
-    std::fprintf(stderr, "ddplint: --select: unknown rule code or prefix '%s' (see --list-rules)\n", bad->c_str());
+  // codes in any case, prefixes, or rule names (canonical_selector), each checked against the rules
+  auto read = [&](const std::vector<std::string>& args, std::vector<std::string>& out, const char* flag) {
+    for (const auto& s : args)
+      for (const auto& item : split_codes(s)) {
+        std::string code = canonical_selector(item, rules_);
+        if (unknown_code({code}, rules_)) {
+          std::fprintf(stderr, "ddplint: %s: %s\n", flag, unknown_rule_message(item, rules_).c_str());
+          return false;
+        }
+        out.push_back(std::move(code));
+      }
+    return true;
+  };
+  if (!read(options_.select_args, select_, "--select") || !read(options_.extend_select_args, extend_select_, "--extend-select") ||
+      !read(options_.ignore_args, ignore_, "--ignore"))
     return false;
-  }
-  if (auto bad = unknown_code(extend_select_, rules_)) {
-    std::fprintf(stderr, "ddplint: --extend-select: unknown rule code or prefix '%s' (see --list-rules)\n", bad->c_str());
-    return false;
-  }
-  if (auto bad = unknown_code(ignore_, rules_)) {
-    std::fprintf(stderr, "ddplint: --ignore: unknown rule code or prefix '%s' (see --list-rules)\n", bad->c_str());
+  if (options_.add_noqa && (options_.fixing() || !options_.stdin_filename.empty() ||
+                            std::find(options_.paths.begin(), options_.paths.end(), "-") != options_.paths.end())) {
+    std::fprintf(stderr, "ddplint: --add-noqa edits files in place: it cannot be used with --fix, --diff or standard input\n");
     return false;
   }
   if (options_.isolated && !options_.config_path.empty()) {
@@ -92,7 +95,11 @@ bool Configurations::config_of(const std::string& path, std::shared_ptr<const Co
 }
 
 FileSettings Configurations::settings_of(const Config* config, const std::string& path) const {
-  return settings_for(config, path, select_, ignore_, extend_select_);
+  FileSettings settings = settings_for(config, path, select_, ignore_, extend_select_);
+  const std::string& least = options_.min_severity;
+  if (!least.empty())
+    settings.selection.require_severity(least == "error" ? Severity::Error : least == "warning" ? Severity::Warning : Severity::Info);
+  return settings;
 }
 
 std::shared_ptr<const FileSettings> Configurations::shared_settings_of(const std::shared_ptr<const Config>& config,

@@ -2,11 +2,19 @@
 #include "cli/discover.hpp"
 
 #include <algorithm>
+#include <cstdio>
 
 namespace ddplint::cli {
 
 Discovery::Discovery(const CheckOptions& options, Configurations& configs)
     : options_(options), configs_(configs), paths_(options.paths) {
+  if (!options.stdin_filename.empty()) {
+    // --stdin-filename reads standard input, whatever else is named (as Ruff's
+    // is_stdin in crates/ruff/src/lib.rs: "Ignoring file X in favor of standard input.")
+    for (const auto& p : paths_)
+      if (p != "-") std::fprintf(stderr, "ddplint: warning: ignoring %s in favor of standard input (--stdin-filename)\n", p.c_str());
+    paths_ = {"-"};
+  }
   if (paths_.empty()) paths_.push_back(".");
   for (const auto& p : paths_) {
     // a path given twice is linted once
@@ -35,18 +43,26 @@ void Discovery::force_exclude() {
   // as the folder walk would leave it out: its folders between the
   // configuration's folder (or the working directory) and the file are checked
   std::erase_if(file_args_, [&](const std::string& arg) {
-    std::filesystem::path absolute =
-        (std::filesystem::path(arg).is_absolute() ? std::filesystem::path(arg) : cwd_ / arg).lexically_normal();
-    std::shared_ptr<const Config> config;
-    if (!configs_.config_of(absolute.string(), config)) return false;  // reported; the run stops before linting
-    const std::filesystem::path base = config ? config->directory : cwd_;
-    for (std::filesystem::path dir = absolute.parent_path(); dir != dir.parent_path(); dir = dir.parent_path()) {
-      std::string relative = dir.lexically_relative(base).generic_string();
-      if (relative.empty() || relative == "." || relative.rfind("..", 0) == 0) break;  // the project's folders only
-      if (excluded(dir, true)) return true;
-    }
-    return false;
+    bool out = force_excluded(arg);
+    // a path named but left out gets a word on stderr (quietly, pre-commit hooks name every staged file)
+    if (out && !options_.quiet)
+      std::fprintf(stderr, "ddplint: note: %s is left out: --force-exclude applies `exclude` and .gitignore to it\n", arg.c_str());
+    return out;
   });
+}
+
+bool Discovery::force_excluded(const std::string& arg) {
+  std::filesystem::path absolute =
+      (std::filesystem::path(arg).is_absolute() ? std::filesystem::path(arg) : cwd_ / arg).lexically_normal();
+  std::shared_ptr<const Config> config;
+  if (!configs_.config_of(absolute.string(), config)) return false;  // reported; the run stops before linting
+  const std::filesystem::path base = config ? config->directory : cwd_;
+  for (std::filesystem::path dir = absolute.parent_path(); dir != dir.parent_path(); dir = dir.parent_path()) {
+    std::string relative = dir.lexically_relative(base).generic_string();
+    if (relative.empty() || relative == "." || relative.rfind("..", 0) == 0) break;  // the project's folders only
+    if (excluded(dir, true)) return true;
+  }
+  return false;
 }
 
 bool Discovery::check_configurations() {
@@ -70,6 +86,23 @@ bool Discovery::check_configurations() {
     }
   }
   if (configs_.had_errors()) return false;
+  // a folder named on the command line that git ignores holds nothing the
+  // walk lints: say so, and how to lint it (Ruff is silent here; a "0 files" run
+  // was the trap)
+  for (const std::string& arg : file_args_) {
+    std::error_code ec;
+    if (!std::filesystem::is_directory(arg, ec)) continue;
+    std::filesystem::path absolute =
+        (std::filesystem::path(arg).is_absolute() ? std::filesystem::path(arg) : cwd_ / arg).lexically_normal();
+    std::shared_ptr<const Config> config;
+    if (!configs_.config_of((absolute / "-").string(), config)) continue;
+    bool respect = options_.respect_gitignore.value_or(config ? config->respect_gitignore : true);
+    if (respect && gitignore_.ignored(absolute, true))
+      std::fprintf(stderr,
+                   "ddplint: note: %s is ignored by git (.gitignore), so nothing in it is linted; "
+                   "lint it with --no-respect-gitignore\n",
+                   arg.c_str());
+  }
   if (std::find(paths_.begin(), paths_.end(), "-") != paths_.end()) {
     std::shared_ptr<const Config> config;  // standard input's, from --stdin-filename's folder
     if (!configs_.config_of(options_.stdin_filename.empty() ? "stdin.py" : options_.stdin_filename, config)) return false;

@@ -44,6 +44,8 @@ class Discovery {
   Configurations& configs_;
   std::vector<std::string> paths_;      // as named, `.` when none
   std::vector<std::string> file_args_;  // the paths to walk: `-` left out, each once
+  // --force-exclude: whether `arg` (a named path) is inside an excluded or git-ignored folder
+  bool force_excluded(const std::string& arg);
   GitIgnore gitignore_;
   std::filesystem::path cwd_;
   std::map<const Config*, std::vector<std::string>> patterns_of_;  // exclude patterns, per configuration

@@ -11,6 +11,7 @@
 #include "linter/fixes.hpp"
 #include "linter/lint_cache.hpp"
 #include "linter/notebook.hpp"
+#include "linter/suppressions.hpp"
 
 namespace ddplint::cli {
 
@@ -73,13 +74,17 @@ FileOutcome FileLinter::lint_source(SourceFile source, const FileSettings& setti
   std::optional<FixOutcome> fixed;
   if (options_.fixing()) {
     original = std::string(source.text());
-    fixed.emplace(fix_source(std::move(source), rules_, selection, options_.unsafe_fixes, settings.options, facts));
+    fixed.emplace(fix_source(std::move(source), rules_, selection, options_.unsafe_fixes, settings.options, facts,
+                             &settings.fixable));
     result = std::move(fixed->remaining);
     shown = &fixed->source;
     o.fixed = fixed->fixed;
     o.fixed_total = fixed->fixed_total;
   } else {
     result = lint_cached(cache, source, rules_, selection, settings.options, facts, absolute);
+    // `unfixable` rules: no fix offered, none counted
+    for (Diagnostic& d : result.diagnostics)
+      if (d.fix && !settings.fixable.enabled(d.rule->code)) d.fix.reset();
   }
   if (!result.error.empty()) {
     o.err = "ddplint: " + o.path + ": " + result.error + "\n";
@@ -98,6 +103,28 @@ FileOutcome FileLinter::lint_source(SourceFile source, const FileSettings& setti
   auto file_text = [&](const SourceFile& s) {
     return notebook != nullptr && s.notebook() ? notebook->write(s.text(), *s.notebook()) : std::string(s.text());
   };
+  if (options_.add_noqa) {
+    // --add-noqa: each finding's line gets its `# noqa: CODE`; nothing is reported
+    std::vector<Edit> edits = add_noqa_edits(source, result.diagnostics);
+    if (const NotebookIndex* cells = source.notebook().get())  // (a notebook: in its cells, off IPython lines)
+      std::erase_if(edits, [&](const Edit& e) { return !cells->editable(e); });
+    if (edits.empty()) return o;
+    std::string original_text(source.text());
+    std::string noqa_text = apply_edits(original_text, edits);
+    std::string_view expected = original_text;
+    if (notebook != nullptr && source.notebook()) {
+      noqa_text = notebook->write(noqa_text, source.notebook()->after(edits));
+      expected = notebook_bytes;
+    }
+    std::string why;
+    if (!write_file_atomically(o.path, expected, noqa_text, why)) {
+      o.err = "ddplint: " + o.path + ": noqa comments not written: " + why + "\n";
+      o.error = true;
+      return o;
+    }
+    o.noqa_added = edits.size();
+    return o;
+  }
   if (fixed && fixed->changed) {
     if (options_.diff) {
       o.diff = notebook != nullptr && fixed->source.notebook()

@@ -42,15 +42,20 @@ void add_check_options(CLI::App& app, CheckOptions& o) {
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
       ->allow_extra_args(false);
-  app.add_option("--format", o.format, "Output format")
-      ->check(CLI::IsMember({"text", "full", "grouped", "json", "json-lines", "github", "sarif"}))
+  app.add_option("--format,--output-format", o.format,
+                 "Output format (concise: one short line per finding; text adds the whole message; full adds the source)")
+      ->check(CLI::IsMember({"text", "concise", "full", "grouped", "json", "json-lines", "github", "sarif"}))
       ->capture_default_str();
+  app.add_option("--min-severity", o.min_severity,
+                 "Report only findings of this severity or higher (error > warning > info); rules below it do not run")
+      ->check(CLI::IsMember({"info", "warning", "error"}));
   app.add_flag("--statistics", o.statistics, "Print a count of findings per rule instead of the findings");
   app.add_option("-o,--output-file", o.output_file, "Write the report to this file instead of standard output")
       ->type_name("PATH");
-  app.add_option("--explain", o.explain, "Print the documentation of a rule and exit")->type_name("CODE");
+  app.add_option("--explain", o.explain, "Print the documentation of a rule (its code, or its name) and exit")->type_name("RULE");
   app.add_flag("--list-rules", o.list_rules, "Print a table of every rule and exit");
-  app.add_option("--stdin-filename", o.stdin_filename, "Name shown for source read from standard input (-)")
+  app.add_option("--stdin-filename", o.stdin_filename,
+                 "Read the source from standard input, and name it PATH (its configuration and project are PATH's)")
       ->type_name("PATH");
   app.add_option("--config", o.config_path,
                  "Configuration file to use for every file (ddplint.toml, or pyproject.toml with [tool.ddplint]) "
@@ -76,6 +81,13 @@ void add_check_options(CLI::App& app, CheckOptions& o) {
   app.add_flag("--diff", o.diff, "Print the fixes as a unified diff and change nothing (exit 1 if there is one)");
   app.add_flag("--show-fixes", o.show_fixes, "With --fix: list the fixes applied, per file and rule");
   app.add_flag("--exit-zero", o.exit_zero, "Exit with 0 even when findings are reported");
+  app.add_flag("--exit-non-zero-on-fix", o.exit_non_zero_on_fix,
+               "With --fix: exit with 1 when a file was changed, even if no finding is left");
+  app.add_flag("--add-noqa", o.add_noqa,
+               "Add a `# noqa: CODE` comment to each line with findings (kept codes are merged; run twice, changes nothing)");
+  app.add_flag("--show-files", o.show_files, "Print the files that would be linted, one per line, and exit");
+  app.add_flag("--show-settings", o.show_settings,
+               "Print the settings (configuration file, rules selected, options) for each file named, and exit");
   app.add_flag("-q,--quiet", o.quiet, "Print findings only: no summary line");
   o.jobs = usable_cores();
   app.add_option("-j,--jobs", o.jobs, "Files linted in parallel (default: the number of cores it may run on); output order is the same")
@@ -127,8 +139,13 @@ std::variant<Options, int> parse_options(int argc, char** argv) {
   add_verify_options(*verify_cmd, options.verify);
   add_rule_options(*rule_cmd, options.rule);
   app.require_subcommand(0, 1);
+  // `ddplint check PATH...`: Ruff's spelling of the default command, when
+  // `check` is the first word (a file named check: `ddplint ./check`)
+  std::vector<std::string> words;
+  for (int i = argc - 1; i >= 1; --i) words.emplace_back(argv[i]);  // CLI11 takes them reversed
+  if (!words.empty() && words.back() == "check") words.pop_back();
   try {
-    app.parse(argc, argv);
+    app.parse(words);
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e) == 0 ? kExitClean : kExitError;
   } catch (const CLI::CallForVersion& e) {
@@ -139,6 +156,7 @@ std::variant<Options, int> parse_options(int argc, char** argv) {
     return kExitError;
   }
   options.check.explain_given = app.count("--explain") > 0;
+  options.check.format_given = app.count("--format") > 0;
   if (*server) options.command = Command::Server;
   else if (*rule_cmd) options.command = Command::Rule;
   else if (*verify_cmd) options.command = Command::Verify;

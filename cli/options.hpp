@@ -24,11 +24,12 @@ enum ExitCode : int {
 struct CheckOptions {
   std::vector<std::string> paths;                     ///< files, folders, `-` for standard input
   std::vector<std::string> select_args, extend_select_args, ignore_args;  ///< --select / --extend-select / --ignore as given (comma lists)
-  std::string format = "text";                        ///< --format
+  std::string format = "text";                        ///< --format (or the configuration's output-format)
+  bool format_given = false;                          ///< --format/--output-format was given
   std::string explain;                                ///< --explain CODE
   bool explain_given = false;                         ///< --explain was given (even empty)
   bool list_rules = false;                            ///< --list-rules
-  std::string stdin_filename;                         ///< --stdin-filename
+  std::string stdin_filename;                         ///< --stdin-filename: standard input is read, under this name
   std::string config_path;                            ///< --config
   std::string output_file;                            ///< -o/--output-file
   bool exit_zero = false, quiet = false, isolated = false, statistics = false;
@@ -36,6 +37,11 @@ struct CheckOptions {
   bool no_cache = false;    ///< --no-cache (or DDPLINT_NO_CACHE set): nothing read from or written to a cache
   std::string cache_dir;    ///< --cache-dir (or DDPLINT_CACHE_DIR): one cache folder for every project
   bool fix = false, unsafe_fixes = false, diff = false, show_fixes = false, force_exclude = false;
+  bool exit_non_zero_on_fix = false;  ///< --exit-non-zero-on-fix: exit 1 when --fix changed a file
+  bool add_noqa = false;              ///< --add-noqa: write `# noqa: CODE` on each finding's line
+  bool show_files = false;            ///< --show-files: list the files the run would lint
+  bool show_settings = false;         ///< --show-settings: each named file's settings
+  std::string min_severity;           ///< --min-severity: info, warning or error (empty: every severity)
   std::optional<bool> respect_gitignore;  ///< --[no-]respect-gitignore: overrides the configuration
   unsigned jobs = 1;                      ///< -j: files linted in parallel (default: the usable cores)
 

@@ -55,7 +55,8 @@ bool report_is_linted(const std::string& output_file, const std::vector<std::str
 
 Report::Report(const CheckOptions& options, std::span<const Rule> rules) : options_(options), rules_(rules) {
   const std::string& format = options_.format;
-  color_ = (format == "text" || format == "full" || format == "grouped") && options_.output_file.empty() && use_color();
+  color_ = (format == "text" || format == "concise" || format == "full" || format == "grouped") &&
+           options_.output_file.empty() && use_color();
   source_root_ = std::filesystem::current_path();
   for (std::filesystem::path p = source_root_; !p.empty(); p = p.parent_path()) {
     std::error_code ec;
@@ -109,6 +110,11 @@ std::pair<std::string, bool> Report::sarif_uri(const std::string& path) const {
 void Report::format(const SourceFile& shown, const LintResult& result, FileOutcome& o) const {
   const std::string& format = options_.format;
   o.findings = result.diagnostics.size();
+  for (const auto& d : result.diagnostics) {
+    if (!d.fix) continue;
+    if (d.fix->applicability == Fix::Applicability::Safe || options_.unsafe_fixes) ++o.fixable;
+    else ++o.hidden_fixable;
+  }
   if (options_.statistics) {
     for (const auto& d : result.diagnostics) {
       auto& [n, fixable] = o.stats[d.rule->code];
@@ -152,6 +158,8 @@ void Report::format(const SourceFile& shown, const LintResult& result, FileOutco
     o.out = format_full(shown, result.diagnostics, color_);
   } else if (format == "grouped") {
     o.out = format_grouped(shown, result.diagnostics, color_);
+  } else if (format == "concise") {
+    o.out = format_concise(shown, result.diagnostics, color_);
   } else if (format == "github") {
     o.out = format_github(shown, result.diagnostics);
   } else {
@@ -168,6 +176,9 @@ void Report::emit(FileOutcome& o) {
   had_error_ = had_error_ || o.error;
   if (o.linted) ++files_;
   findings_ += o.findings;
+  fixable_ += o.fixable;
+  noqa_added_ += o.noqa_added;
+  hidden_fixable_ += o.hidden_fixable;
   fixed_total_ += o.fixed_total;
   if (!o.diff.empty()) {
     any_diff_ = true;
@@ -196,6 +207,23 @@ void Report::emit(FileOutcome& o) {
 void Report::print_statistics(std::FILE* summary) const {
   std::vector<std::pair<std::string_view, std::pair<std::size_t, std::size_t>>> rows(stats_.begin(), stats_.end());
   std::stable_sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.second.first > b.second.first; });
+  if (options_.format == "json" || options_.format == "json-lines") {
+    // Ruff's `--statistics --output-format json`: one record per rule, most findings first
+    nlohmann::ordered_json list = nlohmann::ordered_json::array();
+    for (const auto& [code, c] : rows) {
+      const Rule* r = rule_with_code(rules_, code);
+      list.push_back({{"code", code},
+                      {"name", r ? r->info.name : std::string_view()},
+                      {"count", c.first},
+                      {"fixable", c.second > 0},
+                      {"fixable_count", c.second}});
+    }
+    std::string out = options_.format == "json" ? list.dump(2) + "\n" : std::string();
+    if (options_.format == "json-lines")
+      for (const auto& item : list) out += item.dump() + "\n";
+    std::fwrite(out.data(), 1, out.size(), summary);
+    return;
+  }
   std::size_t count_w = 1, name_w = 1;
   for (const auto& [code, c] : rows) {
     count_w = std::max(count_w, std::to_string(c.first).size());
@@ -210,14 +238,30 @@ void Report::print_statistics(std::FILE* summary) const {
                  code.data(), *mark ? static_cast<int>(name_w) : 0, static_cast<int>(name.size()), name.data(),
                  *mark ? "  " : "", mark);
   }
-  if (!options_.quiet && options_.format == "text")
+  if (!options_.quiet && (options_.format == "text" || options_.format == "concise"))
     std::fprintf(summary, "Found %s in %s.\n", plural(findings_, "finding").c_str(), plural(files_, "file").c_str());
+}
+
+void Report::print_fixable(std::FILE* summary) const {
+  // Ruff's closing hint (crates/ruff/src/printer.rs): "[*] N fixable with the
+  // `--fix` option (M hidden fixes can be enabled with the `--unsafe-fixes` option)."
+  std::string hidden = hidden_fixable_ == 0 ? std::string()
+                                            : std::to_string(hidden_fixable_) + (hidden_fixable_ == 1 ? " hidden fix" : " hidden fixes") +
+                                                  " can be enabled with the `--unsafe-fixes` option";
+  if (fixable_ > 0)
+    std::fprintf(summary, "[*] %zu fixable with the `--fix` option%s.\n", fixable_, hidden.empty() ? "" : (" (" + hidden + ")").c_str());
+  else if (!hidden.empty())
+    std::fprintf(summary, "No fixes available (%s).\n", hidden.c_str());
 }
 
 int Report::finish() {
   const std::string& format = options_.format;
   std::FILE* summary = summary_to_stderr_ ? stderr : report_;
-  if (options_.diff) {
+  if (options_.add_noqa) {
+    // Ruff's wording: "Added N noqa directives."
+    if (!options_.quiet)
+      std::fprintf(summary, "Added %zu noqa %s.\n", noqa_added_, noqa_added_ == 1 ? "directive" : "directives");
+  } else if (options_.diff) {
     if (!options_.quiet) std::fprintf(stderr, "Would fix %s.\n", plural(fixed_total_, "finding").c_str());
   } else if (options_.statistics) {
     print_statistics(summary);
@@ -231,6 +275,7 @@ int Report::finish() {
                    fixed_total_, findings_, plural(files_, "file").c_str());
     else
       std::fprintf(summary, "Found %s in %s.\n", plural(findings_, "finding").c_str(), plural(files_, "file").c_str());
+    print_fixable(summary);
   }
   if (options_.show_fixes && options_.fix && !options_.quiet) {
     if (fixed_total_ > 0) std::fprintf(summary, "Fixed %s:\n%s", plural(fixed_total_, "finding").c_str(), fixes_report_.c_str());
@@ -243,7 +288,10 @@ int Report::finish() {
     return kExitError;
   }
   if (had_error_) return kExitError;
+  if (options_.add_noqa) return kExitClean;
   if (options_.diff) return any_diff_ && !options_.exit_zero ? kExitFindings : kExitClean;
+  // --exit-non-zero-on-fix: a file changed by --fix fails the run (Ruff's flag), --exit-zero or not
+  if (options_.fix && options_.exit_non_zero_on_fix && fixed_total_ > 0) return kExitFindings;
   if (findings_ > 0 && !options_.exit_zero) return kExitFindings;
   return kExitClean;
 }

@@ -24,6 +24,8 @@ struct FileOutcome {
   std::string out, err;  ///< the report's text for the file; what goes to stderr
   nlohmann::ordered_json json = nlohmann::ordered_json::array();  ///< json and sarif: the file's records
   std::size_t findings = 0;
+  std::size_t noqa_added = 0;  ///< --add-noqa: lines given a noqa comment
+  std::size_t fixable = 0, hidden_fixable = 0;  ///< findings --fix fixes; findings only --unsafe-fixes would fix
   bool linted = false, error = false;
   std::string path;
   std::map<std::string_view, std::size_t> fixed;  ///< rule code -> findings fixed (or fixable, with --diff)
@@ -63,6 +65,8 @@ class Report {
   // SARIF: the file's URI relative to the repository root when it is below it, and whether it is.
   std::pair<std::string, bool> sarif_uri(const std::string& path) const;
   void print_statistics(std::FILE* summary) const;
+  // Ruff's "[*] N fixable with the `--fix` option" line, when any finding has a fix.
+  void print_fixable(std::FILE* summary) const;
 
   const CheckOptions& options_;
   std::span<const Rule> rules_;
@@ -75,7 +79,7 @@ class Report {
   // memory stays flat however many findings a run has
   std::optional<StreamedJsonArray> json_stream_;
   bool had_error_ = false;
-  std::size_t findings_ = 0, files_ = 0, fixed_total_ = 0;
+  std::size_t findings_ = 0, files_ = 0, fixed_total_ = 0, fixable_ = 0, hidden_fixable_ = 0, noqa_added_ = 0;
   std::string fixes_report_;
   bool any_diff_ = false, summary_to_stderr_ = false;
   std::map<std::string_view, std::pair<std::size_t, std::size_t>> stats_;

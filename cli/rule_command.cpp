@@ -6,10 +6,19 @@
 #include <vector>
 
 #include "cli/commands.hpp"
+#include "linter/selection.hpp"
 
 namespace ddplint::cli {
 
 namespace {
+// "unknown rule 'X'", with the closest code or name as a hint.
+std::string unknown_rule_name_message(std::string_view item, std::span<const Rule> rules) {
+  std::string message = "unknown rule '" + std::string(item) + "'";
+  std::string hint = closest_rule_word(item, rules);
+  if (!hint.empty() && hint != "ALL") return message + " (did you mean '" + hint + "'? see --list-rules)";
+  return message + " (see --list-rules)";
+}
+
 std::string rules_json(const std::vector<const Rule*>& chosen, bool all) {
   nlohmann::ordered_json list = nlohmann::ordered_json::array();
   for (const Rule* r : chosen) {
@@ -84,10 +93,12 @@ int run_rule_command(const RuleCommandOptions& options, std::span<const Rule> ru
     return kExitError;
   }
   std::vector<const Rule*> chosen;
-  for (const Rule& r : rules)
-    if (options.all || r.info.code == options.code) chosen.push_back(&r);
-  if (chosen.empty()) {
-    std::fprintf(stderr, "ddplint: unknown rule code '%s' (see --list-rules)\n", options.code.c_str());
+  if (options.all) {
+    for (const Rule& r : rules) chosen.push_back(&r);
+  } else if (const Rule* rule = find_rule(options.code, rules)) {  // a code in any case, or a rule name
+    chosen.push_back(rule);
+  } else {
+    std::fprintf(stderr, "ddplint: rule: %s\n", unknown_rule_name_message(options.code, rules).c_str());
     return kExitError;
   }
   std::string out = options.format == "json"       ? rules_json(chosen, options.all)
@@ -111,9 +122,9 @@ int list_rules(std::span<const Rule> rules) {
 }
 
 int explain_rule(std::string_view code, std::span<const Rule> rules) {
-  auto it = std::find_if(rules.begin(), rules.end(), [&](const Rule& r) { return r.info.code == code; });
-  if (it == rules.end()) {
-    std::fprintf(stderr, "ddplint: unknown rule code '%.*s' (see --list-rules)\n", static_cast<int>(code.size()), code.data());
+  const Rule* it = find_rule(code, rules);  // a code in any case, or a rule name
+  if (it == nullptr) {
+    std::fprintf(stderr, "ddplint: --explain: %s\n", unknown_rule_name_message(code, rules).c_str());
     return kExitError;
   }
   std::printf("# %.*s (%.*s)\n\n", static_cast<int>(it->info.name.size()), it->info.name.data(),

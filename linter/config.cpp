@@ -50,9 +50,9 @@ std::optional<ConfigError> read_codes(const fs::path& file, std::string_view key
   for (const toml::node& item : *array) {
     const auto* s = item.as_string();
     if (s == nullptr) return error_at(file, item.source(), "`" + std::string(key) + "` must hold strings (rule codes)");
-    std::string code = s->get();
+    std::string code = canonical_selector(s->get(), rules);  // a code in any case, a prefix or a rule name
     if (unknown_code({code}, rules))
-      return error_at(file, item.source(), "unknown rule code or prefix '" + shown(code) + "' in `" + std::string(key) + "`");
+      return error_at(file, item.source(), unknown_rule_message(shown(s->get()), rules) + " in `" + std::string(key) + "`");
     out.push_back(std::move(code));
   }
   return std::nullopt;
@@ -60,10 +60,24 @@ std::optional<ConfigError> read_codes(const fs::path& file, std::string_view key
 
 std::optional<ConfigError> read_table(const fs::path& file, const toml::table& table, std::span<const Rule> rules,
                                       Config& config) {
+  bool per_file_ignores_read = false;
   for (const auto& [key, node] : table) {
     std::string_view k = key.str();
     std::optional<ConfigError> err;
-    if (k == "select") {
+    if (k == "extend") {
+      continue;  // read first, by load_config
+    } else if (k == "output-format") {
+      const auto* f = node.as_string();
+      static const std::vector<std::string> kFormats = {"text", "concise", "full", "grouped", "json", "json-lines", "github", "sarif"};
+      if (f == nullptr || std::find(kFormats.begin(), kFormats.end(), f->get()) == kFormats.end())
+        return error_at(file, node.source(), "`output-format` must be one of text, concise, full, grouped, json, json-lines, github, sarif");
+      config.output_format = f->get();
+    } else if (k == "fixable") {
+      config.fixable.clear();
+      err = read_codes(file, k, node, rules, config.fixable);
+    } else if (k == "unfixable") {
+      err = read_codes(file, k, node, rules, config.unfixable);  // added to those of an extended configuration
+    } else if (k == "select") {
       config.select_given = true;
       err = read_codes(file, k, node, rules, config.select);
     } else if (k == "extend-select") {
@@ -73,6 +87,8 @@ std::optional<ConfigError> read_table(const fs::path& file, const toml::table& t
     } else if (k == "per-file-ignores") {
       const toml::table* globs = node.as_table();
       if (globs == nullptr) return error_at(file, node.source(), "`per-file-ignores` must be a table of pattern = [codes]");
+      if (!per_file_ignores_read) config.per_file_ignores.clear();  // this file's replace an extended one's
+      per_file_ignores_read = true;
       for (const auto& [pattern, codes] : *globs) {
         std::vector<std::string> list;
         if (auto e = read_codes(file, "per-file-ignores", codes, rules, list)) return e;
@@ -87,10 +103,11 @@ std::optional<ConfigError> read_table(const fs::path& file, const toml::table& t
         if (s == nullptr) return error_at(file, item.source(), "`" + std::string(k) + "` must hold strings (glob patterns)");
         patterns.push_back(s->get());
       }
+      // exclude and include replace an extended configuration's, extend-* add to them (as Ruff's)
       if (k == "exclude") config.exclude = std::move(patterns);
-      else if (k == "extend-exclude") config.extend_exclude = std::move(patterns);
+      else if (k == "extend-exclude") config.extend_exclude.insert(config.extend_exclude.end(), patterns.begin(), patterns.end());
       else if (k == "include") config.include = std::move(patterns);
-      else config.extend_include = std::move(patterns);
+      else config.extend_include.insert(config.extend_include.end(), patterns.begin(), patterns.end());
     } else if (k == "respect-gitignore") {
       const auto* b = node.as_boolean();
       if (b == nullptr) return error_at(file, node.source(), "`respect-gitignore` must be true or false");
@@ -103,8 +120,9 @@ std::optional<ConfigError> read_table(const fs::path& file, const toml::table& t
     } else {
       return error_at(file, key.source(),
                       "unknown key `" + shown(k) +
-                          "` (known: select, extend-select, ignore, per-file-ignores, exclude, extend-exclude, "
-                          "include, extend-include, respect-gitignore, tiny-batch-threshold)");
+                          "` (known: extend, select, extend-select, ignore, per-file-ignores, exclude, extend-exclude, "
+                          "include, extend-include, respect-gitignore, tiny-batch-threshold, output-format, fixable, "
+                          "unfixable)");
     }
     if (err) return err;
   }
@@ -147,6 +165,20 @@ bool glob_matches(const std::string& pattern, const std::string& path) {
   return ::fnmatch(pattern.c_str(), path.c_str(), 0) == 0;
 }
 
+// A pattern of an extended configuration, for the configuration that extends
+// it: one with a `/` is relative to the extended file's folder, so it becomes
+// absolute (matched against absolute paths); a bare name matches anywhere.
+std::string anchored(const std::string& pattern, const fs::path& directory) {
+  if (pattern.find('/') == std::string::npos || pattern.front() == '/') return pattern;
+  return (directory / pattern).lexically_normal().generic_string();
+}
+
+// How many `extend` links a chain may have (a cycle is refused before this).
+constexpr int kMaxExtendDepth = 16;
+
+std::variant<std::optional<Config>, ConfigError> load_config_at(const fs::path& file, std::span<const Rule> rules,
+                                                                std::vector<fs::path>& chain);
+
 }  // namespace
 
 std::vector<std::string> exclude_patterns(const Config* config) {
@@ -160,6 +192,10 @@ bool matches_exclude(const std::vector<std::string>& patterns, const fs::path& p
   std::string relative = base.empty() ? std::string() : path.lexically_relative(base).generic_string();
   bool inside = !relative.empty() && relative.rfind("..", 0) != 0;
   for (const std::string& p : patterns) {
+    if (!p.empty() && p.front() == '/') {  // anchored by an extended configuration
+      if (glob_matches(p, path.generic_string())) return true;
+      continue;
+    }
     if (glob_matches(p, name)) return true;
     if (inside && glob_matches(p, relative)) return true;
   }
@@ -179,6 +215,13 @@ std::string ConfigError::to_string() const {
 }
 
 std::variant<std::optional<Config>, ConfigError> load_config(const fs::path& file, std::span<const Rule> rules) {
+  std::vector<fs::path> chain;
+  return load_config_at(file, rules, chain);
+}
+
+namespace {
+std::variant<std::optional<Config>, ConfigError> load_config_at(const fs::path& file, std::span<const Rule> rules,
+                                                                std::vector<fs::path>& chain) {
   std::error_code ec;
   if (!fs::exists(file, ec)) return std::optional<Config>{};
   if (!fs::is_regular_file(file, ec)) return ConfigError{file.string(), 0, 0, "not a regular file"};
@@ -207,15 +250,54 @@ std::variant<std::optional<Config>, ConfigError> load_config(const fs::path& fil
     if (!own->is_table()) return error_at(file, own->source(), "`tool.ddplint` must be a table");
     table = own->as_table();
   }
+  if (const toml::node* extend = table->get("extend")) {
+    // `extend = "../pyproject.toml"`: that configuration first, this one's keys on top (Ruff's `extend`)
+    const auto* target = extend->as_string();
+    if (target == nullptr) return error_at(file, extend->source(), "`extend` must be a path (a string)");
+    fs::path base_file = fs::path(target->get());
+    if (base_file.is_relative()) base_file = config.directory / base_file;
+    base_file = fs::weakly_canonical(base_file, ec);
+    chain.push_back(fs::weakly_canonical(file, ec));
+    if (std::find(chain.begin(), chain.end(), base_file) != chain.end())
+      return error_at(file, extend->source(), "`extend` makes a cycle: " + shown(base_file.string()) + " extends this file again");
+    if (static_cast<int>(chain.size()) > kMaxExtendDepth)
+      return error_at(file, extend->source(), "`extend` chain longer than " + std::to_string(kMaxExtendDepth) + " files");
+    if (!fs::exists(base_file, ec)) return error_at(file, extend->source(), "`extend`: " + shown(base_file.string()) + " does not exist");
+    auto loaded = load_config_at(base_file, rules, chain);
+    if (auto* err = std::get_if<ConfigError>(&loaded)) return *err;
+    auto& base = std::get<std::optional<Config>>(loaded);
+    if (!base) return error_at(file, extend->source(), "`extend`: " + shown(base_file.string()) + " has no ddplint configuration");
+    // this file starts from the extended one: its settings, its rule selection as a layer below
+    fs::path here = config.directory;
+    config = std::move(*base);
+    config.base_layers.push_back({config.select, config.extend_select, config.ignore, config.select_given});
+    config.select.clear();
+    config.extend_select.clear();
+    config.ignore.clear();
+    config.select_given = false;
+    for (auto* list : {&config.extend_exclude, &config.extend_include})
+      for (std::string& p : *list) p = anchored(p, config.directory);
+    for (auto* list : {&config.exclude, &config.include})
+      if (*list)
+        for (std::string& p : **list) p = anchored(p, config.directory);
+    for (auto& [pattern, codes] : config.per_file_ignores) pattern = anchored(pattern, config.directory);
+    config.extends.push_back(config.file);
+    config.file = file;
+    config.directory = here;
+  }
   if (auto err = read_table(file, *table, rules, config)) return *err;
   return std::optional<Config>{std::move(config)};
 }
+}  // namespace
 
 RuleSelection selection_for(const Config* config, const fs::path& file, const std::vector<std::string>& select,
                             const std::vector<std::string>& ignore, const std::vector<std::string>& extend_select) {
   RuleSelection selection;
-  if (config != nullptr)
+  if (config != nullptr) {
+    for (const Config::SelectionLayer& base : config->base_layers)
+      selection.add_layer(base.select, base.extend_select, base.ignore, base.select_given);
     selection.add_layer(config->select, config->extend_select, config->ignore, config->select_given);
+  }
   if (!select.empty() || !ignore.empty() || !extend_select.empty()) selection.add_layer(select, extend_select, ignore);
   if (config != nullptr && !config->per_file_ignores.empty()) {
     std::error_code ec;
@@ -234,7 +316,10 @@ RuleSelection selection_for(const Config* config, const fs::path& file, const st
 
 FileSettings settings_for(const Config* config, const fs::path& file, const std::vector<std::string>& select,
                           const std::vector<std::string>& ignore, const std::vector<std::string>& extend_select) {
-  return FileSettings{selection_for(config, file, select, ignore, extend_select), config ? config->options : RuleOptions{}};
+  RuleSelection fixable;  // every rule's fixes by default
+  if (config != nullptr) fixable.add_layer(config->fixable, {}, config->unfixable, true);
+  return FileSettings{selection_for(config, file, select, ignore, extend_select), config ? config->options : RuleOptions{},
+                      std::move(fixable)};
 }
 
 std::variant<std::shared_ptr<const Config>, ConfigError> ConfigResolver::for_directory(const fs::path& start) {

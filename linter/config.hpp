@@ -40,6 +40,21 @@ struct Config {
   std::vector<std::string> extend_include;
   bool respect_gitignore = true;            ///< `respect-gitignore`: skip what git ignores
   RuleOptions options;                      ///< rule options: `tiny-batch-threshold`
+  /// `output-format`: the report's format when the command line gives none
+  /// (read from the configuration of the working folder, or --config).
+  std::optional<std::string> output_format;
+  /// `fixable`: rules whose fixes --fix applies (default every rule, `["ALL"]`);
+  /// `unfixable`: rules whose fixes it never applies (Ruff's keys).
+  std::vector<std::string> fixable{"ALL"}, unfixable;
+  /// The rule selections of the configurations this one extends (`extend`),
+  /// outermost first: each a layer under this one's (Ruff's `extend`).
+  struct SelectionLayer {
+    std::vector<std::string> select, extend_select, ignore;
+    bool select_given = false;
+  };
+  std::vector<SelectionLayer> base_layers;
+  /// The configuration files read through `extend`, outermost first.
+  std::vector<std::filesystem::path> extends;
 };
 
 /// Folders and files skipped by folder discovery unless `exclude` says otherwise.
@@ -93,6 +108,7 @@ RuleSelection selection_for(const Config* config, const std::filesystem::path& f
 struct FileSettings {
   RuleSelection selection;
   RuleOptions options;
+  RuleSelection fixable;  ///< the rules whose fixes apply (`fixable` minus `unfixable`); every rule by default
 };
 
 /// selection_for() and the configuration's rule options (defaults without one).

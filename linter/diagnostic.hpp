@@ -11,6 +11,7 @@ namespace ddplint {
 
 class SemanticModel;
 class LaunchModel;
+struct NoqaReport;
 
 /// Severity of a rule, as shown in output (`error`, `warning`, `info`).
 enum class Severity : std::uint8_t { Error, Warning, Info };
@@ -122,6 +123,9 @@ struct Rule {
   RuleInfo info;
   void (*check)(const SemanticModel& model, RuleContext& ctx) = nullptr;
   void (*check_launch)(const LaunchModel& model, RuleContext& ctx) = nullptr;
+  /// Runs after the others, on the file's noqa directives and what each
+  /// silenced (linter/suppressions.hpp): the unused-noqa rule.
+  void (*check_noqa)(const NoqaReport& noqa, RuleContext& ctx) = nullptr;
 };
 
 }  // namespace ddplint

@@ -68,9 +68,17 @@ std::string apply_edits(std::string_view text, std::span<const Edit> edits) {
 }
 
 FixOutcome fix_source(SourceFile source, std::span<const Rule> rules, const RuleSelection& selection,
-                      bool include_unsafe, const RuleOptions& options, const ProjectFacts* project) {
+                      bool include_unsafe, const RuleOptions& options, const ProjectFacts* project,
+                      const RuleSelection* fixable) {
   FixOutcome out{std::move(source), {}, {}, 0, false};
-  out.remaining = lint(out.source, rules, selection, options, true, project);
+  // the findings of rules whose fixes may not apply lose their fix
+  auto relint = [&] {
+    out.remaining = lint(out.source, rules, selection, options, true, project);
+    if (fixable != nullptr)
+      for (Diagnostic& d : out.remaining.diagnostics)
+        if (d.fix && !fixable->enabled(d.rule->code)) d.fix.reset();
+  };
+  relint();
   for (int pass = 0; pass < kMaxFixPasses; ++pass) {
     if (!out.remaining.error.empty()) break;
     bool syntax_error = std::any_of(out.remaining.diagnostics.begin(), out.remaining.diagnostics.end(),
@@ -103,7 +111,7 @@ FixOutcome fix_source(SourceFile source, std::span<const Rule> rules, const Rule
     out.source = SourceFile(out.source.path(), std::move(text));
     if (cells) out.source.set_notebook(std::make_shared<const NotebookIndex>(cells->after(edits)));
     out.changed = true;
-    out.remaining = lint(out.source, rules, selection, options, true, project);
+    relint();
   }
   return out;
 }

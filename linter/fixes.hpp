@@ -42,12 +42,14 @@ struct FixOutcome {
 /// `include_unsafe`), re-linting and repeating until no fix applies or
 /// kMaxFixPasses passes. A source with a syntax error (DDP001) or that cannot
 /// be linted is returned unchanged. `project`: the file's project facts (see lint()).
+/// `fixable` (may be null: every rule): only the fixes of the rules it
+/// enables apply (the configuration's `fixable` minus `unfixable`).
 /// A notebook's virtual source (source.notebook()) keeps its cells: a fix with
 /// an edit that NotebookIndex::editable refuses is not applied, and the
 /// result carries the index moved by the edits.
 FixOutcome fix_source(SourceFile source, std::span<const Rule> rules, const RuleSelection& selection,
                       bool include_unsafe, const RuleOptions& options = RuleOptions{},
-                      const ProjectFacts* project = nullptr);
+                      const ProjectFacts* project = nullptr, const RuleSelection* fixable = nullptr);
 
 /// A unified diff (`--- a/PATH`, `+++ b/PATH`, hunks with 3 lines of context)
 /// from `before` to `after`, computed with the dtl library; "" when they are equal.

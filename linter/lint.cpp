@@ -49,6 +49,27 @@ const RunPlan& plan_for(std::span<const Rule> rules, const RuleSelection& select
   return cache.back().plan;
 }
 
+// True when an enabled rule checks the noqa directives (check_noqa).
+bool checks_noqa(std::span<const Rule> rules, const std::vector<RunPlan::Run>& run) {
+  for (std::size_t i = 0; i < rules.size(); ++i)
+    if (run[i] != RunPlan::kOff && rules[i].check_noqa != nullptr) return true;
+  return false;
+}
+
+// Runs the enabled check_noqa rules on the file's directives, after every
+// other rule's findings went through them; their findings go to `out`.
+void check_noqa(const Suppressions& noqa, std::span<const Rule> rules, const std::vector<RunPlan::Run>& run,
+                const std::vector<bool>& ran, std::string_view text, const RuleOptions& options,
+                std::vector<Diagnostic>& out) {
+  if (noqa.uses.empty()) return;
+  NoqaReport report{noqa.uses, rules, ran, text};
+  for (std::size_t i = 0; i < rules.size(); ++i) {
+    if (run[i] == RunPlan::kOff || rules[i].check_noqa == nullptr) continue;
+    RuleContext ctx(rules[i].info, out, options);
+    rules[i].check_noqa(report, ctx);
+  }
+}
+
 // Findings in the order of the output: by start offset, then code.
 void sort_findings(std::vector<Diagnostic>& found) {
   std::stable_sort(found.begin(), found.end(), [](const Diagnostic& a, const Diagnostic& b) {
@@ -80,7 +101,8 @@ LintResult lint_decoded(const SourceFile& source, const SyntaxTree& tree, std::s
     RuleContext ctx(rules[i].info, found, options);
     rules[i].check(model, ctx);
   }
-  if (found.empty()) return result;  // no `# noqa` to read, no line index to build
+  const bool noqa_rules = checks_noqa(rules, run);
+  if (found.empty() && !noqa_rules) return result;  // no `# noqa` to read, no line index to build
   Suppressions noqa = Suppressions::collect(model);
   const LineIndex& lines = source.lines();
   for (Diagnostic& d : found) {
@@ -100,6 +122,13 @@ LintResult lint_decoded(const SourceFile& source, const SyntaxTree& tree, std::s
       }
     }
     result.diagnostics.push_back(std::move(d));
+  }
+  if (noqa_rules) {
+    std::vector<bool> ran(rules.size());
+    for (std::size_t i = 0; i < rules.size(); ++i)
+      ran[i] = run[i] != RunPlan::kOff && rules[i].check != nullptr &&
+               !(run[i] == RunPlan::kIfCatalogMayFire && !scan.rule_may_fire(i));
+    check_noqa(noqa, rules, run, ran, source.text(), options, result.diagnostics);
   }
   sort_findings(result.diagnostics);
   return result;
@@ -123,7 +152,8 @@ LintResult lint_launch(const SourceFile& source, const SyntaxTree& tree, std::sp
     RuleContext ctx(rules[i].info, found, options);
     rules[i].check_launch(model, ctx);
   }
-  if (found.empty()) return result;
+  const bool noqa_rules = checks_noqa(rules, plan.run);
+  if (found.empty() && !noqa_rules) return result;
   Suppressions noqa = Suppressions::collect(model);
   const LineIndex& lines = source.lines();
   for (Diagnostic& d : found) {
@@ -140,6 +170,11 @@ LintResult lint_launch(const SourceFile& source, const SyntaxTree& tree, std::sp
     }
     if (noqa.suppresses(d, lines.line_of(d.start)) || noqa.suppresses(d, last_line)) continue;
     result.diagnostics.push_back(std::move(d));
+  }
+  if (noqa_rules) {
+    std::vector<bool> ran(rules.size());
+    for (std::size_t i = 0; i < rules.size(); ++i) ran[i] = plan.run[i] != RunPlan::kOff && rules[i].check_launch != nullptr;
+    check_noqa(noqa, rules, plan.run, ran, source.text(), options, result.diagnostics);
   }
   sort_findings(result.diagnostics);
   return result;

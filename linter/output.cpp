@@ -49,18 +49,74 @@ std::string display_path(std::string_view path) {
   return out;
 }
 
-std::string format_text(const SourceFile& file, const std::vector<Diagnostic>& diagnostics, bool color) {
-  std::string out;
+std::string short_message(std::string_view message) {
+  constexpr std::size_t kMax = 100;
+  // the clause before the first `: ` or `; ` outside backticks, quotes and brackets
+  auto clause_end = [](std::string_view m, bool commas) {
+    int depth = 0;
+    char quote = 0;
+    for (std::size_t i = 0; i + 1 < m.size(); ++i) {
+      char c = m[i];
+      if (quote) {
+        if (c == quote) quote = 0;
+      } else if (c == '`' || c == '"') {
+        quote = c;
+      } else if (c == '(' || c == '[' || c == '{') {
+        ++depth;
+      } else if (c == ')' || c == ']' || c == '}') {
+        depth = std::max(0, depth - 1);
+      } else if (depth == 0 && m[i + 1] == ' ' && (c == ':' || c == ';' || (commas && c == ','))) {
+        return i;
+      }
+    }
+    return m.size();
+  };
+  std::string out(message.substr(0, clause_end(message, false)));
+  if (out.size() <= kMax) return out;
+  // then without parenthesised asides (` (0, given by run.sh:2)`)
+  std::string plain;
+  int depth = 0;
+  char quote = 0;
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    char c = out[i];
+    if (quote == 0 && depth == 0 && (c == '`' || c == '"')) quote = c;
+    else if (quote != 0 && c == quote) quote = 0;
+    else if (quote == 0 && c == '(' && i > 0 && out[i - 1] == ' ') {
+      ++depth;
+      plain.pop_back();  // the space before the aside
+      continue;
+    } else if (quote == 0 && depth > 0 && c == ')') {
+      --depth;
+      continue;
+    }
+    if (depth == 0) plain += c;
+  }
+  if (plain.size() <= kMax) return plain;
+  // then its first comma clause
+  std::string first(std::string_view(plain).substr(0, clause_end(plain, true)));
+  if (first.size() <= kMax) return first;
+  // then cut at a word, marked
+  std::size_t cut = first.rfind(' ', kMax - 3);
+  if (cut == std::string::npos) cut = kMax - 3;
+  return first.substr(0, cut) + "...";
+}
+
+namespace {
+// `path:row:col: CODE [*] [severity] message`: [*] when --fix applies the
+// finding's fix (a safe one), as Ruff marks it; severity in words, so it
+// survives without colour (CI logs, pre-commit).
+std::string finding_line(const SourceFile& file, const Diagnostic& d, bool color, std::string_view message,
+                         bool with_path) {
   const char* bold = color ? "\x1b[1m" : "";
   const char* reset = color ? "\x1b[0m" : "";
   const char* cyan = color ? "\x1b[36m" : "";
-  for (const Diagnostic& d : diagnostics) {
-    std::uint32_t cell = 0;
-    Position p = shown_position(file, d.start, cell);
-    const char* sev = "";
-    if (color) {
-      sev = d.rule->severity == Severity::Error ? "\x1b[1;31m" : d.rule->severity == Severity::Warning ? "\x1b[1;33m" : "\x1b[1;34m";
-    }
+  const char* sev = "";
+  if (color)
+    sev = d.rule->severity == Severity::Error ? "\x1b[1;31m" : d.rule->severity == Severity::Warning ? "\x1b[1;33m" : "\x1b[1;34m";
+  std::uint32_t cell = 0;
+  Position p = shown_position(file, d.start, cell);
+  std::string out;
+  if (with_path) {
     out += bold;
     out += display_path(file.path());
     out += reset;
@@ -82,13 +138,31 @@ std::string format_text(const SourceFile& file, const std::vector<Diagnostic>& d
     out += ':';
     out += reset;
     out += ' ';
-    out += sev;
-    out += d.rule->code;
-    out += reset;
-    out += ' ';
-    out += d.message;
-    out += '\n';
   }
+  out += sev;
+  out += d.rule->code;
+  out += reset;
+  if (d.fix && d.fix->applicability == Fix::Applicability::Safe) out += " [*]";
+  out += " [";
+  out += sev;
+  out += to_string(d.rule->severity);
+  out += reset;
+  out += "] ";
+  out += message;
+  out += '\n';
+  return out;
+}
+}  // namespace
+
+std::string format_text(const SourceFile& file, const std::vector<Diagnostic>& diagnostics, bool color) {
+  std::string out;
+  for (const Diagnostic& d : diagnostics) out += finding_line(file, d, color, d.message, true);
+  return out;
+}
+
+std::string format_concise(const SourceFile& file, const std::vector<Diagnostic>& diagnostics, bool color) {
+  std::string out;
+  for (const Diagnostic& d : diagnostics) out += finding_line(file, d, color, short_message(d.message), true);
   return out;
 }
 
@@ -101,6 +175,7 @@ nlohmann::ordered_json to_json(const SourceFile& file, const Diagnostic& d) {
   j["name"] = d.rule->name;
   j["severity"] = to_string(d.rule->severity);
   j["message"] = d.message;
+  j["short_message"] = short_message(d.message);
   j["filename"] = file.path();
   // a notebook's finding names its cell, and its rows count from the cell's
   // first line, as Ruff's JSON does (https://github.com/astral-sh/ruff/pull/7664)
@@ -199,14 +274,7 @@ std::string format_full(const SourceFile& file, const std::vector<Diagnostic>& d
   const char* red = color ? "\x1b[1;31m" : "";
   const char* reset = reset_if(color);
   for (const Diagnostic& d : diagnostics) {
-    std::vector<Diagnostic> one{Diagnostic{d.rule, d.start, d.end, d.message, std::nullopt}};
-    std::string head = format_text(file, one, color);
-    if (d.fix && d.fix->applicability == Fix::Applicability::Safe) {
-      // `path:row:col: CODE [*] message`
-      std::size_t at = head.find(std::string(d.rule->code));
-      if (at != std::string::npos) head.insert(at + d.rule->code.size() + (color ? 4 : 0), " [*]");
-    }
-    out += head;
+    out += finding_line(file, d, color, d.message, true);
     const LineIndex& lines = file.lines();
     std::uint32_t first = lines.line_of(d.start), last = lines.line_of(d.end > d.start ? d.end - 1 : d.start);
     // a notebook's lines are numbered in their cell, and a range stays in its cell
@@ -268,7 +336,7 @@ std::string format_grouped(const SourceFile& file, const std::vector<Diagnostic>
   for (const Diagnostic& d : diagnostics) width = std::max(width, shown_where(file, d.start).size());
   for (const Diagnostic& d : diagnostics) {
     std::string where = shown_where(file, d.start);
-    out += "  " + where + std::string(width - where.size(), ' ') + " " + std::string(d.rule->code) + " " + d.message + "\n";
+    out += "  " + where + std::string(width - where.size(), ' ') + " " + finding_line(file, d, color, d.message, false);
   }
   out += "\n";
   return out;
@@ -367,7 +435,8 @@ nlohmann::ordered_json sarif_result(const SourceFile& file, const Diagnostic& d,
         {"locations", {{{"physicalLocation", std::move(location)}}}},
         {"partialFingerprints", {{"ddplintLineHash/v1", fingerprint}}},
         {"properties",
-         {{"cell", ca.cell},
+         {{"shortMessage", short_message(d.message)},
+          {"cell", ca.cell},
           {"cellRegion",
            {{"startLine", ca.position.row}, {"startColumn", ca.position.column}, {"endLine", cb.position.row},
             {"endColumn", cb.position.column}}}}}};
@@ -381,7 +450,9 @@ nlohmann::ordered_json sarif_result(const SourceFile& file, const Diagnostic& d,
       {"locations",
        {{{"physicalLocation",
           {{"artifactLocation", {{"uri", uri}, {"uriBaseId", "%SRCROOT%"}}}, {"region", std::move(region)}}}}}},
-      {"partialFingerprints", {{"ddplintLineHash/v1", fingerprint}}}};
+      {"partialFingerprints", {{"ddplintLineHash/v1", fingerprint}}},
+      // the one-line form of the message (short_message), in the result's property bag (SARIF 2.1.0 §3.8)
+      {"properties", {{"shortMessage", short_message(d.message)}}}};
   if (d.fix) {
     nlohmann::ordered_json replacements = nlohmann::ordered_json::array();
     for (const Edit& e : d.fix->edits) {

@@ -12,11 +12,21 @@
 
 namespace ddplint {
 
-/// Text format, one finding a line: `path:row:col: CODE message` (1-based row,
-/// code-point column). With `color`, ANSI colours for path, code and severity.
+/// Text format, one finding a line: `path:row:col: CODE [*] [severity] message`
+/// (1-based row, code-point column; `[*]` when the finding has a safe fix,
+/// which --fix applies). With `color`, ANSI colours for path, code and severity.
 /// In every format, a notebook's finding (file.notebook()) is placed in its
 /// cell: `path:cell N:row:col`, rows counted from the cell's first line.
 std::string format_text(const SourceFile& file, const std::vector<Diagnostic>& diagnostics, bool color);
+
+/// `concise` format: as format_text, with short_message() for the message.
+std::string format_concise(const SourceFile& file, const std::vector<Diagnostic>& diagnostics, bool color);
+
+/// A finding's message in at most about 100 bytes, for one-line output: the
+/// clause before its first `: ` or `; ` (messages read "what: why; instead"),
+/// without parenthesised asides if still longer, then its first comma
+/// clause, and only then cut at a word and marked `...`.
+std::string short_message(std::string_view message);
 
 /// `path` for a terminal: control bytes (newline, escape, ...) written as
 /// `\xNN`, so that a file name cannot move the cursor, recolour the terminal
@@ -24,16 +34,15 @@ std::string format_text(const SourceFile& file, const std::vector<Diagnostic>& d
 std::string display_path(std::string_view path);
 
 /// JSON object of one finding, with exactly the fields documented in the README:
-/// code, name, severity, message, filename, location, end_location, fix, url;
-/// and `cell` (its number) for a notebook's finding.
+/// code, name, severity, message, short_message, filename, location,
+/// end_location, fix, url; and `cell` (its number) for a notebook's finding.
 nlohmann::ordered_json to_json(const SourceFile& file, const Diagnostic& d);
 
 /// `full` format: the text line, then the source line(s) with the finding's
-/// range underlined (`^`), then the fix as a `= help:` line. `[*]` after the
-/// code marks a safe fix (`--fix` applies it).
+/// range underlined (`^`), then the fix as a `= help:` line.
 std::string format_full(const SourceFile& file, const std::vector<Diagnostic>& diagnostics, bool color);
 
-/// `grouped` format: the path on its own line, then `  row:col CODE message`
+/// `grouped` format: the path on its own line, then `  row:col CODE [*] [severity] message`
 /// lines, then a blank line. Empty when there is no finding.
 std::string format_grouped(const SourceFile& file, const std::vector<Diagnostic>& diagnostics, bool color);
 

@@ -51,7 +51,7 @@ Prefilter::Prefilter(std::span<const Rule> rules, const RuleSelection& selection
   std::vector<int> compiled(rules.size(), kAlways);
   bool catalog_wide = false;  // an enabled rule needs "*"
   for (std::size_t i = 0; i < rules.size(); ++i) {
-    if (rules[i].check == nullptr) {  // a launch-script rule: never fires on Python (launch scripts are not prefiltered)
+    if (rules[i].check == nullptr && rules[i].check_noqa == nullptr) {  // a launch-script rule: never fires on Python (launch scripts are not prefiltered)
       compiled[i] = kNever;
       rule_needs_.push_back(kNever);
       continue;

@@ -61,8 +61,84 @@ std::optional<std::string> unknown_code(const std::vector<std::string>& prefixes
 std::optional<std::string> RuleSelection::validate(std::span<const Rule> rules) const {
   for (const Layer& layer : layers_)
     for (const auto* list : {&layer.select, &layer.extend_select, &layer.ignore})
-      if (auto bad = unknown_code(*list, rules)) return "unknown rule code or prefix '" + *bad + "' (see --list-rules)";
+      if (auto bad = unknown_code(*list, rules)) return unknown_rule_message(*bad, rules);
   return std::nullopt;
+}
+
+namespace {
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+std::string upper(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// Levenshtein distance of two short words (rule codes and names).
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      std::size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+}  // namespace
+
+std::string canonical_selector(std::string_view item, std::span<const Rule> rules) {
+  std::string name = lower(item);
+  for (const Rule& r : rules)
+    if (r.info.name == name) return std::string(r.info.code);
+  return upper(item);
+}
+
+void canonicalize_selectors(std::vector<std::string>& items, std::span<const Rule> rules) {
+  for (std::string& item : items) item = canonical_selector(item, rules);
+}
+
+const Rule* find_rule(std::string_view item, std::span<const Rule> rules) {
+  std::string code = canonical_selector(item, rules);
+  for (const Rule& r : rules)
+    if (r.info.code == code) return &r;
+  return nullptr;
+}
+
+std::string closest_rule_word(std::string_view item, std::span<const Rule> rules) {
+  if (item.size() > 200) return {};  // a megabyte of junk is not compared with every rule
+  std::string word = lower(item);
+  std::string best;
+  std::size_t best_distance = std::max<std::size_t>(1, word.size() / 3) + 1;
+  auto consider = [&](std::string_view candidate, std::string shown) {
+    std::size_t d = edit_distance(word, lower(candidate));
+    if (d < best_distance) {
+      best_distance = d;
+      best = std::move(shown);
+    }
+  };
+  consider("ALL", "ALL");
+  for (const Rule& r : rules) {
+    consider(r.info.code, std::string(r.info.code));
+    consider(r.info.name, std::string(r.info.name));
+  }
+  return best;
+}
+
+std::string unknown_rule_message(std::string_view item, std::span<const Rule> rules) {
+  std::string message = "unknown rule code or prefix '" + std::string(item) + "'";
+  std::string hint = closest_rule_word(item, rules);
+  if (!hint.empty() && hint != item) message += " (did you mean '" + hint + "'? see --list-rules)";
+  else message += " (see --list-rules)";
+  return message;
 }
 
 std::vector<std::string> split_codes(std::string_view list) {

@@ -39,8 +39,18 @@ class RuleSelection {
   /// True if the rule with `code` runs; `opt_in`: the rule is off unless a
   /// layer selects its exact code (RuleInfo::opt_in).
   bool enabled(std::string_view code, bool opt_in = false) const;
-  /// True if `rule` runs (its code and opt-in flag).
-  bool enabled(const RuleInfo& rule) const { return enabled(rule.code, rule.opt_in); }
+  /// True if `rule` runs: its code and opt-in flag, and its severity against
+  /// the least severity required (require_severity).
+  bool enabled(const RuleInfo& rule) const {
+    return (!min_severity_ || rule.severity <= *min_severity_) && enabled(rule.code, rule.opt_in);
+  }
+
+  /// Only rules of `least` severity or higher run (`--min-severity warning`:
+  /// errors and warnings; Severity orders error < warning < info).
+  RuleSelection& require_severity(Severity least) {
+    min_severity_ = least;
+    return *this;
+  }
 
   /// Checks every prefix against `rules`. Returns an error message naming the
   /// first prefix that matches no rule, or std::nullopt.
@@ -56,11 +66,32 @@ class RuleSelection {
     bool operator==(const Layer&) const = default;
   };
   std::vector<Layer> layers_;
+  std::optional<Severity> min_severity_;
 };
 
 /// Checks one list of codes or prefixes against `rules`: the first item that
 /// matches no rule, or std::nullopt.
 std::optional<std::string> unknown_code(const std::vector<std::string>& prefixes, std::span<const Rule> rules);
+
+/// A rule selector as written by a user, in the form selections compare: a
+/// rule's kebab-case name (`dataloader-without-workers`, any case) becomes its
+/// code, anything else is upper-cased (`ddp303` -> `DDP303`, `all` -> `ALL`).
+std::string canonical_selector(std::string_view item, std::span<const Rule> rules);
+
+/// canonical_selector() over each item of `items`, in place.
+void canonicalize_selectors(std::vector<std::string>& items, std::span<const Rule> rules);
+
+/// The rule that `item` names, by code in any case or by name; nullptr when none does.
+const Rule* find_rule(std::string_view item, std::span<const Rule> rules);
+
+/// The rule code or name (or `ALL`) closest to `item` by edit distance, for a
+/// "did you mean" hint: empty when none is within a third of its length
+/// (at least 1 edit, case ignored).
+std::string closest_rule_word(std::string_view item, std::span<const Rule> rules);
+
+/// "unknown rule code or prefix 'X'", with "did you mean 'Y'?" when
+/// closest_rule_word() finds one, and "(see --list-rules)".
+std::string unknown_rule_message(std::string_view item, std::span<const Rule> rules);
 
 /// Splits a comma-separated option value (`DDP1,DDP401`) into trimmed, non-empty items.
 std::vector<std::string> split_codes(std::string_view list);

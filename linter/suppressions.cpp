@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <map>
+#include <set>
 
 #include "linter/semantic_model.hpp"
 
@@ -16,6 +18,7 @@ bool iequal_prefix(std::string_view s, std::string_view prefix) {
     if (std::tolower(static_cast<unsigned char>(s[i])) != prefix[i]) return false;
   return true;
 }
+std::string upper_code(std::string_view code);
 void skip_space(std::string_view& s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
 }
@@ -38,6 +41,7 @@ std::optional<NoqaDirective> find_noqa(std::string_view comment, bool file_level
       continue;
     skip_space(s);
     NoqaDirective out;
+    out.hash = static_cast<std::uint32_t>(hash);
     if (s.empty() || s.front() != ':') {
       out.blanket = true;
       return out;
@@ -64,7 +68,7 @@ bool parse_noqa(std::string_view comment, bool file_level, Suppressions::Entry& 
   std::optional<NoqaDirective> d = find_noqa(comment, file_level);
   if (!d) return false;
   if (d->blanket) entry.all = true;
-  for (const NoqaDirective::Code& c : d->codes) entry.codes.emplace_back(c.code);
+  for (const NoqaDirective::Code& c : d->codes) entry.codes.push_back(upper_code(c.code));
   return true;
 }
 
@@ -110,7 +114,7 @@ std::optional<Edit> noqa_edit(const SourceFile& source, const SyntaxTree& tree, 
       if (std::optional<NoqaDirective> d = find_noqa(comment, false)) {
         if (d->blanket) return std::nullopt;
         for (const NoqaDirective::Code& c : d->codes)
-          if (c.code == code) return std::nullopt;
+          if (upper_code(c.code) == code) return std::nullopt;
         std::uint32_t after = at + d->codes.back().end;
         return Edit{after, after, ", " + std::string(code)};
       }
@@ -122,48 +126,93 @@ std::optional<Edit> noqa_edit(const SourceFile& source, const SyntaxTree& tree, 
   return Edit{end, end, suffix};
 }
 
-namespace {
-// Adds the directive of one comment: file-wide in the header block, else for its line.
-void add_comment(Suppressions& out, std::string_view text, std::uint32_t start, std::uint32_t header_end,
-                 const LineIndex& lines) {
-  if (start < header_end) {
-    Suppressions::Entry file;
-    if (parse_noqa(text, true, file)) {
-      out.file.all |= file.all;
-      out.file.codes.insert(out.file.codes.end(), file.codes.begin(), file.codes.end());
-      return;
+std::vector<Edit> add_noqa_edits(const SourceFile& source, const std::vector<Diagnostic>& diagnostics) {
+  std::vector<Edit> edits;
+  if (diagnostics.empty()) return edits;
+  SyntaxTree tree = parse_source(source, language_of(source.path(), source.text()));
+  std::map<std::uint32_t, std::set<std::string_view>> codes_by_line;
+  for (const Diagnostic& d : diagnostics) codes_by_line[source.lines().line_of(d.start)].insert(d.rule->code);
+  for (const auto& [line, codes] : codes_by_line) {
+    std::optional<Edit> edit;
+    for (std::string_view code : codes) {
+      std::optional<Edit> one = noqa_edit(source, tree, line, code);
+      if (!one) continue;
+      // every code's edit goes to the same place (after the list, or the line's end) of the unedited line
+      if (!edit) edit = std::move(one);
+      else edit->replacement += ", " + std::string(code);
     }
+    if (edit) edits.push_back(std::move(*edit));
   }
-  Suppressions::Entry line;
-  if (parse_noqa(text, false, line)) {
-    Suppressions::Entry& e = out.lines[lines.line_of(start)];
-    e.all |= line.all;
-    e.codes.insert(e.codes.end(), line.codes.begin(), line.codes.end());
-  }
+  return edits;
+}
+
+namespace {
+std::string upper_code(std::string_view code) {
+  std::string out(code);
+  for (char& c : out) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return out;
 }
 }  // namespace
+
+// Adds the directive of one comment: file-wide (`# ddplint: noqa`, anywhere in
+// the file, as Ruff's `# ruff: noqa`), else for its line.
+struct SuppressionsBuilder {
+  static void add_comment(Suppressions& out, std::string_view text, std::uint32_t start, const LineIndex& lines) {
+    bool file_level = true;
+    std::optional<NoqaDirective> d = find_noqa(text, true);
+    if (!d) {
+      file_level = false;
+      d = find_noqa(text, false);
+    }
+    if (!d) return;
+    NoqaUse use;
+    use.comment_start = start;
+    use.comment_end = start + static_cast<std::uint32_t>(text.size());
+    use.file_level = file_level;
+    use.blanket = d->blanket;
+    use.directive_start = start + d->hash;
+    for (const NoqaDirective::Code& c : d->codes) use.codes.push_back({upper_code(c.code), start + c.start, start + c.end});
+    Suppressions::Entry& e = file_level ? out.file : out.lines[lines.line_of(start)];
+    e.all |= use.blanket;
+    for (const NoqaUse::Code& c : use.codes) e.codes.push_back(c.code);
+    (file_level ? out.file_uses_ : out.uses_by_line_[lines.line_of(start)]).push_back(out.uses.size());
+    out.uses.push_back(std::move(use));
+  }
+};
 
 Suppressions Suppressions::collect(const SemanticModel& model) {
   Suppressions out;
   const LineIndex& lines = model.source().lines();
-  for (TSNode c : model.comments()) add_comment(out, model.text(c), ts_node_start_byte(c), model.header_end(), lines);
+  for (TSNode c : model.comments()) SuppressionsBuilder::add_comment(out, model.text(c), ts_node_start_byte(c), lines);
   return out;
 }
 
 Suppressions Suppressions::collect(const LaunchModel& model) {
   Suppressions out;
   const LineIndex& lines = model.source().lines();
-  for (auto [start, end] : model.comments()) add_comment(out, model.text(start, end), start, model.header_end(), lines);
+  for (auto [start, end] : model.comments()) SuppressionsBuilder::add_comment(out, model.text(start, end), start, lines);
   return out;
 }
 
-bool Suppressions::suppresses(const Diagnostic& d, std::uint32_t line) const {
-  auto has = [&](const Entry& e) {
-    return e.all || std::find(e.codes.begin(), e.codes.end(), d.rule->code) != e.codes.end();
+bool Suppressions::suppresses(const Diagnostic& d, std::uint32_t line) {
+  // the directive that silences it: its own line's first, then the file's
+  auto silence = [&](const std::vector<std::size_t>& indices) {
+    for (std::size_t i : indices) {
+      NoqaUse& use = uses[i];
+      if (use.blanket) {
+        use.used = true;
+        return true;
+      }
+      for (NoqaUse::Code& c : use.codes)
+        if (c.code == d.rule->code) {
+          c.used = use.used = true;
+          return true;
+        }
+    }
+    return false;
   };
-  if (has(file)) return true;
-  auto it = lines.find(line);
-  return it != lines.end() && has(it->second);
+  if (auto it = uses_by_line_.find(line); it != uses_by_line_.end() && silence(it->second)) return true;
+  return silence(file_uses_);
 }
 
 }  // namespace ddplint

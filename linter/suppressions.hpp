@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -18,13 +19,38 @@ namespace ddplint {
 class SemanticModel;
 class LaunchModel;
 
+/// One noqa directive of a file, and what it suppressed in the lint (for
+/// the unused-noqa rule, DDP002).
+struct NoqaUse {
+  std::uint32_t comment_start = 0, comment_end = 0;  ///< the comment's bytes
+  std::uint32_t directive_start = 0;  ///< the `#` that starts the directive (`# noqa`, `# ddplint: noqa`)
+  bool file_level = false;            ///< `# ddplint: noqa...`
+  bool blanket = false;               ///< no codes: silences everything
+  bool used = false;                  ///< suppressed some finding
+  struct Code {
+    std::string code;  ///< upper-cased (`ddp401` is DDP401)
+    std::uint32_t start = 0, end = 0;  ///< its bytes in the file
+    bool used = false;                 ///< suppressed a finding
+  };
+  std::vector<Code> codes;
+};
+
+/// What a rule's check_noqa sees: the file's directives after the lint, and
+/// which rules ran on it (a code of a rule that did not run is neither used
+/// nor unused: unknown).
+struct NoqaReport {
+  const std::vector<NoqaUse>& uses;
+  std::span<const Rule> rules;
+  const std::vector<bool>& ran;  ///< per rule of `rules`: it ran on this file
+  std::string_view text;         ///< the file's text
+};
+
 /// The noqa comments of one file.
 /// - `# noqa` on a line silences every finding that starts on that line;
 /// - `# noqa: DDP401, DDP402` silences those codes there;
-/// - `# ddplint: noqa` in the file's header comment block (comments before the
-///   first statement other than the module docstring) silences the file, and
-///   `# ddplint: noqa: DDP101` silences that code in the file.
-/// Codes are matched exactly and case-sensitively; unknown codes are ignored.
+/// - `# ddplint: noqa` anywhere in the file silences the file (as Ruff's
+///   `# ruff: noqa`), and `# ddplint: noqa: DDP101` silences that code in the file.
+/// Codes match in any case (`ddp401` is DDP401); unknown codes are ignored.
 struct Suppressions {
   struct Entry {
     bool all = false;
@@ -32,14 +58,22 @@ struct Suppressions {
   };
   Entry file;
   std::unordered_map<std::uint32_t, Entry> lines;  ///< keyed by 0-based line
+  /// Every directive, in file order; suppresses() marks what each one silenced.
+  std::vector<NoqaUse> uses;
 
   /// Collects the suppressions from the model's comment nodes (never from strings).
   static Suppressions collect(const SemanticModel& model);
   /// The same for a shell script: from its `#` comments (the header block is
   /// the comments before the first command, shebang and `#SBATCH` lines included).
   static Suppressions collect(const LaunchModel& model);
-  /// True if `d` is silenced.
-  bool suppresses(const Diagnostic& d, std::uint32_t line) const;
+  /// True if `d` is silenced on 0-based `line`; marks the directive (and code) that silenced it as used.
+  bool suppresses(const Diagnostic& d, std::uint32_t line);
+
+ private:
+  std::vector<NoqaUse*> uses_on_line(std::uint32_t line);
+  std::unordered_map<std::uint32_t, std::vector<std::size_t>> uses_by_line_;  // line -> indices into uses
+  std::vector<std::size_t> file_uses_;
+  friend struct SuppressionsBuilder;
 };
 
 /// A noqa directive found in a comment, with where its codes are.
@@ -50,6 +84,7 @@ struct NoqaDirective {
     std::uint32_t start = 0;
     std::uint32_t end = 0;
   };
+  std::uint32_t hash = 0;   ///< offset of the directive's `#` in the comment
   bool blanket = false;     ///< `# noqa` / `# noqa:` with no code: silences everything
   std::vector<Code> codes;  ///< the listed codes in order (empty when blanket)
 };
@@ -73,6 +108,14 @@ bool parse_noqa(std::string_view comment, bool file_level, Suppressions::Entry& 
 /// already has a blanket `# noqa`, or already lists `code`.
 std::optional<Edit> noqa_edit(const SourceFile& source, const SyntaxTree& tree, std::uint32_t line,
                               std::string_view code);
+
+/// The edits that silence each of `diagnostics` where it starts, as
+/// `--add-noqa` writes them (Ruff's `--add-noqa`): one edit per line, a
+/// `  # noqa: A, B` comment or the codes added to the line's own list, in
+/// code order, each code once (noqa_edit). Lines where no comment can go (a
+/// string running on past the line, a `\` continuation) get none. Running it
+/// again on the edited text gives no edit: every finding is then silenced.
+std::vector<Edit> add_noqa_edits(const SourceFile& source, const std::vector<Diagnostic>& diagnostics);
 
 /// The comment node covering byte `offset`, or a null node.
 TSNode comment_at(const SyntaxTree& tree, std::uint32_t offset);

@@ -382,6 +382,7 @@ void Server::apply_settings(const json& value, bool from_init) {
   next.select = string_list(member(s, "select"));
   next.ignore = string_list(member(s, "ignore"));
   next.extend_select = string_list(member(s, "extendSelect"));
+  for (auto* list : {&next.select, &next.ignore, &next.extend_select}) canonicalize_selectors(*list, rules_);
   if (member(s, "configPath").is_string()) next.config_path = member(s, "configPath").get<std::string>();
   if (const json& ms = member(s, "debounceMs"); ms.is_number_unsigned())
     next.debounce_ms = static_cast<int>(std::min<std::uint64_t>(ms.get<std::uint64_t>(), 10'000));
@@ -418,7 +419,7 @@ void Server::reload_configuration() {
   }
 }
 
-std::pair<RuleSelection, RuleOptions> Server::settings_for_document(const Document& doc) {
+std::pair<RuleSelection, RuleOptions> Server::settings_for_document(const Document& doc, bool* excluded) {
   std::string path = doc.source().path();
   bool on_disk = doc.uri().rfind("file://", 0) == 0;
   std::shared_ptr<const Config> config = fixed_config_;
@@ -435,7 +436,23 @@ std::pair<RuleSelection, RuleOptions> Server::settings_for_document(const Docume
     }
   }
   FileSettings file = settings_for(config.get(), path, settings_.select, settings_.ignore, settings_.extend_select);
+  if (excluded != nullptr) *excluded = on_disk && config && excluded_by(*config, path);
   return {std::move(file.selection), file.options};
+}
+
+bool Server::excluded_by(const Config& config, const std::string& path) const {
+  // the file, or a folder between the configuration's folder and it, matches
+  // `exclude`/`extend-exclude`: a folder walk would leave it out, so the editor
+  // shows it nothing either (as Ruff's server skips excluded files)
+  std::error_code ec;
+  std::filesystem::path file = std::filesystem::absolute(path, ec).lexically_normal();
+  std::vector<std::string> patterns = exclude_patterns(&config);
+  for (std::filesystem::path p = file; p != p.parent_path(); p = p.parent_path()) {
+    std::string relative = p.lexically_relative(config.directory).generic_string();
+    if (relative.empty() || relative == "." || relative.rfind("..", 0) == 0) break;  // the project's folders only
+    if (matches_exclude(patterns, p, config.directory)) return true;
+  }
+  return false;
 }
 
 void Server::relint_all() {
@@ -562,7 +579,9 @@ const LintResult& Server::lint_of(Document& doc) {
                                                                  seen->second == facts_seen)
     return *cached;
   linted_facts_[doc.uri()] = std::move(facts_seen);
-  auto [selection, options] = settings_for_document(doc);
+  bool excluded = false;
+  auto [selection, options] = settings_for_document(doc, &excluded);
+  if (excluded) return doc.store_lint(generation_, LintResult{});  // the configuration excludes it: no diagnostics
   LintResult result = lint(doc.source(), doc.tree(), rules_, selection, options, facts);
   if (!result.error.empty()) log_(doc.uri() + ": not linted: " + result.error);
   return doc.store_lint(generation_, std::move(result));
@@ -752,7 +771,8 @@ json Server::code_actions(const json& params) {
       std::string code(d.rule->code);
       json diagnostic = to_lsp(*doc, d);
       if (d.fix && !d.fix->edits.empty()) {
-        actions.push_back({{"title", "ddplint (" + code + "): " + d.fix->description},
+        bool unsafe = d.fix->applicability == Fix::Applicability::Unsafe;  // may change behaviour: said in the title
+        actions.push_back({{"title", "ddplint (" + code + "): " + d.fix->description + (unsafe ? " (unsafe)" : "")},
                            {"kind", "quickfix"},
                            {"diagnostics", {diagnostic}},
                            {"isPreferred", d.fix->applicability == Fix::Applicability::Safe},

@@ -116,7 +116,9 @@ class Server {
   void apply_settings(const json& value, bool from_init);
   void reload_configuration();
   /// The rules selected for a buffer and the rule options, from its configuration and the settings.
-  std::pair<RuleSelection, RuleOptions> settings_for_document(const Document& doc);
+  std::pair<RuleSelection, RuleOptions> settings_for_document(const Document& doc, bool* excluded = nullptr);
+  // True when `config`'s exclude patterns leave out the file at `path` or a folder above it.
+  bool excluded_by(const Config& config, const std::string& path) const;
   void relint_all();
   void did_open(const json& params);
   void did_change(const json& params);

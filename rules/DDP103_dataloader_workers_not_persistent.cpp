@@ -68,10 +68,22 @@ void check(const SemanticModel& model, RuleContext& ctx) {
     if (path.empty()) continue;
     if (!iterated) iterated = iterated_per_epoch(model);
     if (!iterated->contains(path)) continue;
+    // the fix, unsafe as DDP101's that adds the workers: persistent workers keep the
+    // dataset object they were started with, so changes the main process makes to it
+    // between epochs no longer reach them. With --unsafe-fixes, DDP101's fix and this one converge.
+    std::optional<Fix> fix;
+    if (node_is_null(persistent)) {
+      if (std::optional<Edit> e = append_argument(model, *call, "persistent_workers=True"))
+        fix = Fix{Fix::Applicability::Unsafe, "Keep the workers across epochs (`persistent_workers=True`)", {std::move(*e)}};
+    } else if (model.text(persistent) == "False") {
+      fix = Fix{Fix::Applicability::Unsafe, "Keep the workers across epochs (`persistent_workers=True`)",
+                {Edit{node_start_byte(persistent), node_end_byte(persistent), "True"}}};
+    }
     ctx.report(node_start_byte(call->callee), node_end_byte(call->callee),
                "DataLoader with " + std::to_string(workers.i) +
                    " workers iterated once per epoch without persistent_workers=True: the worker processes are "
-                   "started again (and the dataset re-initialised in each) at the start of every epoch");
+                   "started again (and the dataset re-initialised in each) at the start of every epoch",
+               std::move(fix));
   }
 }
 }  // namespace
@@ -81,7 +93,7 @@ extern const Rule kRuleDDP103{
     .info = {.code = "DDP103", .name = "dataloader-workers-not-persistent", .severity = Severity::Info,
              .summary = "num_workers > 0 without persistent_workers=True for a loader iterated once per epoch",
              .url = "https://pytorch.org/docs/stable/data.html#torch.utils.data.DataLoader",
-             .opt_in = true,
+             .fixable = true, .opt_in = true,
              .needs = "torch;DataLoader"},
     .check = &check};
 

@@ -60,10 +60,21 @@ void check(const SemanticModel& model, RuleContext& ctx) {
     }
     if (model.has_unpacked_arguments(c)) continue;
     if (!model.runs_every_step(c.node, kRareGuards)) continue;
+    // the fix, safe: a host-to-device copy from pinned memory with non_blocking=True is
+    // ordered on the current CUDA stream before the kernels that read its result
+    // (the pinmem_nonblock tutorial); so DDP102's pin_memory=True fix and this one converge
+    std::optional<Fix> fix;
+    if (node_is_null(nb)) {
+      if (std::optional<Edit> e = append_argument(model, c, "non_blocking=True"))
+        fix = Fix{Fix::Applicability::Safe, "Add `non_blocking=True`", {std::move(*e)}};
+    } else if (model.text(nb) == "False") {
+      fix = Fix{Fix::Applicability::Safe, "Set `non_blocking=True`", {Edit{node_start_byte(nb), node_end_byte(nb), "True"}}};
+    }
     auto [start, end] = first_line_range(model, c.node);
     ctx.report(start, end,
                "a batch from a pinned-memory loader copied without non_blocking=True: the copy blocks the CPU "
-               "until it is done instead of overlapping with GPU work");
+               "until it is done instead of overlapping with GPU work",
+               std::move(fix));
   }
 }
 }  // namespace
@@ -72,7 +83,7 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 extern const Rule kRuleDDP107{
     .info = {.code = "DDP107", .name = "pinned-copy-blocking", .severity = Severity::Info,
              .summary = "Per-step .to(device)/.cuda() without non_blocking=True in a script whose loader pins memory",
-             .url = "https://pytorch.org/tutorials/intermediate/pinmem_nonblock.html", .opt_in = true,
+             .url = "https://pytorch.org/tutorials/intermediate/pinmem_nonblock.html", .fixable = true, .opt_in = true,
              .needs = "torch;DataLoader"},
     .check = &check};
 

@@ -122,8 +122,9 @@ TEST_CASE("text format, summary and exit codes") {
   d.write("good.py", "import torch\nx = 1\n");
   Run r = ddplint({"bad.py", "good.py"}, "", d.path);
   CHECK(r.rc == 1);
-  CHECK(r.out == "bad.py:3:10: DDP101 DataLoader without num_workers loads every batch in the training process: "
-                 "the GPU waits while the next batch is read and augmented\nFound 1 finding in 2 files.\n");
+  CHECK(r.out == "bad.py:3:10: DDP101 [warning] DataLoader without num_workers loads every batch in the training process: "
+                 "the GPU waits while the next batch is read and augmented\nFound 1 finding in 2 files.\n"
+                 "No fixes available (1 hidden fix can be enabled with the `--unsafe-fixes` option).\n");
   CHECK(r.err.empty());
   CHECK(ddplint({"good.py"}, "", d.path).rc == 0);
   CHECK(ddplint({"good.py"}, "", d.path).out == "Found 0 findings in 1 file.\n");
@@ -148,7 +149,7 @@ TEST_CASE("json format has exactly the documented fields") {
   for (auto it = f.begin(); it != f.end(); ++it) keys.push_back(it.key());
   std::sort(keys.begin(), keys.end());
   CHECK(keys == std::vector<std::string>{"code", "end_location", "filename", "fix", "location", "message", "name",
-                                         "severity", "url"});
+                                         "severity", "short_message", "url"});
   CHECK(f["code"] == "DDP101");
   CHECK(f["name"] == "dataloader-without-workers");
   CHECK(f["severity"] == "warning");
@@ -235,9 +236,9 @@ TEST_CASE("folders: recursion into *.py, skipped folders, sorted output, paths a
     d.write(std::string("proj/") + skip + "/x.py", kBadLoader);
   Run r = ddplint({"-q", "proj"}, "", d.path);
   CHECK(r.rc == 1);
-  CHECK(r.out == "proj/a/c.py:3:10: DDP101 DataLoader without num_workers loads every batch in the training "
+  CHECK(r.out == "proj/a/c.py:3:10: DDP101 [warning] DataLoader without num_workers loads every batch in the training "
                  "process: the GPU waits while the next batch is read and augmented\n"
-                 "proj/b.py:3:10: DDP101 DataLoader without num_workers loads every batch in the training "
+                 "proj/b.py:3:10: DDP101 [warning] DataLoader without num_workers loads every batch in the training "
                  "process: the GPU waits while the next batch is read and augmented\n");
   // a symlink loop does not hang discovery
   fs::create_directory_symlink("..", d.path / "proj" / "loop");
@@ -450,9 +451,9 @@ TEST_CASE("configuration files: closest wins, --config, --isolated, per-file-ign
   d.write("proj/legacy/old.py", script);
   Run r = ddplint({"-q", "proj"}, "", d.path);
   CHECK(r.rc == 1);
-  CHECK(r.out == "proj/legacy/old.py:3:5: DDP101 DataLoader without num_workers loads every batch in the training "
+  CHECK(r.out == "proj/legacy/old.py:3:5: DDP101 [warning] DataLoader without num_workers loads every batch in the training "
                  "process: the GPU waits while the next batch is read and augmented\n"
-                 "proj/train.py:3:5: DDP102 DataLoader without pin_memory=True in a CUDA script: every batch is copied "
+                 "proj/train.py:3:5: DDP102 [*] [warning] DataLoader without pin_memory=True in a CUDA script: every batch is copied "
                  "to the GPU from pageable memory, which is slower and cannot overlap with compute\n");
   // the command line's --select replaces the file's select; --ignore adds to its ignore
   Run sel = ddplint({"-q", "--select", "DDP102", "proj/legacy/old.py"}, "", d.path);
@@ -475,7 +476,7 @@ TEST_CASE("configuration files: closest wins, --config, --isolated, per-file-ign
   CHECK(bad.rc == 2);
   CHECK(bad.out.empty());
   CHECK(bad.err == "ddplint: " + (d.path / "proj/legacy/ddplint.toml").string() +
-                       ":2:11: unknown rule code or prefix 'DDP9' in `ignore`\n");
+                       ":2:11: unknown rule code or prefix 'DDP9' (see --list-rules) in `ignore`\n");
   // ... also with standard input among the paths (read, not linted), and a
   // report file from an earlier run is left as it was
   Run bad_stdin = ddplint({"--format", "json", "-", "proj"}, script, d.path);
@@ -710,16 +711,17 @@ TEST_CASE("formats: full, grouped, github, json-lines, sarif; --statistics; --ou
   d.write("a b.py", "import torch\nfrom torch.utils.data import DataLoader\nname = \"é\"; l = DataLoader(ds, num_workers=2)\nmodel.cuda()\n");
   Run full = ddplint({"--isolated", "--extend-select", "DDP102", "--format", "full", "a b.py"}, "", d.path);
   CHECK(full.rc == 1);
-  CHECK(full.out == "a b.py:3:17: DDP102 [*] DataLoader without pin_memory=True in a CUDA script: every batch is copied to "
+  CHECK(full.out == "a b.py:3:17: DDP102 [*] [warning] DataLoader without pin_memory=True in a CUDA script: every batch is copied to "
                     "the GPU from pageable memory, which is slower and cannot overlap with compute\n"
                     "  |\n"
                     "3 | name = \"é\"; l = DataLoader(ds, num_workers=2)\n"
                     "  |                 ^^^^^^^^^^\n"
                     "  |\n"
                     "  = help: Add `pin_memory=True`\n\n"
-                    "Found 1 finding in 1 file.\n");
+                    "Found 1 finding in 1 file.\n"
+                    "[*] 1 fixable with the `--fix` option.\n");
   Run grouped = ddplint({"--isolated", "--extend-select", "DDP102", "--format", "grouped", "a b.py"}, "", d.path);
-  CHECK(grouped.out.rfind("a b.py:\n  3:17 DDP102 DataLoader without pin_memory=True", 0) == 0);
+  CHECK(grouped.out.rfind("a b.py:\n  3:17 DDP102 [*] [warning] DataLoader without pin_memory=True", 0) == 0);
   Run gh = ddplint({"--isolated", "--extend-select", "DDP102", "--format", "github", "a b.py"}, "", d.path);
   CHECK(gh.out.rfind("::warning title=ddplint (DDP102),file=a b.py,line=3,col=17,endLine=3,endColumn=27::DDP102 ", 0) == 0);
   CHECK(std::count(gh.out.begin(), gh.out.end(), '\n') == 1);
@@ -802,8 +804,8 @@ TEST_CASE("ddplint rule: one rule, --all as JSON, and docs/rules.md is current")
   for (const auto& r : list) {
     for (const char* key : {"code", "name", "summary", "severity", "fix", "explanation"}) CHECK_MESSAGE(r.contains(key), key);
   }
-  CHECK(list[1]["code"] == "DDP101");
-  CHECK(list[1]["fix"] == "sometimes");
+  CHECK(list[2]["code"] == "DDP101");
+  CHECK(list[2]["fix"] == "sometimes");
   Run page = ddplint({"rule", "--all", "--format", "markdown"});
   CHECK_MESSAGE(page.out == slurp(fs::path(DDPLINT_SOURCE_DIR) / "docs/rules.md"),
                 "docs/rules.md is stale: run `build/release/ddplint rule --all --format markdown > docs/rules.md`");
@@ -1223,6 +1225,14 @@ TEST_CASE("notebooks: --fix edits the cells and keeps everything else; --diff pe
   // a notebook on standard input: --fix prints the notebook
   Run in = ddplint({"--isolated", "--select", "DDP102", "--fix", "--stdin-filename", "x.ipynb", "-"}, before, d.path);
   CHECK(in.out == notebook_json(expected));
+  // --add-noqa writes its comments into the cells too, the notebook kept whole
+  f = d.write("noqa.ipynb", before);
+  Run noqa = ddplint({"--isolated", "--select", "DDP102", "--add-noqa", "noqa.ipynb"}, "", d.path);
+  CHECK(noqa.rc == 0);
+  auto with_noqa = ddp_cells();
+  with_noqa[2]["source"][1] = "loader = DataLoader(ds, num_workers=2)  # train  # noqa: DDP102\n";
+  CHECK(slurp(f) == notebook_json(with_noqa));
+  CHECK(ddplint({"--isolated", "--select", "DDP102", "noqa.ipynb"}, "", d.path).rc == 0);
 }
 
 TEST_CASE("notebooks: a malformed notebook is one error line and exit 2; the other files are still linted") {
