@@ -7,7 +7,7 @@ namespace ddplint::rules {
 
 namespace {
 constexpr std::string_view kCost =
-    " makes DDP traverse the autograd graph after every forward to find parameters that get no gradient; "
+    " makes DDP traverse the autograd graph after every forward, to find the parameters that get no gradient; "
     "leave it off unless some parameters really are unused";
 
 // `flag` (the keyword's value in `call`) when it is known to be true: the

@@ -258,6 +258,9 @@ TEST_CASE("server process: code actions, hover, pull diagnostics, settings, save
   for (const json& a : (*actions)["result"]) titles.push_back(a["title"]);
   CHECK(std::find(titles.begin(), titles.end(), "ddplint (DDP101): Disable for this line") != titles.end());
   CHECK(std::find(titles.begin(), titles.end(), "ddplint (DDP102): Add `pin_memory=True`") != titles.end());
+  // an unsafe fix says so in its title (issue 26; Ruff's editors label unsafe fixes)
+  CHECK(std::find(titles.begin(), titles.end(), "ddplint (DDP101): Load in 4 worker processes (`num_workers=4`; tune it) (unsafe)") !=
+        titles.end());
   auto hover = c.request("textDocument/hover", {{"textDocument", {{"uri", kUri}}}, {"position", {{"line", 3}, {"character", 6}}}});
   REQUIRE(hover);
   CHECK((*hover)["result"]["contents"]["value"].get<std::string>().find("DDP101") != std::string::npos);
@@ -287,6 +290,37 @@ TEST_CASE("server process: code actions, hover, pull diagnostics, settings, save
   REQUIRE(shut);
   c.notify("exit", nullptr);
   CHECK(c.wait_exit() == 0);
+}
+
+// A file the configuration excludes gets no diagnostics, as a folder run would
+// not lint it (issue 26; Ruff's server skips files its exclude settings leave out).
+TEST_CASE("server process: files the configuration excludes get no diagnostics") {
+  fs::path dir = fs::temp_directory_path() / ("ddplint-lsp-exclude-" + std::to_string(::getpid()));
+  fs::create_directories(dir / "generated");
+  std::ofstream(dir / "pyproject.toml") << "[tool.ddplint]\nextend-exclude = [\"generated\"]\n";
+  LspClient c(DDPLINT_BIN);
+  initialize(c);
+  const std::string text = kHead + "l = DataLoader(ds)\n";
+  const std::string excluded = "file://" + (dir / "generated" / "train.py").string();
+  const std::string kept = "file://" + (dir / "train.py").string();
+  open(c, text, excluded);
+  open(c, text, kept);
+  auto published = [&](const std::string& uri) {
+    return c.wait_for([&](const json& m) {
+      return m.value("method", "") == "textDocument/publishDiagnostics" && m["params"]["uri"] == uri;
+    }, 20s);
+  };
+  auto for_excluded = published(excluded);
+  auto for_kept = published(kept);
+  REQUIRE(for_excluded);
+  REQUIRE(for_kept);
+  CHECK((*for_excluded)["params"]["diagnostics"].empty());
+  CHECK(codes_of(*for_kept).size() == 2);
+  auto shut = c.request("shutdown", nullptr);
+  c.notify("exit", nullptr);
+  CHECK(c.wait_exit() == 0);
+  std::error_code ec;
+  fs::remove_all(dir, ec);
 }
 
 // A shell buffer (VS Code's languageId "shellscript", Neovim's filetypes "sh"

@@ -1,0 +1,241 @@
+// End-to-end tests of what a Ruff user reaches for (issue 26): each test
+// names the Ruff behaviour it matches, from Ruff's documentation
+// (https://docs.astral.sh/ruff/configuration/#full-command-line-interface for
+// the command line, https://docs.astral.sh/ruff/linter/ for noqa and fixes,
+// https://docs.astral.sh/ruff/settings/ for the configuration keys).
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "tests/support/cli_run.hpp"
+
+namespace fs = std::filesystem;
+
+namespace {
+using ddplint_test::contains;
+using ddplint_test::ddplint;
+using ddplint_test::Run;
+using ddplint_test::slurp;
+using ddplint_test::TempDir;
+
+// A DataLoader without workers (DDP101, warning, unsafe fix) in a CUDA script
+// without pin_memory (DDP102, opt-in, safe fix).
+const std::string kLoader =
+    "import torch\nfrom torch.utils.data import DataLoader\nmodel.cuda()\nloader = DataLoader(ds, batch_size=8)\n";
+
+std::size_t lines(const std::string& s) { return static_cast<std::size_t>(std::count(s.begin(), s.end(), '\n')); }
+}  // namespace
+
+TEST_CASE("ruff habits: `check` is the default command, --output-format is --format, concise is one short line") {
+  // Ruff: `ruff check [OPTIONS] [FILES]...`; `--output-format` with `concise` and `full`
+  TempDir d;
+  d.write("t.py", kLoader);
+  Run plain = ddplint({"--isolated", "--no-cache", "t.py"}, "", d.path);
+  Run check = ddplint({"check", "--isolated", "--no-cache", "t.py"}, "", d.path);
+  CHECK(check.rc == 1);
+  CHECK(check.out == plain.out);
+  CHECK(check.err.empty());
+  Run concise = ddplint({"check", "--isolated", "--no-cache", "--output-format", "concise", "t.py"}, "", d.path);
+  CHECK(concise.rc == 1);
+  CHECK(contains(concise.out, "t.py:4:10: DDP101 [warning] DataLoader without num_workers loads every batch in the training process\n"));
+  // the long message is for text, full and --explain
+  CHECK_FALSE(contains(concise.out, "the GPU waits"));
+  CHECK(contains(plain.out, "the GPU waits"));
+}
+
+TEST_CASE("ruff habits: severity and [*] in text and grouped output, and Ruff's fix hint") {
+  // Ruff: `F401 [*] ...` marks a fix --fix applies, and the summary says
+  // "[*] N fixable with the `--fix` option (M hidden fixes can be enabled with the `--unsafe-fixes` option)."
+  TempDir d;
+  d.write("t.py", kLoader);
+  Run r = ddplint({"--isolated", "--no-cache", "--extend-select", "DDP102", "t.py"}, "", d.path);
+  CHECK(contains(r.out, "t.py:4:10: DDP101 [warning] "));
+  CHECK(contains(r.out, "t.py:4:10: DDP102 [*] [warning] "));
+  CHECK(contains(r.out, "[*] 1 fixable with the `--fix` option (1 hidden fix can be enabled with the `--unsafe-fixes` option).\n"));
+  Run unsafe = ddplint({"--isolated", "--no-cache", "--extend-select", "DDP102", "--unsafe-fixes", "t.py"}, "", d.path);
+  CHECK(contains(unsafe.out, "[*] 2 fixable with the `--fix` option.\n"));
+  Run grouped = ddplint({"--isolated", "--no-cache", "--format", "grouped", "t.py"}, "", d.path);
+  CHECK(contains(grouped.out, "  4:10 DDP101 [warning] "));
+}
+
+TEST_CASE("ruff habits: rule names and lowercase codes, with did-you-mean hints") {
+  // Ruff: `ruff rule F401`; selectors are codes or prefixes (ddplint also takes
+  // names, which Ruff's `ruff rule` shows)
+  TempDir d;
+  d.write("t.py", kLoader);
+  CHECK(ddplint({"--explain", "dataloader-without-workers"}).out == ddplint({"--explain", "DDP101"}).out);
+  CHECK(ddplint({"rule", "ddp303"}).out == ddplint({"rule", "DDP303"}).out);
+  Run by_name = ddplint({"--isolated", "--no-cache", "--select", "dataloader-without-workers", "t.py"}, "", d.path);
+  Run by_code = ddplint({"--isolated", "--no-cache", "--select", "ddp101", "t.py"}, "", d.path);
+  CHECK(by_name.rc == 1);
+  CHECK(by_name.out == by_code.out);
+  Run typo = ddplint({"--select", "DDP1O1", "t.py"}, "", d.path);
+  CHECK(typo.rc == 2);
+  CHECK(contains(typo.err, "did you mean 'DDP101'?"));
+  Run name_typo = ddplint({"--explain", "dataloader-witout-workers"});
+  CHECK(name_typo.rc == 2);
+  CHECK(contains(name_typo.err, "did you mean 'dataloader-without-workers'?"));
+}
+
+TEST_CASE("ruff habits: --stdin-filename reads standard input") {
+  // Ruff: "If the user provided a --stdin-filename, always read from standard input"
+  TempDir d;
+  d.write("other.py", kLoader);
+  Run r = ddplint({"--isolated", "--no-cache", "--stdin-filename", "t.py"}, kLoader, d.path);
+  CHECK(r.rc == 1);
+  CHECK(contains(r.out, "t.py:4:10: DDP101"));
+  CHECK_FALSE(contains(r.out, "other.py"));
+  Run named = ddplint({"--isolated", "--no-cache", "--stdin-filename", "t.py", "other.py"}, kLoader, d.path);
+  CHECK(contains(named.err, "ignoring other.py in favor of standard input"));
+  CHECK_FALSE(contains(named.out, "other.py"));
+}
+
+TEST_CASE("ruff habits: --min-severity, JSON short messages, --statistics as JSON") {
+  TempDir d;
+  d.write("t.py", kLoader + "import torch.distributed as dist\ndist.init_process_group('nccl')\n");
+  Run all = ddplint({"--isolated", "--no-cache", "--format", "concise", "t.py"}, "", d.path);
+  CHECK(contains(all.out, "[error]"));
+  CHECK(contains(all.out, "[warning]"));
+  Run errors = ddplint({"--isolated", "--no-cache", "--format", "concise", "--min-severity", "error", "t.py"}, "", d.path);
+  CHECK(errors.rc == 1);
+  CHECK(contains(errors.out, "[error]"));
+  CHECK_FALSE(contains(errors.out, "[warning]"));
+  // every finding of the examples has a short form of at most 100 bytes, a
+  // clean clause (never cut with "...")
+  Run examples = ddplint({"--isolated", "--no-cache", "--select", "ALL", "--format", "json", "examples"}, "",
+                         DDPLINT_SOURCE_DIR);
+  auto findings = nlohmann::json::parse(examples.out);
+  REQUIRE(findings.size() > 10);
+  for (const auto& f : findings) {
+    std::string s = f["short_message"];
+    CAPTURE(s);
+    CHECK(!s.empty());
+    CHECK(s.size() <= 100);
+    CHECK_FALSE(contains(s, "..."));
+    CHECK(std::string(f["message"]).rfind(s.substr(0, 10), 0) == 0);
+  }
+  // Ruff: `--statistics --output-format json` prints the statistics as JSON
+  Run stats = ddplint({"--isolated", "--no-cache", "--statistics", "--format", "json", "t.py"}, "", d.path);
+  auto table = nlohmann::json::parse(stats.out);
+  REQUIRE(table.is_array());
+  CHECK(table.size() >= 2);
+  for (const auto& row : table)
+    for (const char* key : {"code", "name", "count", "fixable", "fixable_count"}) CHECK_MESSAGE(row.contains(key), key);
+}
+
+TEST_CASE("ruff habits: --add-noqa writes the noqa comments, and a second run changes nothing") {
+  // Ruff: "--add-noqa: Enable automatic additions of noqa directives to failing lines"
+  TempDir d;
+  d.write("t.py", "import torch\nfrom torch.utils.data import DataLoader\nmodel.cuda()\n"
+                  "loader = DataLoader(ds, batch_size=8)  # noqa: F401\n");
+  Run add = ddplint({"--isolated", "--no-cache", "--extend-select", "DDP102", "--add-noqa", "t.py"}, "", d.path);
+  CHECK(add.rc == 0);
+  CHECK(contains(add.out, "Added 1 noqa directive."));
+  CHECK(contains(slurp(d.path / "t.py"), "loader = DataLoader(ds, batch_size=8)  # noqa: F401, DDP101, DDP102\n"));
+  std::string once = slurp(d.path / "t.py");
+  Run again = ddplint({"--isolated", "--no-cache", "--extend-select", "DDP102", "--add-noqa", "t.py"}, "", d.path);
+  CHECK(contains(again.out, "Added 0 noqa directives."));
+  CHECK(slurp(d.path / "t.py") == once);
+  CHECK(ddplint({"--isolated", "--no-cache", "--extend-select", "DDP102", "t.py"}, "", d.path).rc == 0);
+  CHECK(ddplint({"--add-noqa", "--fix", "t.py"}, "", d.path).rc == 2);
+}
+
+TEST_CASE("ruff habits: --show-files, --show-settings, --exit-non-zero-on-fix") {
+  TempDir d;
+  d.write("pyproject.toml", "[tool.ddplint]\nextend-select = [\"DDP102\"]\n");
+  d.write("a/t.py", kLoader);
+  d.write("b.py", "x = 1\n");
+  Run files = ddplint({"--show-files", "."}, "", d.path);
+  CHECK(files.rc == 0);
+  CHECK(files.out == "a/t.py\nb.py\n");  // as a folder run reaches them
+  Run settings = ddplint({"--show-settings", "a/t.py"}, "", d.path);
+  CHECK(settings.rc == 0);
+  CHECK(contains(settings.out, "Resolved settings for: a/t.py\n"));
+  CHECK(contains(settings.out, "Settings path: " + (d.path / "pyproject.toml").string() + "\n"));
+  CHECK(contains(settings.out, "DDP102"));
+  // Ruff: "--exit-non-zero-on-fix: Exit with a non-zero status code if any files were modified via fix,
+  // even if no lint violations remain"
+  Run fixed = ddplint({"--no-cache", "--fix", "--ignore", "DDP101", "--exit-non-zero-on-fix", "a/t.py"}, "", d.path);
+  CHECK(contains(fixed.out, "1 fixed, 0 remaining"));
+  CHECK(fixed.rc == 1);
+  Run nothing = ddplint({"--no-cache", "--fix", "--ignore", "DDP101", "--exit-non-zero-on-fix", "a/t.py"}, "", d.path);
+  CHECK(nothing.rc == 0);
+}
+
+TEST_CASE("ruff habits: a named folder git ignores gets a note") {
+  TempDir d;
+  d.write(".git/HEAD", "ref: refs/heads/main\n");
+  REQUIRE(std::system(("git init -q " + d.path.string()).c_str()) == 0);
+  d.write(".gitignore", "runs/\n");
+  d.write("runs/t.py", kLoader);
+  Run r = ddplint({"--no-cache", "runs"}, "", d.path);
+  CHECK(r.rc == 0);
+  CHECK(contains(r.err, "ddplint: note: runs is ignored by git (.gitignore), so nothing in it is linted; lint it with "
+                        "--no-respect-gitignore"));
+  CHECK(ddplint({"--no-cache", "--no-respect-gitignore", "runs"}, "", d.path).rc == 1);
+}
+
+TEST_CASE("ruff habits: noqa anywhere at file level, in any case; DDP002 reports unused ones and removes them") {
+  // Ruff: "# ruff: noqa ... anywhere in the file"; RUF100 unused-noqa with a fix
+  TempDir d;
+  d.write("t.py", kLoader + "# ddplint: noqa: ddp101\n");
+  CHECK(ddplint({"--isolated", "--no-cache", "t.py"}, "", d.path).rc == 0);
+  d.write("u.py", kLoader + "x = 1  # noqa: DDP401, E501\n");
+  Run unused = ddplint({"--isolated", "--no-cache", "--select", "DDP002,DDP401", "u.py"}, "", d.path);
+  CHECK(unused.rc == 1);
+  CHECK(contains(unused.out, "u.py:5:8: DDP002 [*] [info] `noqa` directive that silences nothing (unused: DDP401)"));
+  Run fix = ddplint({"--isolated", "--no-cache", "--select", "DDP002,DDP401", "--fix", "u.py"}, "", d.path);
+  CHECK(fix.rc == 0);
+  CHECK(contains(slurp(d.path / "u.py"), "x = 1  # noqa: E501\n"));
+  // a rule that did not run: unknown, so not reported
+  d.write("v.py", kLoader + "x = 1  # noqa: DDP401\n");
+  CHECK(ddplint({"--isolated", "--no-cache", "--select", "DDP002", "v.py"}, "", d.path).rc == 0);
+}
+
+TEST_CASE("ruff habits: extend, output-format and unfixable in the configuration") {
+  // Ruff: `extend` ("a path to a local pyproject.toml file to merge into this configuration"),
+  // `output-format`, `lint.unfixable`
+  TempDir d;
+  d.write("pyproject.toml", "[tool.ddplint]\nextend-select = [\"DDP102\"]\noutput-format = \"concise\"\n"
+                            "unfixable = [\"DDP102\"]\n");
+  d.write("sub/ddplint.toml", "extend = \"../pyproject.toml\"\nignore = [\"DDP101\"]\n");
+  d.write("sub/t.py", kLoader);
+  Run r = ddplint({"--no-cache", "sub/t.py"}, "", d.path);
+  CHECK(r.rc == 1);
+  // DDP102 from the extended file, DDP101 ignored by the nested one, concise from the root's output-format
+  CHECK(contains(r.out, "sub/t.py:4:10: DDP102 [warning] DataLoader without pin_memory=True in a CUDA script\n"));
+  CHECK_FALSE(contains(r.out, "DDP101"));
+  CHECK_FALSE(contains(r.out, "[*]"));  // unfixable
+  Run fix = ddplint({"--no-cache", "--fix", "sub/t.py"}, "", d.path);
+  CHECK(contains(fix.out, "0 fixed"));
+  Run chain = ddplint({"--show-settings", "sub/t.py"}, "", d.path);
+  CHECK(contains(chain.out, "Extends: " + (d.path / "pyproject.toml").string()));
+  d.write("sub2/ddplint.toml", "extend = \"../sub2/ddplint.toml\"\n");
+  d.write("sub2/t.py", kLoader);
+  Run cycle = ddplint({"--no-cache", "sub2/t.py"}, "", d.path);
+  CHECK(cycle.rc == 2);
+  CHECK(contains(cycle.err, "cycle"));
+}
+
+TEST_CASE("ruff habits: fixes chain and --fix converges") {
+  // Ruff re-lints after fixing until no fix applies: a fix must not leave a finding its own rule set could fix
+  TempDir d;
+  d.write("t.py", "import torch\nfrom torch.utils.data import DataLoader\nmodel = torch.nn.Linear(2, 2).cuda()\n"
+                  "opt = torch.optim.SGD(model.parameters(), lr=0.1)\nloader = DataLoader(ds, batch_size=8)\n"
+                  "for epoch in range(3):\n    for x in loader:\n        x = x.cuda()\n"
+                  "        with torch.autocast('cuda', dtype=torch.bfloat16):\n            loss = model(x).sum()\n"
+                  "        loss.backward()\n        opt.step()\n");
+  Run fix = ddplint({"--isolated", "--no-cache", "--select", "DDP101,DDP102,DDP103,DDP107", "--fix", "--unsafe-fixes",
+                     "t.py"}, "", d.path);
+  CHECK(fix.rc == 0);
+  std::string fixed = slurp(d.path / "t.py");
+  CHECK(contains(fixed, "DataLoader(ds, batch_size=8, num_workers=4, pin_memory=True, persistent_workers=True)"));
+  CHECK(contains(fixed, "x = x.cuda(non_blocking=True)"));
+  Run after = ddplint({"--isolated", "--no-cache", "--select", "DDP101,DDP102,DDP103,DDP107", "t.py"}, "", d.path);
+  CHECK(after.rc == 0);
+}
