@@ -2,7 +2,7 @@
 # Runs each libFuzzer harness (tests/fuzz/) for N seconds and prints, per
 # harness, the executions, executions per second, corpus size and crashes.
 #
-#   bench/fuzz.sh [SECONDS] [HARNESS...]     (default: 60 s; all four harnesses)
+#   bench/fuzz.sh [SECONDS] [HARNESS...]     (default: 60 s; all five harnesses)
 #
 # Needs the `sanitize` build (clang, ASan + UBSan): cmake --preset sanitize &&
 # cmake --build --preset sanitize. Seeds: fixtures/ and examples/ (Python
@@ -17,7 +17,7 @@ cd "$(dirname "$0")/.."
 seconds=${1:-60}
 shift || true
 harnesses=("$@")
-[ ${#harnesses[@]} -eq 0 ] && harnesses=(fuzz_lint fuzz_lsp fuzz_config fuzz_fix)
+[ ${#harnesses[@]} -eq 0 ] && harnesses=(fuzz_lint fuzz_lsp fuzz_config fuzz_fix fuzz_notebook)
 bin=build/sanitize/tests/fuzz
 if [ ! -x "$bin/fuzz_lint" ]; then
   echo "bench/fuzz.sh: $bin/fuzz_lint not found; build it: cmake --preset sanitize && cmake --build --preset sanitize" >&2
@@ -46,6 +46,7 @@ for h in "${harnesses[@]}"; do
     fuzz_lint|fuzz_fix) seeds=$py_seeds ;;
     fuzz_lsp) seeds=tests/fuzz/seeds/lsp ;;
     fuzz_config) seeds=tests/fuzz/seeds/config ;;
+    fuzz_notebook) seeds=tests/fuzz/seeds/notebook ;;
     *) echo "bench/fuzz.sh: unknown harness $h" >&2; exit 2 ;;
   esac
   corpus=build/sanitize/fuzz-corpus/$h

@@ -10,6 +10,7 @@
 
 #include "linter/fixes.hpp"
 #include "linter/lint_cache.hpp"
+#include "linter/notebook.hpp"
 #include "linter/suppressions.hpp"
 
 namespace ddplint::cli {
@@ -25,6 +26,17 @@ CacheSettings cache_settings_of(const CheckOptions& options) {
     c.dir = std::filesystem::absolute(options.cache_dir, ec).lexically_normal();
   }
   return c;
+}
+}  // namespace
+
+namespace {
+// A fixed notebook's findings are shown on the notebook as written: its index
+// read from `written` (the lines of the file where each row is), when it
+// reads back to the same source.
+void reread_notebook(SourceFile& fixed, const std::string& written) {
+  std::string why;
+  std::optional<Notebook> again = Notebook::parse(written, why);
+  if (again && again->source() == fixed.text()) fixed.set_notebook(again->index());
 }
 }  // namespace
 
@@ -51,8 +63,8 @@ FileOutcome FileLinter::lint_source(SourceFile source, const FileSettings& setti
 }
 
 FileOutcome FileLinter::lint_source(SourceFile source, const FileSettings& settings, bool write_back,
-                                    const ProjectFacts* facts, const Cache* cache,
-                                    std::string_view absolute) const {
+                                    const ProjectFacts* facts, const Cache* cache, std::string_view absolute,
+                                    const Notebook* notebook, std::string_view notebook_bytes) const {
   const RuleSelection& selection = settings.selection;
   FileOutcome o;
   o.path = source.path();
@@ -80,13 +92,32 @@ FileOutcome FileLinter::lint_source(SourceFile source, const FileSettings& setti
     return o;
   }
   o.linted = true;
+  if (const NotebookIndex* cells = shown->notebook().get()) {
+    // a fix that would cross cells or touch an IPython line is not offered
+    for (Diagnostic& d : result.diagnostics)
+      if (d.fix && !std::all_of(d.fix->edits.begin(), d.fix->edits.end(),
+                                [&](const Edit& e) { return cells->editable(e); }))
+        d.fix.reset();
+  }
+  // a notebook is written back as its JSON, with the fixed cells
+  auto file_text = [&](const SourceFile& s) {
+    return notebook != nullptr && s.notebook() ? notebook->write(s.text(), *s.notebook()) : std::string(s.text());
+  };
   if (options_.add_noqa) {
     // --add-noqa: each finding's line gets its `# noqa: CODE`; nothing is reported
     std::vector<Edit> edits = add_noqa_edits(source, result.diagnostics);
+    if (const NotebookIndex* cells = source.notebook().get())  // (a notebook: in its cells, off IPython lines)
+      std::erase_if(edits, [&](const Edit& e) { return !cells->editable(e); });
     if (edits.empty()) return o;
     std::string original_text(source.text());
+    std::string noqa_text = apply_edits(original_text, edits);
+    std::string_view expected = original_text;
+    if (notebook != nullptr && source.notebook()) {
+      noqa_text = notebook->write(noqa_text, source.notebook()->after(edits));
+      expected = notebook_bytes;
+    }
     std::string why;
-    if (!write_file_atomically(o.path, original_text, apply_edits(original_text, edits), why)) {
+    if (!write_file_atomically(o.path, expected, noqa_text, why)) {
       o.err = "ddplint: " + o.path + ": noqa comments not written: " + why + "\n";
       o.error = true;
       return o;
@@ -96,12 +127,17 @@ FileOutcome FileLinter::lint_source(SourceFile source, const FileSettings& setti
   }
   if (fixed && fixed->changed) {
     if (options_.diff) {
-      o.diff = unified_diff(original, fixed->source.text(), o.path);
+      o.diff = notebook != nullptr && fixed->source.notebook()
+                   ? notebook->diff(fixed->source.text(), *fixed->source.notebook(), o.path)
+                   : unified_diff(original, fixed->source.text(), o.path);
     } else if (!write_back) {
       // standard input: the fixed source is the output (below)
     } else {
       std::string why;
-      if (!write_file_atomically(o.path, original, fixed->source.text(), why)) {
+      std::string_view expected = notebook != nullptr ? notebook_bytes : std::string_view(original);
+      std::string text = file_text(fixed->source);
+      if (notebook != nullptr) reread_notebook(fixed->source, text);
+      if (!write_file_atomically(o.path, expected, text, why)) {
         o.err = "ddplint: " + o.path + ": fixes not written: " + why + "\n";
         o.error = true;
         o.fixed.clear();
@@ -112,7 +148,9 @@ FileOutcome FileLinter::lint_source(SourceFile source, const FileSettings& setti
   }
   if (options_.diff) return o;  // --diff shows the changes only
   if (options_.fix && !write_back) {
-    o.stdin_fixed = std::string(shown->text());  // printed whole, changed or not
+    // printed whole, changed or not (a notebook as it was read when nothing changed)
+    o.stdin_fixed = notebook != nullptr && !(fixed && fixed->changed) ? std::string(notebook_bytes) : file_text(*shown);
+    if (notebook != nullptr && fixed && fixed->changed) reread_notebook(*shown, o.stdin_fixed);
     o.stdin_source = true;
   }
   report_.format(*shown, result, o);
@@ -137,7 +175,19 @@ FileOutcome FileLinter::lint_path(const DiscoveredPath& entry, const FileSetting
   std::filesystem::path absolute = absolute_normal(entry.path);
   std::shared_ptr<const Project> project;
   const ProjectFacts* facts = nullptr;
-  if (language_of(entry.path, *bytes) == Language::Shell) {
+  std::optional<Notebook> notebook;
+  if (has_notebook_extension(absolute.filename().string())) {
+    // a Jupyter notebook: its code cells as one Python source (no project
+    // facts: the project index reads *.py files only)
+    std::string why;
+    notebook = Notebook::parse(*bytes, why);
+    if (!notebook) {
+      FileOutcome o;
+      o.err = "ddplint: " + entry.path + ": " + why + "\n";
+      o.error = true;
+      return o;
+    }
+  } else if (language_of(entry.path, *bytes) == Language::Shell) {
     // a launch script: the facts of the Python scripts it starts
     if (!options_.no_project) {
       project = projects_.project_of(absolute);
@@ -153,6 +203,11 @@ FileOutcome FileLinter::lint_path(const DiscoveredPath& entry, const FileSetting
   if (!project && caches_->settings().enabled) {
     alone = caches_->cache_for(project_root(absolute));
     cache = alone.get();
+  }
+  if (notebook) {
+    SourceFile source(entry.path, notebook->source());
+    source.set_notebook(notebook->index());
+    return lint_source(std::move(source), settings, true, nullptr, cache, absolute.native(), &*notebook, *bytes);
   }
   return lint_source(SourceFile(entry.path, std::move(*bytes)), settings, true, facts, cache, absolute.native());
 }
@@ -176,8 +231,23 @@ bool lint_stdin(const std::vector<std::string>& paths, const CheckOptions& optio
   // --stdin-filename names where the text lives: it takes that file's project facts
   std::shared_ptr<const Project> project;
   const ProjectFacts* facts = stdin_filename.empty() ? nullptr : linter.facts_of(stdin_filename, project);
-  FileOutcome o =
-      linter.lint_source(SourceFile(name, std::move(*data)), configs.settings_of(config.get(), where), false, facts);
+  FileOutcome o;
+  if (has_notebook_extension(where)) {
+    // a notebook on standard input (--stdin-filename x.ipynb); --fix prints its JSON
+    std::string why;
+    std::optional<Notebook> notebook = Notebook::parse(*data, why);
+    if (!notebook) {
+      o.err = "ddplint: " + name + ": " + why + "\n";
+      o.error = true;
+    } else {
+      SourceFile source(name, notebook->source());
+      source.set_notebook(notebook->index());
+      o = linter.lint_source(std::move(source), configs.settings_of(config.get(), where), false, nullptr, nullptr, {},
+                             &*notebook, *data);
+    }
+  } else {
+    o = linter.lint_source(SourceFile(name, std::move(*data)), configs.settings_of(config.get(), where), false, facts);
+  }
   report.emit(o);
   return true;
 }

@@ -11,6 +11,7 @@
 #include "cli/options.hpp"
 #include "cli/report.hpp"
 #include "linter/discovery.hpp"
+#include "linter/notebook.hpp"
 #include "linter/project.hpp"
 
 namespace ddplint::cli {
@@ -28,10 +29,14 @@ class FileLinter {
   FileOutcome lint_source(SourceFile source, const FileSettings& settings, bool write_back) const;
   /// lint_source with the project facts of the file (`facts` may be null)
   /// and the cache for its findings (`cache` may be null: none; `absolute`:
-  /// the file's absolute path, its slot there).
+  /// the file's absolute path, its slot there). `notebook` (may be null): the
+  /// Jupyter notebook whose virtual source `source` is (source.notebook() set),
+  /// read from `notebook_bytes`; fixes are written back into its JSON, and
+  /// --diff shows the changed cells.
   FileOutcome lint_source(SourceFile source, const FileSettings& settings, bool write_back,
                           const ProjectFacts* facts, const Cache* cache = nullptr,
-                          std::string_view absolute = {}) const;
+                          std::string_view absolute = {}, const Notebook* notebook = nullptr,
+                          std::string_view notebook_bytes = {}) const;
 
   /// The discovered path read and linted; an unreadable one gives an error outcome.
   FileOutcome lint_path(const DiscoveredPath& entry, const FileSettings& settings) const;

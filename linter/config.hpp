@@ -58,8 +58,10 @@ struct Config {
 };
 
 /// Folders and files skipped by folder discovery unless `exclude` says otherwise.
+/// (`.ipynb_checkpoints`: Jupyter's autosaved copies of notebooks, as Ruff's defaults.)
 inline const std::vector<std::string> kDefaultExclude = {".git", ".venv", "venv", "__pycache__",
-                                                         "build", "node_modules", "site-packages"};
+                                                         "build", "node_modules", "site-packages",
+                                                         ".ipynb_checkpoints"};
 
 /// The exclude patterns in force under `config` (nullable: the defaults).
 std::vector<std::string> exclude_patterns(const Config* config);

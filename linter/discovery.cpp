@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include "linter/notebook.hpp"
 #include "linter/syntax.hpp"
 
 #include "linter/config.hpp"
@@ -25,14 +26,16 @@ bool default_excluded(const fs::path& path, bool /*is_dir*/) {
   return std::find(kDefaultExclude.begin(), kDefaultExclude.end(), name) != kDefaultExclude.end();
 }
 
-// A file a folder walk lints: `*.py`, a shell or SLURM script by extension
+// A file a folder walk lints: `*.py`, a Jupyter notebook (`*.ipynb`: Ruff lints
+// notebooks by default since 0.6.0,
+// https://docs.astral.sh/ruff/configuration/#jupyter-notebook-discovery), a shell or SLURM script by extension
 // (`*.sh`, `*.bash`, `*.slurm`, `*.sbatch`), or a file without an extension
 // whose first line is a sh/bash shebang (only its first 128 bytes are read).
 // Only a regular file is opened (a FIFO or device would block), without
 // blocking, and after the exclusions (the caller checks them first).
 bool lintable_name(const fs::directory_entry& entry) {
   std::string name = entry.path().filename().string();
-  if (entry.path().extension() == ".py" || has_shell_extension(name)) return true;
+  if (entry.path().extension() == ".py" || has_shell_extension(name) || has_notebook_extension(name)) return true;
   if (name.find('.') != std::string::npos) return false;
   std::error_code ec;
   if (!fs::is_regular_file(entry.path(), ec)) return false;  // (follows a symbolic link)

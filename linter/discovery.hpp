@@ -27,11 +27,11 @@ using ExcludeFn = std::function<bool(const std::filesystem::path& path, bool is_
 using IncludeFn = std::function<std::optional<bool>(const std::filesystem::path& path)>;
 
 /// Expands files and folders, one path at a time: a file is taken as given
-/// (whatever its extension); a folder is searched recursively for `*.py` and
+/// (whatever its extension); a folder is searched recursively for `*.py`, `*.ipynb` and
 /// launch scripts (`*.sh`, `*.bash`, `*.slurm`, `*.sbatch`, and files without
 /// an extension that start with a sh/bash shebang; or what `included` says), leaving out what `excluded` says (by default the names in kDefaultExclude:
 /// `.git`, `.venv`, `venv`, `__pycache__`, `build`, `node_modules`,
-/// `site-packages`) and not following symbolic links to folders (no loops).
+/// `site-packages`, `.ipynb_checkpoints`) and not following symbolic links to folders (no loops).
 /// Paths named as arguments are linted even if excluded, unless
 /// `force_exclude`. Arguments come in the order given; the paths found under a
 /// folder come sorted by path, one component at a time (`a/b.py` before

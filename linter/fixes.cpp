@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <dtl/dtl.hpp>
 
+#include "linter/notebook.hpp"
+
 namespace ddplint {
 
 std::vector<Edit> applicable_edits(std::span<const Diagnostic> diagnostics, bool include_unsafe) {
@@ -82,6 +84,14 @@ FixOutcome fix_source(SourceFile source, std::span<const Rule> rules, const Rule
     bool syntax_error = std::any_of(out.remaining.diagnostics.begin(), out.remaining.diagnostics.end(),
                                     [](const Diagnostic& d) { return d.rule->code == "DDP001"; });
     if (syntax_error) break;  // a file that does not parse gets no fixes
+    std::shared_ptr<const NotebookIndex> cells = out.source.notebook();
+    if (cells) {
+      // a notebook: a fix that would cross cells or touch an IPython line is not applied
+      for (Diagnostic& d : out.remaining.diagnostics)
+        if (d.fix && !std::all_of(d.fix->edits.begin(), d.fix->edits.end(),
+                                  [&](const Edit& e) { return cells->editable(e); }))
+          d.fix.reset();
+    }
     std::vector<Edit> edits = applicable_edits(out.remaining.diagnostics, include_unsafe);
     if (edits.empty()) break;
     // count the findings whose fix went in: their edits are all among `edits`
@@ -99,6 +109,7 @@ FixOutcome fix_source(SourceFile source, std::span<const Rule> rules, const Rule
     std::string text = apply_edits(out.source.text(), edits);
     if (text == out.source.text()) break;
     out.source = SourceFile(out.source.path(), std::move(text));
+    if (cells) out.source.set_notebook(std::make_shared<const NotebookIndex>(cells->after(edits)));
     out.changed = true;
     relint();
   }

@@ -44,6 +44,9 @@ struct FixOutcome {
 /// be linted is returned unchanged. `project`: the file's project facts (see lint()).
 /// `fixable` (may be null: every rule): only the fixes of the rules it
 /// enables apply (the configuration's `fixable` minus `unfixable`).
+/// A notebook's virtual source (source.notebook()) keeps its cells: a fix with
+/// an edit that NotebookIndex::editable refuses is not applied, and the
+/// result carries the index moved by the edits.
 FixOutcome fix_source(SourceFile source, std::span<const Rule> rules, const RuleSelection& selection,
                       bool include_unsafe, const RuleOptions& options = RuleOptions{},
                       const ProjectFacts* project = nullptr, const RuleSelection* fixable = nullptr);

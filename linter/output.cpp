@@ -3,7 +3,34 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "linter/notebook.hpp"
+
 namespace ddplint {
+
+namespace {
+// The row and column shown for byte `offset`: in a notebook, inside its cell
+// (`cell` receives the cell's number; 0 for any other file). An end offset
+// (`within` = the finding's start) is kept in the start's cell.
+Position shown_position(const SourceFile& file, std::uint32_t offset, std::uint32_t& cell,
+                        std::optional<std::uint32_t> within = std::nullopt) {
+  if (!file.notebook()) {
+    cell = 0;
+    return file.lines().position(offset);
+  }
+  CellPosition c = cell_position(file, offset, within);
+  cell = c.cell;
+  return c.position;
+}
+
+// `row:col`, or `cell N:row:col` in a notebook (Ruff's form:
+// https://github.com/astral-sh/ruff/issues/6673, `test.ipynb:cell 1:2:8`).
+std::string shown_where(const SourceFile& file, std::uint32_t offset) {
+  std::uint32_t cell = 0;
+  Position p = shown_position(file, offset, cell);
+  std::string where = std::to_string(p.row) + ":" + std::to_string(p.column);
+  return cell == 0 ? where : "cell " + std::to_string(cell) + ":" + where;
+}
+}  // namespace
 
 std::string display_path(std::string_view path) {
   std::string out;
@@ -86,7 +113,8 @@ std::string finding_line(const SourceFile& file, const Diagnostic& d, bool color
   const char* sev = "";
   if (color)
     sev = d.rule->severity == Severity::Error ? "\x1b[1;31m" : d.rule->severity == Severity::Warning ? "\x1b[1;33m" : "\x1b[1;34m";
-  Position p = file.lines().position(d.start);
+  std::uint32_t cell = 0;
+  Position p = shown_position(file, d.start, cell);
   std::string out;
   if (with_path) {
     out += bold;
@@ -95,6 +123,12 @@ std::string finding_line(const SourceFile& file, const Diagnostic& d, bool color
     out += cyan;
     out += ':';
     out += reset;
+    if (cell != 0) {
+      out += "cell " + std::to_string(cell);
+      out += cyan;
+      out += ':';
+      out += reset;
+    }
     out += std::to_string(p.row);
     out += cyan;
     out += ':';
@@ -133,8 +167,9 @@ std::string format_concise(const SourceFile& file, const std::vector<Diagnostic>
 }
 
 nlohmann::ordered_json to_json(const SourceFile& file, const Diagnostic& d) {
-  Position start = file.lines().position(d.start);
-  Position end = file.lines().position(d.end);
+  std::uint32_t cell = 0, end_cell = 0;
+  Position start = shown_position(file, d.start, cell);
+  Position end = shown_position(file, d.end, end_cell, d.start);
   nlohmann::ordered_json j;
   j["code"] = d.rule->code;
   j["name"] = d.rule->name;
@@ -142,12 +177,16 @@ nlohmann::ordered_json to_json(const SourceFile& file, const Diagnostic& d) {
   j["message"] = d.message;
   j["short_message"] = short_message(d.message);
   j["filename"] = file.path();
+  // a notebook's finding names its cell, and its rows count from the cell's
+  // first line, as Ruff's JSON does (https://github.com/astral-sh/ruff/pull/7664)
+  if (cell != 0) j["cell"] = cell;
   j["location"] = {{"row", start.row}, {"column", start.column}};
   j["end_location"] = {{"row", end.row}, {"column", end.column}};
   if (d.fix) {
     nlohmann::ordered_json edits = nlohmann::ordered_json::array();
     for (const Edit& e : d.fix->edits) {
-      Position a = file.lines().position(e.start), b = file.lines().position(e.end);
+      std::uint32_t ca = 0, cb = 0;
+      Position a = shown_position(file, e.start, ca, d.start), b = shown_position(file, e.end, cb, d.start);
       edits.push_back({{"content", e.replacement},
                        {"location", {{"row", a.row}, {"column", a.column}}},
                        {"end_location", {{"row", b.row}, {"column", b.column}}}});
@@ -238,7 +277,14 @@ std::string format_full(const SourceFile& file, const std::vector<Diagnostic>& d
     out += finding_line(file, d, color, d.message, true);
     const LineIndex& lines = file.lines();
     std::uint32_t first = lines.line_of(d.start), last = lines.line_of(d.end > d.start ? d.end - 1 : d.start);
-    std::string number = std::to_string(last + 1);
+    // a notebook's lines are numbered in their cell, and a range stays in its cell
+    std::uint32_t row_base = 0;
+    if (const NotebookIndex* cells = file.notebook().get(); cells && cells->cell_of(d.start)) {
+      const NotebookIndex::Cell& cell = *cells->cell_of(d.start);
+      row_base = lines.line_of(cell.start);
+      if (cell.end > cell.start) last = std::min(last, lines.line_of(cell.end - 1));
+    }
+    std::string number = std::to_string(last + 1 - row_base);
     std::string gutter(number.size() + 1, ' ');
     out += gutter + blue + "|" + reset + "\n";
     std::uint32_t shown_last = std::min(last, first + 4);  // at most 5 lines of a long range
@@ -265,7 +311,7 @@ std::string format_full(const SourceFile& file, const std::vector<Diagnostic>& d
         a = static_cast<std::uint32_t>(pre.size() + a - from);
         text = window;
       }
-      std::string n = std::to_string(l + 1);
+      std::string n = std::to_string(l + 1 - row_base);
       out += std::string(number.size() - n.size(), ' ') + blue + n + " |" + reset + " " + std::string(text) + "\n";
       std::size_t width = std::max<std::size_t>(1, code_points(text.substr(a, b - a)));
       out += gutter + blue + "|" + reset + " " + pad_under(text.substr(0, a)) + red + std::string(width, '^') + reset + "\n";
@@ -287,13 +333,9 @@ std::string format_grouped(const SourceFile& file, const std::vector<Diagnostic>
   const char* reset = reset_if(color);
   std::string out = std::string(bold) + display_path(file.path()) + reset + ":\n";
   std::size_t width = 0;
+  for (const Diagnostic& d : diagnostics) width = std::max(width, shown_where(file, d.start).size());
   for (const Diagnostic& d : diagnostics) {
-    Position p = file.lines().position(d.start);
-    width = std::max(width, std::to_string(p.row).size() + 1 + std::to_string(p.column).size());
-  }
-  for (const Diagnostic& d : diagnostics) {
-    Position p = file.lines().position(d.start);
-    std::string where = std::to_string(p.row) + ":" + std::to_string(p.column);
+    std::string where = shown_where(file, d.start);
     out += "  " + where + std::string(width - where.size(), ' ') + " " + finding_line(file, d, color, d.message, false);
   }
   out += "\n";
@@ -326,6 +368,17 @@ std::string format_github(const SourceFile& file, const std::vector<Diagnostic>&
   for (const Diagnostic& d : diagnostics) {
     Position a = file.lines().position(d.start), b = file.lines().position(d.end);
     const char* command = d.rule->severity == Severity::Error ? "error" : d.rule->severity == Severity::Warning ? "warning" : "notice";
+    if (file.notebook()) {
+      // a notebook's rows are not the lines of its file: the annotation is on
+      // the line of the file where the row is written, and the message says
+      // where in which cell
+      CellPosition c = cell_position(file, d.start);
+      out += "::" + std::string(command) + " title=" + github_escape_property("ddplint (" + std::string(d.rule->code) + ")") +
+             ",file=" + github_escape_property(file.path()) +
+             (c.file_line != 0 ? ",line=" + std::to_string(c.file_line) : std::string()) + "::" +
+             github_escape_data(shown_where(file, d.start) + ": " + std::string(d.rule->code) + " " + d.message) + "\n";
+      continue;
+    }
     out += "::" + std::string(command) + " title=" + github_escape_property("ddplint (" + std::string(d.rule->code) + ")") +
            ",file=" + github_escape_property(file.path()) + ",line=" + std::to_string(a.row) +
            ",col=" + std::to_string(a.column) + ",endLine=" + std::to_string(b.row) +
@@ -365,6 +418,30 @@ nlohmann::ordered_json sarif_result(const SourceFile& file, const Diagnostic& d,
   char fingerprint[40];
   std::snprintf(fingerprint, sizeof fingerprint, "%016llx:%zu", static_cast<unsigned long long>(h), occurrence + 1);
   nlohmann::ordered_json region = {{"startLine", a.row}, {"startColumn", a.column}, {"endLine", b.row}, {"endColumn", b.column}};
+  if (file.notebook()) {
+    // SARIF regions count the lines of the artifact, the notebook's JSON: the
+    // region is the lines of the file where the cell's rows are written (no
+    // columns: those of the JSON strings are not the code's), and the cell
+    // with the rows and columns inside it are properties (as Ruff's JSON gives them)
+    CellPosition ca = cell_position(file, d.start), cb = cell_position(file, d.end, d.start);
+    nlohmann::ordered_json location = {{"artifactLocation", {{"uri", uri}, {"uriBaseId", "%SRCROOT%"}}}};
+    if (ca.file_line != 0)
+      location["region"] = {{"startLine", ca.file_line}, {"endLine", std::max(ca.file_line, cb.file_line)}};
+    nlohmann::ordered_json result = {
+        {"ruleId", d.rule->code},
+        {"ruleIndex", rule_index},
+        {"level", sarif_level(d.rule->severity)},
+        {"message", {{"text", d.message}}},
+        {"locations", {{{"physicalLocation", std::move(location)}}}},
+        {"partialFingerprints", {{"ddplintLineHash/v1", fingerprint}}},
+        {"properties",
+         {{"shortMessage", short_message(d.message)},
+          {"cell", ca.cell},
+          {"cellRegion",
+           {{"startLine", ca.position.row}, {"startColumn", ca.position.column}, {"endLine", cb.position.row},
+            {"endColumn", cb.position.column}}}}}};
+    return result;  // (no `fixes`: their regions would be inside the JSON strings)
+  }
   nlohmann::ordered_json result = {
       {"ruleId", d.rule->code},
       {"ruleIndex", rule_index},

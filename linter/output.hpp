@@ -15,6 +15,8 @@ namespace ddplint {
 /// Text format, one finding a line: `path:row:col: CODE [*] [severity] message`
 /// (1-based row, code-point column; `[*]` when the finding has a safe fix,
 /// which --fix applies). With `color`, ANSI colours for path, code and severity.
+/// In every format, a notebook's finding (file.notebook()) is placed in its
+/// cell: `path:cell N:row:col`, rows counted from the cell's first line.
 std::string format_text(const SourceFile& file, const std::vector<Diagnostic>& diagnostics, bool color);
 
 /// `concise` format: as format_text, with short_message() for the message.
@@ -33,7 +35,7 @@ std::string display_path(std::string_view path);
 
 /// JSON object of one finding, with exactly the fields documented in the README:
 /// code, name, severity, message, short_message, filename, location,
-/// end_location, fix, url.
+/// end_location, fix, url; and `cell` (its number) for a notebook's finding.
 nlohmann::ordered_json to_json(const SourceFile& file, const Diagnostic& d);
 
 /// `full` format: the text line, then the source line(s) with the finding's
@@ -60,7 +62,9 @@ std::string github_escape_property(std::string_view s);
 /// uriBaseId `%SRCROOT%`; columns are Unicode code points (the run's
 /// columnKind), end column exclusive. `occurrence` counts earlier findings of
 /// the same rule on identical line text in the file: it keeps the
-/// partialFingerprints of repeated lines distinct.
+/// partialFingerprints of repeated lines distinct. A notebook's finding has
+/// the lines of the `.ipynb` where its rows are written as its region (none
+/// when unknown), its cell and in-cell region as `properties`, and no fix.
 nlohmann::ordered_json sarif_result(const SourceFile& file, const Diagnostic& d, std::size_t rule_index,
                                     const std::string& uri, std::size_t occurrence);
 

@@ -4,12 +4,15 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace ddplint {
+
+struct NotebookIndex;  // linter/notebook.hpp
 
 /// True for a UTF-8 continuation byte (10xxxxxx): not the start of a code point.
 inline bool is_utf8_continuation(unsigned char c) { return (c & 0xC0) == 0x80; }
@@ -92,6 +95,13 @@ class SourceFile {
   /// Bytes of a leading UTF-8 byte-order mark (0 or 3); parsing starts after it.
   std::uint32_t bom_length() const { return bom_; }
 
+  /// For the virtual source of a Jupyter notebook (linter/notebook.hpp): where
+  /// its cells lie, so that output shows `cell N:row:col` and fixes stay in a
+  /// cell; null for any other source.
+  const std::shared_ptr<const NotebookIndex>& notebook() const { return notebook_; }
+  /// Marks this source as a notebook's virtual source laid out as `index`.
+  void set_notebook(std::shared_ptr<const NotebookIndex> index) { notebook_ = std::move(index); }
+
   /// Checks that the bytes can be parsed: at most kMaxSourceBytes, no NUL
   /// byte (binary), valid UTF-8, and, over kTokenCheckBytes, at most
   /// kMaxParseTokens estimated tokens (DecodeError::TooLarge).
@@ -104,6 +114,7 @@ class SourceFile {
   std::string bytes_;
   std::uint32_t bom_ = 0;
   mutable std::optional<LineIndex> index_;
+  std::shared_ptr<const NotebookIndex> notebook_;
 };
 
 /// Largest file ddplint parses, in bytes (tree-sitter offsets are 32-bit; files

@@ -303,6 +303,12 @@ void Server::on_notification(const std::string& method, const json& params) {
     refresh_index();
   } else if (method == "textDocument/didClose") {
     did_close(params);
+  } else if (method == "notebookDocument/didOpen") {
+    notebook_did_open(params);
+  } else if (method == "notebookDocument/didChange") {
+    notebook_did_change(params);
+  } else if (method == "notebookDocument/didClose") {
+    notebook_did_close(params);
   } else if (method == "workspace/didChangeConfiguration") {
     apply_settings(member(params, "settings"), false);
   } else if (method == "workspace/didChangeWatchedFiles") {
@@ -352,6 +358,9 @@ json Server::initialize(const json& params) {
       {"textDocumentSync", {{"openClose", true}, {"change", 2}, {"save", {{"includeText", false}}}}},
       {"codeActionProvider", {{"codeActionKinds", {"quickfix", "source.fixAll.ddplint"}}, {"resolveProvider", false}}},
       {"hoverProvider", true},
+      // Jupyter notebooks: their Python cells, linted together
+      {"notebookDocumentSync",
+       {{"notebookSelector", {{{"notebook", {{"notebookType", "jupyter-notebook"}}}, {"cells", {{{"language", "python"}}}}}}}}},
       {"workspace", {{"workspaceFolders", {{"supported", true}, {"changeNotifications", true}}}}},
   };
   if (caps_.pull_diagnostics)
@@ -452,6 +461,7 @@ void Server::relint_all() {
     return;
   }
   for (auto& [uri, doc] : documents_) mark_pending(uri);
+  for (auto& [uri, nb] : notebooks_) publish_notebook(*nb);
 }
 
 // --- documents -------------------------------------------------------------------
@@ -655,6 +665,11 @@ void Server::publish_due(std::chrono::steady_clock::time_point now,
 // --- requests --------------------------------------------------------------------------
 
 json Server::pull_diagnostics(const json& params) {
+  // a notebook's cell: the notebook linted, this cell's part
+  const json& cell_uri = member(member(params, "textDocument"), "uri");
+  for (const auto& [uri, nb] : notebooks_)
+    if (cell_uri.is_string() && nb->cell(cell_uri.get<std::string>()) != nullptr)
+      return {{"kind", "full"}, {"items", notebook_diagnostics(*nb)[cell_uri.get<std::string>()]}};
   Document* doc = find(params.at("textDocument"));
   if (doc == nullptr) return {{"kind", "full"}, {"items", json::array()}};
   std::string id = result_id(*doc);
@@ -665,6 +680,65 @@ json Server::pull_diagnostics(const json& params) {
   json items = json::array();
   for (const Diagnostic& d : result.diagnostics) items.push_back(to_lsp(*doc, d));
   return {{"kind", "full"}, {"resultId", id}, {"items", std::move(items)}};
+}
+
+// --- notebooks -------------------------------------------------------------------
+
+void Server::notebook_did_open(const json& params) {
+  auto nb = std::make_unique<NotebookDocument>(params);
+  std::string uri = nb->uri();
+  publish_notebook(*nb);
+  notebooks_[uri] = std::move(nb);
+}
+
+void Server::notebook_did_change(const json& params) {
+  std::string uri = params.at("notebookDocument").at("uri").get<std::string>();
+  auto it = notebooks_.find(uri);
+  if (it == notebooks_.end()) {
+    log_("change to a notebook that is not open: " + uri);
+    return;
+  }
+  for (const std::string& gone : it->second->change(params, encoding_))
+    if (!caps_.pull_diagnostics) notify("textDocument/publishDiagnostics", {{"uri", gone}, {"diagnostics", json::array()}});
+  publish_notebook(*it->second);
+}
+
+void Server::notebook_did_close(const json& params) {
+  auto it = notebooks_.find(params.at("notebookDocument").at("uri").get<std::string>());
+  if (it == notebooks_.end()) return;
+  if (!caps_.pull_diagnostics)
+    for (const std::string& cell : it->second->cell_uris())
+      notify("textDocument/publishDiagnostics", {{"uri", cell}, {"diagnostics", json::array()}});
+  notebooks_.erase(it);
+}
+
+std::map<std::string, json> Server::notebook_diagnostics(const NotebookDocument& nb) {
+  // the notebook's configuration: that of its file, as for a buffer
+  Document file(nb.uri(), uri_to_path(nb.uri()), nb.version(), "");
+  auto [selection, options] = settings_for_document(file);
+  NotebookDocument::Lint result = nb.lint(rules_, selection, options);
+  if (!result.error.empty()) log_(nb.uri() + ": not linted: " + result.error);
+  std::map<std::string, json> out;
+  std::vector<std::string> cells = nb.cell_uris();
+  for (std::size_t k = 0; k < cells.size(); ++k) {
+    json items = json::array();
+    if (const Document* cell = nb.cell(cells[k]))
+      for (const Diagnostic& d : result.by_cell[k]) items.push_back(to_lsp(*cell, d));
+    out[cells[k]] = std::move(items);
+  }
+  return out;
+}
+
+void Server::publish_notebook(const NotebookDocument& nb) {
+  if (caps_.pull_diagnostics) {
+    if (caps_.diagnostic_refresh) request("workspace/diagnostic/refresh", nullptr);
+    return;
+  }
+  for (auto& [cell, items] : notebook_diagnostics(nb)) {
+    json params = {{"uri", cell}, {"diagnostics", std::move(items)}};
+    if (const Document* doc = nb.cell(cell)) params["version"] = doc->version();
+    notify("textDocument/publishDiagnostics", std::move(params));
+  }
 }
 
 json Server::workspace_edit(const Document& doc, const std::vector<Edit>& edits) const {

@@ -20,6 +20,7 @@
 #include "linter/project.hpp"
 #include "linter/selection.hpp"
 #include "lsp/document.hpp"
+#include "lsp/notebook.hpp"
 
 namespace ddplint::lsp {
 
@@ -123,6 +124,15 @@ class Server {
   void did_change(const json& params);
   void did_close(const json& params);
   json pull_diagnostics(const json& params);
+  /// notebookDocument/didOpen, didChange, didClose (LSP 3.17): the cells of a
+  /// Jupyter notebook linted together, diagnostics published per cell.
+  void notebook_did_open(const json& params);
+  void notebook_did_change(const json& params);
+  void notebook_did_close(const json& params);
+  /// The diagnostics of each cell of `nb`, by cell URI (every cell, empty where none).
+  std::map<std::string, json> notebook_diagnostics(const NotebookDocument& nb);
+  /// Pushes notebook_diagnostics (not with pull diagnostics: the client asks per cell).
+  void publish_notebook(const NotebookDocument& nb);
   json code_actions(const json& params);
   json hover(const json& params);
 
@@ -168,6 +178,7 @@ class Server {
   std::uint64_t generation_ = 1;  ///< bumped when settings or configuration files change
   std::vector<std::string> workspace_folders_;
   std::map<std::string, std::unique_ptr<Document>> documents_;
+  std::map<std::string, std::unique_ptr<NotebookDocument>> notebooks_;  ///< open notebooks, by notebook URI
   std::map<std::string, std::chrono::steady_clock::time_point> pending_;
   std::set<std::string> cancelled_;  ///< ids (dumped JSON) of cancelled requests
   std::int64_t next_request_id_ = 1;

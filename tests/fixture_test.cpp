@@ -1,7 +1,8 @@
 // Closed-world fixture test. Every Python file, launch script (*.sh,
-// *.slurm, ...) and Markdown file (but the folders' README.md) under fixtures/ and examples/
+// *.slurm, ...), Jupyter notebook and Markdown file (but the folders' README.md) under fixtures/ and examples/
 // is linted; each finding must be marked on the line where it starts with
-// `# expect: CODE[, CODE...]`, and each mark must be found. A first-line
+// `# expect: CODE[, CODE...]` (in a notebook, on the cell's line: the marks
+// are read from its virtual source), and each mark must be found. A first-line
 // directive `# fixture-select: CODES` restricts the rules run on that file.
 // Opt-in rules (RuleInfo::opt_in) run on the files that name them: those of
 // their own folder (fixtures/DDP603/) and those with a mark of their code, so
@@ -16,6 +17,7 @@
 
 #include "linter/fixes.hpp"
 #include "linter/lint.hpp"
+#include "linter/notebook.hpp"
 #include "linter/project.hpp"
 #include "rules/registry.hpp"
 
@@ -39,6 +41,7 @@ std::vector<fs::path> python_files(const fs::path& root) {
   if (!fs::is_directory(root)) return out;
   for (const auto& e : fs::recursive_directory_iterator(root))
     if (e.is_regular_file() && (e.path().extension() == ".py" || has_shell_extension(e.path().filename().string()) ||
+                                has_notebook_extension(e.path().filename().string()) ||
                                 (has_markdown_extension(e.path().filename().string()) &&
                                  e.path().filename() != "README.md")))
       out.push_back(e.path());  // Python scripts, launch scripts, Markdown with shell blocks (not the folders' READMEs)
@@ -50,6 +53,7 @@ std::vector<fs::path> python_files(const fs::path& root) {
 // fixtures/projects/ another: they carry their own pyproject.toml), as the CLI computes them.
 // A launch script's facts are those of the Python scripts it starts.
 const ProjectFacts* facts_of(const fs::path& path) {
+  if (has_notebook_extension(path.filename().string())) return nullptr;  // as the CLI: no project facts
   static ProjectSet projects;
   static std::vector<std::shared_ptr<const Project>> kept;  // the facts stay valid for the whole test
   auto project = projects.project_of(path);
@@ -64,13 +68,27 @@ const ProjectFacts* facts_of(const fs::path& path) {
   return project->facts_for(absolute);
 }
 
+// The source the CLI lints for `path`: its bytes, or a notebook's virtual
+// source with its index; std::nullopt and `error` set when it cannot be read.
+std::optional<SourceFile> source_of(const fs::path& path, std::string& error) {
+  auto bytes = read_file(path.string(), error);
+  if (!bytes) return std::nullopt;
+  if (!has_notebook_extension(path.filename().string())) return SourceFile(path.string(), std::move(*bytes));
+  std::optional<Notebook> nb = Notebook::parse(*bytes, error);
+  if (!nb) return std::nullopt;
+  SourceFile source(path.string(), nb->source());
+  source.set_notebook(nb->index());
+  return source;
+}
+
 std::string check_file(const fs::path& path) {
   std::string error;
-  auto bytes = read_file(path.string(), error);
-  if (!bytes) return "cannot read: " + error;
+  std::optional<SourceFile> read = source_of(path, error);
+  if (!read) return "cannot read: " + error;
+  std::string text(read->text());  // the marks: a notebook's on its cells' lines
   std::set<Finding> expected;
   std::vector<std::string> select;
-  std::istringstream in(*bytes);
+  std::istringstream in(text);
   std::string line;
   for (std::uint32_t row = 1; std::getline(in, line); ++row) {
     if (row <= 3 && line.find("# fixture-select:") != std::string::npos) select = codes_after(line, "# fixture-select:");
@@ -85,7 +103,7 @@ std::string check_file(const fs::path& path) {
       opt_in.emplace_back(r.info.code);
   RuleSelection selection(select, {});
   if (!opt_in.empty()) selection.add_layer({}, opt_in, {});
-  SourceFile source(path.string(), std::move(*bytes));
+  SourceFile& source = *read;
   LintResult result = lint(source, rules::all(), selection, RuleOptions{}, true, facts_of(path));
   if (!result.error.empty()) return "not linted: " + result.error;
   std::set<Finding> actual;
@@ -114,9 +132,15 @@ std::size_t count_code(const LintResult& r, std::string_view code) {
 // second pass over the result finds nothing more to fix (idempotent).
 std::string check_fixes(const fs::path& path, std::size_t& fixes_checked) {
   std::string error;
-  auto bytes = read_file(path.string(), error);
-  if (!bytes) return "cannot read: " + error;
-  SourceFile source(path.string(), std::move(*bytes));
+  std::optional<SourceFile> read = source_of(path, error);
+  if (!read) return "cannot read: " + error;
+  SourceFile& source = *read;
+  // a copy of `text` laid out as `source` (a notebook keeps its cells)
+  auto with_cells = [&](std::string text, const SourceFile& like) {
+    SourceFile f(path.string(), std::move(text));
+    f.set_notebook(like.notebook());
+    return f;
+  };
   RuleSelection all;  // every rule, the opt-in ones too: each fix is checked
   std::vector<std::string> every;
   for (const Rule& r : rules::all()) every.emplace_back(r.info.code);
@@ -140,13 +164,13 @@ std::string check_fixes(const fs::path& path, std::size_t& fixes_checked) {
   }
   // what --fix (and --fix --unsafe-fixes) does: every applicable fix, re-linted until stable
   for (bool unsafe : {false, true}) {
-    FixOutcome fixed = fix_source(SourceFile(path.string(), std::string(source.text())), rules::all(), all, unsafe,
+    FixOutcome fixed = fix_source(with_cells(std::string(source.text()), source), rules::all(), all, unsafe,
                                   RuleOptions{}, facts);
     if (!fixed.changed) continue;
     if (!had_syntax_error && count_code(fixed.remaining, "DDP001") > 0)
       out << "  " << path.string() << ": all fixes together make a syntax error (unsafe: " << unsafe << ")\n";
-    FixOutcome again = fix_source(SourceFile(path.string(), std::string(fixed.source.text())), rules::all(), all, unsafe,
-                                  RuleOptions{}, facts);
+    FixOutcome again = fix_source(with_cells(std::string(fixed.source.text()), fixed.source), rules::all(), all,
+                                  unsafe, RuleOptions{}, facts);
     if (again.changed)
       out << "  " << path.string() << ": a second --fix still changes the file (unsafe: " << unsafe << ")\n";
   }

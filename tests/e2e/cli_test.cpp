@@ -1046,3 +1046,159 @@ TEST_CASE("Markdown: the shell blocks of a README, named or selected by extend-i
   CHECK(contains(ddplint({"-q", "--no-cache", "train.py"}, "", d.path).out, "(0, given by run.sh:2)"));
 }
 
+
+namespace {
+// A notebook of `cells` (JSON), written as Jupyter writes it: indent 1, a final newline.
+std::string notebook_json(const nlohmann::ordered_json& cells) {
+  nlohmann::ordered_json nb = {{"cells", cells},
+                               {"metadata", {{"kernelspec", {{"display_name", "Python 3"}, {"name", "python3"}}}}},
+                               {"nbformat", 4},
+                               {"nbformat_minor", 5}};
+  return nb.dump(1, ' ', false) + "\n";
+}
+nlohmann::ordered_json nb_code(const nlohmann::ordered_json& source, int count = 1,
+                               nlohmann::ordered_json outputs = nlohmann::ordered_json::array()) {
+  return {{"cell_type", "code"}, {"execution_count", count}, {"metadata", nlohmann::ordered_json::object()},
+          {"outputs", std::move(outputs)}, {"source", source}};
+}
+nlohmann::ordered_json nb_markdown(const std::string& text) {
+  return {{"cell_type", "markdown"}, {"metadata", nlohmann::ordered_json::object()}, {"source", text}};
+}
+// Cells of a DDP notebook: a Markdown title (cell 1), imports with a magic (2),
+// a loader without pin_memory (3: DDP102 at row 2, column 10).
+nlohmann::ordered_json ddp_cells() {
+  using J = nlohmann::ordered_json;
+  J outputs = J::array({{{"name", "stdout"}, {"output_type", "stream"}, {"text", J::array({"GPU 0: µ\n"})}}});
+  return J::array({nb_markdown("# Training — notes"),
+                   nb_code(J::array({"%matplotlib inline\n", "!nvidia-smi -L\n", "import torch\n",
+                                     "from torch.utils.data import DataLoader\n"}),
+                           1, outputs),
+                   nb_code(J::array({"model = torch.nn.Linear(4, 4).cuda()\n",
+                                     "loader = DataLoader(ds, num_workers=2)  # train\n",
+                                     "for x in loader:\n", "    !echo step\n", "    model(x).sum().backward()"}),
+                           2)});
+}
+}  // namespace
+
+// Ruff lints notebooks cell by cell and names the cell in its text output as
+// `path:cell N:row:col` (https://github.com/astral-sh/ruff/issues/6673, made
+// 1-based and consistent in https://github.com/astral-sh/ruff/pull/7662), and
+// its JSON gives a `cell` with rows counted in the cell
+// (https://github.com/astral-sh/ruff/pull/7664).
+TEST_CASE("notebooks: findings as path:cell N:row:col, JSON `cell`, SARIF properties; magics are not Python") {
+  TempDir d;
+  d.write("train.ipynb", notebook_json(ddp_cells()));
+  Run r = ddplint({"--isolated", "--select", "DDP102", "train.ipynb"}, "", d.path);
+  CHECK(r.rc == 1);
+  CHECK(contains(r.out, "train.ipynb:cell 3:2:10: DDP102 "));
+  CHECK_FALSE(contains(r.out, "DDP001"));  // %matplotlib, !nvidia-smi and the indented !echo parse
+  CHECK(r.err.empty());
+  Run grouped = ddplint({"--isolated", "--select", "DDP102", "--format", "grouped", "train.ipynb"}, "", d.path);
+  CHECK(contains(grouped.out, "  cell 3:2:10 DDP102 "));
+  Run full = ddplint({"--isolated", "--select", "DDP102", "--format", "full", "train.ipynb"}, "", d.path);
+  CHECK(contains(full.out, "train.ipynb:cell 3:2:10: DDP102 [*] "));
+  CHECK(contains(full.out, "2 | loader = DataLoader(ds, num_workers=2)  # train\n"));
+  Run j = ddplint({"--isolated", "--select", "DDP102", "--format", "json", "train.ipynb"}, "", d.path);
+  auto doc = nlohmann::json::parse(j.out);
+  REQUIRE(doc.size() == 1);
+  CHECK(doc[0]["cell"] == 3);
+  CHECK(doc[0]["filename"] == "train.ipynb");
+  CHECK(doc[0]["location"] == nlohmann::json{{"row", 2}, {"column", 10}});
+  CHECK(doc[0]["fix"]["edits"][0]["location"]["row"] == 2);
+  // a Python file's record has no `cell`
+  d.write("t.py", kBadLoader);
+  CHECK_FALSE(nlohmann::json::parse(ddplint({"--format", "json", "t.py"}, "", d.path).out)[0].contains("cell"));
+  Run sarif = ddplint({"--isolated", "--select", "DDP102", "--format", "sarif", "train.ipynb"}, "", d.path);
+  auto result = nlohmann::json::parse(sarif.out)["runs"][0]["results"][0];
+  CHECK(result["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "train.ipynb");
+  // the region: the line of the notebook file where the row is written (GitHub needs a startLine)
+  std::string text = notebook_json(ddp_cells());
+  auto file_line = std::count(text.begin(), text.begin() + static_cast<long>(text.find("\"loader = ")), '\n') + 1;
+  CHECK(result["locations"][0]["physicalLocation"]["region"]["startLine"] == file_line);
+  CHECK(result["properties"]["cell"] == 3);
+  CHECK(result["properties"]["cellRegion"]["startLine"] == 2);
+  Run gh = ddplint({"--isolated", "--select", "DDP102", "--format", "github", "train.ipynb"}, "", d.path);
+  CHECK(contains(gh.out, "file=train.ipynb,line=" + std::to_string(file_line) + "::cell 3:2:10: DDP102 "));
+  CHECK_FALSE(contains(gh.out, "col="));
+  // `# noqa` on the cell's line
+  auto cells = ddp_cells();
+  cells[2]["source"][1] = "loader = DataLoader(ds, num_workers=2)  # noqa: DDP102\n";
+  d.write("quiet.ipynb", notebook_json(cells));
+  CHECK(ddplint({"--isolated", "--select", "DDP102", "quiet.ipynb"}, "", d.path).rc == 0);
+  // a cell magic's cell is not read
+  cells = ddp_cells();
+  cells[2]["source"].insert(cells[2]["source"].begin(), "%%time\n");
+  d.write("timed.ipynb", notebook_json(cells));
+  CHECK(ddplint({"--isolated", "--select", "DDP102", "timed.ipynb"}, "", d.path).rc == 0);
+}
+
+// Ruff's --fix edits the cells and writes the notebook back, leaving outputs
+// and metadata alone; its --diff shows each changed cell as `path:cell N`
+// (https://github.com/astral-sh/ruff/pull/7662).
+TEST_CASE("notebooks: --fix edits the cells and keeps everything else; --diff per cell; stdin") {
+  TempDir d;
+  const std::string before = notebook_json(ddp_cells());
+  fs::path f = d.write("train.ipynb", before);
+  Run diff = ddplint({"--isolated", "--select", "DDP102", "--diff", "train.ipynb"}, "", d.path);
+  CHECK(diff.rc == 1);
+  CHECK(contains(diff.out, "--- a/train.ipynb:cell 3\n+++ b/train.ipynb:cell 3\n"));
+  CHECK(contains(diff.out, "+loader = DataLoader(ds, num_workers=2, pin_memory=True)  # train\n"));
+  CHECK(slurp(f) == before);
+  Run fixed = ddplint({"--isolated", "--select", "DDP102", "--fix", "train.ipynb"}, "", d.path);
+  CHECK(fixed.rc == 0);
+  std::string after = slurp(f);
+  auto expected = ddp_cells();
+  expected[2]["source"][1] = "loader = DataLoader(ds, num_workers=2, pin_memory=True)  # train\n";
+  // byte for byte what Jupyter would write: outputs (non-ASCII kept), metadata,
+  // execution counts, the magics and the other cells as they were; the source
+  // still a list of lines, the last without a line end
+  CHECK(after == notebook_json(expected));
+  CHECK(ddplint({"--isolated", "--select", "DDP102", "--fix", "train.ipynb"}, "", d.path).rc == 0);
+  CHECK(slurp(f) == after);
+  // a notebook on standard input: --fix prints the notebook
+  Run in = ddplint({"--isolated", "--select", "DDP102", "--fix", "--stdin-filename", "x.ipynb", "-"}, before, d.path);
+  CHECK(in.out == notebook_json(expected));
+  // --add-noqa writes its comments into the cells too, the notebook kept whole
+  f = d.write("noqa.ipynb", before);
+  Run noqa = ddplint({"--isolated", "--select", "DDP102", "--add-noqa", "noqa.ipynb"}, "", d.path);
+  CHECK(noqa.rc == 0);
+  auto with_noqa = ddp_cells();
+  with_noqa[2]["source"][1] = "loader = DataLoader(ds, num_workers=2)  # train  # noqa: DDP102\n";
+  CHECK(slurp(f) == notebook_json(with_noqa));
+  CHECK(ddplint({"--isolated", "--select", "DDP102", "noqa.ipynb"}, "", d.path).rc == 0);
+}
+
+TEST_CASE("notebooks: a malformed notebook is one error line and exit 2; the other files are still linted") {
+  TempDir d;
+  d.write("a_bad.ipynb", "{\"cells\": [");
+  d.write("b_old.ipynb", "{\"cells\": [], \"metadata\": {}, \"nbformat\": 3, \"nbformat_minor\": 0}\n");
+  d.write("c_shape.ipynb", "{\"cells\": [{\"cell_type\": \"code\", \"source\": 3}], \"nbformat\": 4}\n");
+  d.write("d_nocells.ipynb", "{\"nbformat\": 4, \"nbformat_minor\": 5}\n");
+  d.write("e_deep.ipynb", std::string(200000, '['));
+  d.write("z.py", kBadLoader);
+  Run r = ddplint({"-q", "a_bad.ipynb", "b_old.ipynb", "c_shape.ipynb", "d_nocells.ipynb", "e_deep.ipynb", "z.py"}, "",
+                  d.path);
+  CHECK(r.rc == 2);
+  CHECK(contains(r.out, "z.py:3:10: DDP101"));
+  CHECK(contains(r.err, "ddplint: a_bad.ipynb: not a notebook: not JSON ("));
+  CHECK(contains(r.err, "ddplint: b_old.ipynb: not nbformat 4: `nbformat` is 3, only 4 is read\n"));
+  CHECK(contains(r.err, "ddplint: c_shape.ipynb: cell 1: `source` is not a string or a list of strings\n"));
+  CHECK(contains(r.err, "ddplint: d_nocells.ipynb: not a notebook: no `cells` list\n"));
+  CHECK(contains(r.err, "ddplint: e_deep.ipynb: not a notebook: JSON nested more than"));
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 5);  // one line each
+}
+
+// Ruff lints notebooks found by a folder walk by default since 0.6.0
+// (https://docs.astral.sh/ruff/configuration/#jupyter-notebook-discovery) and
+// leaves `.ipynb_checkpoints` out by default (its default `exclude`).
+TEST_CASE("notebooks: a folder walk finds *.ipynb and skips .ipynb_checkpoints") {
+  TempDir d;
+  d.write("nb/train.ipynb", notebook_json(ddp_cells()));
+  d.write("nb/.ipynb_checkpoints/train-checkpoint.ipynb", notebook_json(ddp_cells()));
+  d.write("nb/notes.txt", "loader = DataLoader(ds)\n");
+  Run r = ddplint({"--isolated", "--select", "DDP102", "."}, "", d.path);
+  CHECK(r.rc == 1);
+  CHECK(contains(r.out, "nb/train.ipynb:cell 3:2:10: DDP102"));
+  CHECK_FALSE(contains(r.out, "checkpoint"));
+  CHECK(contains(r.out, "in 1 file"));
+}

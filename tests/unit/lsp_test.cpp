@@ -704,3 +704,69 @@ TEST_CASE("server: editing one buffer updates the findings of the open buffers t
   json after_close = c.publish(helper_uri);
   CHECK((after_close.is_null() || after_close["diagnostics"].size() == 1));
 }
+
+// LSP 3.17 notebook documents: the server announces notebookDocumentSync for
+// Jupyter notebooks' Python cells, lints the cells together (a name imported
+// in one cell is known in the next) and publishes each cell's diagnostics
+// under the cell's URI, as Ruff's server does for notebooks
+// (https://github.com/astral-sh/ruff/issues/10858).
+TEST_CASE("lsp: notebook documents are linted as one notebook, diagnostics per cell") {
+  Client c;
+  json init = c.initialize({}, kWithDDP102);
+  const json& sync = init["result"]["capabilities"]["notebookDocumentSync"];
+  CHECK(sync["notebookSelector"][0]["notebook"]["notebookType"] == "jupyter-notebook");
+  CHECK(sync["notebookSelector"][0]["cells"][0]["language"] == "python");
+  const std::string nb = "file:///work/nb/train.ipynb";
+  const std::string c1 = "vscode-notebook-cell:/work/nb/train.ipynb#c1", c2 = "vscode-notebook-cell:/work/nb/train.ipynb#c2",
+                    md = "vscode-notebook-cell:/work/nb/train.ipynb#m1";
+  json cells = json::array({{{"kind", 1}, {"document", md}}, {{"kind", 2}, {"document", c1}}, {{"kind", 2}, {"document", c2}}});
+  json texts = json::array(
+      {{{"uri", md}, {"languageId", "markdown"}, {"version", 1}, {"text", "# notes: DataLoader(ds)"}},
+       {{"uri", c1}, {"languageId", "python"}, {"version", 1}, {"text", "%matplotlib inline\n" + kHead}},
+       {{"uri", c2}, {"languageId", "python"}, {"version", 1}, {"text", "!nvidia-smi\nl = DataLoader(ds, num_workers=2)"}}});
+  c.notify("notebookDocument/didOpen",
+           {{"notebookDocument", {{"uri", nb}, {"notebookType", "jupyter-notebook"}, {"version", 1}, {"cells", cells}}},
+            {"cellTextDocuments", texts}});
+  json second = c.publish(c2);
+  REQUIRE(second.is_object());
+  CHECK(codes_of(second["diagnostics"]) == std::vector<std::string>{"DDP102"});
+  // the range is the cell's: line 1 (after the magic), at `DataLoader`
+  CHECK(second["diagnostics"][0]["range"]["start"] == json{{"line", 1}, {"character", 4}});
+  CHECK(c.publish(c1)["diagnostics"].empty());  // no DDP001 from the magic
+  CHECK(c.publish(md)["diagnostics"].empty());  // Markdown is not read
+  // an edit to a cell's text is linted again
+  c.notify("notebookDocument/didChange",
+           {{"notebookDocument", {{"uri", nb}, {"version", 2}}},
+            {"change",
+             {{"cells",
+               {{"textContent",
+                 {{{"document", {{"uri", c2}, {"version", 2}}},
+                   {"changes", {{{"range", {{"start", {{"line", 1}, {"character", 32}}}, {"end", {{"line", 1}, {"character", 32}}}}},
+                                  {"text", ", pin_memory=True"}}}}}}}}}}}});
+  CHECK(c.publish(c2)["diagnostics"].empty());
+  // a cell added before the others moves nothing: each cell keeps its own lines
+  const std::string c0 = "vscode-notebook-cell:/work/nb/train.ipynb#c0";
+  c.notify("notebookDocument/didChange",
+           {{"notebookDocument", {{"uri", nb}, {"version", 3}}},
+            {"change",
+             {{"cells",
+               {{"structure",
+                 {{"array", {{"start", 0}, {"deleteCount", 1}, {"cells", {{{"kind", 2}, {"document", c0}}}}}},
+                  {"didOpen", {{{"uri", c0}, {"languageId", "python"}, {"version", 1}, {"text", "m = DataLoader(x)\n"}}}},
+                  {"didClose", {{{"uri", md}}}}}}}}}}});
+  CHECK(c.publish(md)["diagnostics"].empty());  // the removed cell is cleared
+  json first = c.publish(c0);
+  CHECK(codes_of(first["diagnostics"]) == std::vector<std::string>{"DDP101", "DDP102"});
+  CHECK(first["diagnostics"][0]["range"]["start"]["line"] == 0);
+  // pull diagnostics ask per cell
+  Client pull;
+  pull.initialize({{"textDocument", {{"diagnostic", json::object()}}}}, kWithDDP102);
+  pull.notify("notebookDocument/didOpen",
+              {{"notebookDocument", {{"uri", nb}, {"notebookType", "jupyter-notebook"}, {"version", 1}, {"cells", cells}}},
+               {"cellTextDocuments", texts}});
+  json pulled = pull.request("textDocument/diagnostic", {{"textDocument", {{"uri", c2}}}});
+  CHECK(codes_of(pulled["result"]["items"]) == std::vector<std::string>{"DDP102"});
+  // closing clears every cell
+  c.notify("notebookDocument/didClose", {{"notebookDocument", {{"uri", nb}}}, {"cellTextDocuments", {{{"uri", c0}}}}});
+  CHECK(c.publish(c0)["diagnostics"].empty());
+}
