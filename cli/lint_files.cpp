@@ -232,6 +232,8 @@ bool lint_stdin(const std::vector<std::string>& paths, const CheckOptions& optio
   std::shared_ptr<const Project> project;
   const ProjectFacts* facts = stdin_filename.empty() ? nullptr : linter.facts_of(stdin_filename, project);
   FileOutcome o;
+  // --fix on standard input prints the source: on an error, the input as it came
+  std::string original = options.fix ? *data : std::string();
   if (has_notebook_extension(where)) {
     // a notebook on standard input (--stdin-filename x.ipynb); --fix prints its JSON
     std::string why;
@@ -247,6 +249,11 @@ bool lint_stdin(const std::vector<std::string>& paths, const CheckOptions& optio
     }
   } else {
     o = linter.lint_source(SourceFile(name, std::move(*data)), configs.settings_of(config.get(), where), false, facts);
+  }
+  if (options.fix && o.error && !o.stdin_source) {
+    // an editor or pipe takes stdout as the fixed buffer: it gets its text back unchanged (found by hostile testing)
+    o.stdin_fixed = std::move(original);
+    o.stdin_source = true;
   }
   report.emit(o);
   return true;

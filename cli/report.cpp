@@ -84,6 +84,8 @@ bool Report::open(const std::vector<std::string>& paths) {
       return false;
     }
   }
+  // --fix on standard input: stdout is the source, so the summary goes to stderr whatever happens
+  if (options_.fix && std::find(paths.begin(), paths.end(), "-") != paths.end()) summary_to_stderr_ = true;
   if (!options_.diff && !options_.statistics) {
     bool stdin_fixed = options_.fix && std::find(paths.begin(), paths.end(), "-") != paths.end();  // stdout is the source
     if (options_.format == "json") {
@@ -155,15 +157,15 @@ void Report::format(const SourceFile& shown, const LintResult& result, FileOutco
       o.json.push_back(std::move(result_json));
     }
   } else if (format == "full") {
-    o.out = format_full(shown, result.diagnostics, color_);
+    o.out = format_full(shown, result.diagnostics, color_, options_.unsafe_fixes);
   } else if (format == "grouped") {
-    o.out = format_grouped(shown, result.diagnostics, color_);
+    o.out = format_grouped(shown, result.diagnostics, color_, options_.unsafe_fixes);
   } else if (format == "concise") {
-    o.out = format_concise(shown, result.diagnostics, color_);
+    o.out = format_concise(shown, result.diagnostics, color_, options_.unsafe_fixes);
   } else if (format == "github") {
     o.out = format_github(shown, result.diagnostics);
   } else {
-    o.out = format_text(shown, result.diagnostics, color_);
+    o.out = format_text(shown, result.diagnostics, color_, options_.unsafe_fixes);
   }
 }
 
@@ -291,7 +293,7 @@ int Report::finish() {
   if (options_.add_noqa) return kExitClean;
   if (options_.diff) return any_diff_ && !options_.exit_zero ? kExitFindings : kExitClean;
   // --exit-non-zero-on-fix: a file changed by --fix fails the run (Ruff's flag), --exit-zero or not
-  if (options_.fix && options_.exit_non_zero_on_fix && fixed_total_ > 0) return kExitFindings;
+  if (options_.fix && options_.exit_non_zero_on_fix && fixed_total_ > 0 && !options_.exit_zero) return kExitFindings;
   if (findings_ > 0 && !options_.exit_zero) return kExitFindings;
   return kExitClean;
 }

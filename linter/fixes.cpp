@@ -92,7 +92,19 @@ FixOutcome fix_source(SourceFile source, std::span<const Rule> rules, const Rule
                                   [&](const Edit& e) { return cells->editable(e); }))
           d.fix.reset();
     }
-    std::vector<Edit> edits = applicable_edits(out.remaining.diagnostics, include_unsafe);
+    // a noqa rule's fixes (DDP002) judge the file's final state: they wait until no other
+    // fix applies, since another fix can make a finding that a noqa it would remove then
+    // silences (DDP102's pin_memory=True makes the DDP107 that a `# noqa: DDP107` is for)
+    std::vector<Diagnostic> others;
+    bool noqa_fixes = false;
+    for (const Diagnostic& d : out.remaining.diagnostics) {
+      bool noqa_rule = std::any_of(rules.begin(), rules.end(),
+                                   [&](const Rule& r) { return &r.info == d.rule && r.check_noqa != nullptr; });
+      if (noqa_rule) noqa_fixes = noqa_fixes || d.fix.has_value();
+      else others.push_back(d);
+    }
+    std::vector<Edit> edits = applicable_edits(others, include_unsafe);
+    if (edits.empty() && noqa_fixes) edits = applicable_edits(out.remaining.diagnostics, include_unsafe);
     if (edits.empty()) break;
     // count the findings whose fix went in: their edits are all among `edits`
     std::set<std::tuple<std::uint32_t, std::uint32_t, std::string_view>> applied;

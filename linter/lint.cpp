@@ -58,16 +58,20 @@ bool checks_noqa(std::span<const Rule> rules, const std::vector<RunPlan::Run>& r
 
 // Runs the enabled check_noqa rules on the file's directives, after every
 // other rule's findings went through them; their findings go to `out`.
-void check_noqa(const Suppressions& noqa, std::span<const Rule> rules, const std::vector<RunPlan::Run>& run,
-                const std::vector<bool>& ran, std::string_view text, const RuleOptions& options,
+void check_noqa(Suppressions& noqa, std::span<const Rule> rules, const std::vector<RunPlan::Run>& run,
+                const std::vector<bool>& ran, const SourceFile& source, const RuleOptions& options,
                 std::vector<Diagnostic>& out) {
   if (noqa.uses.empty()) return;
-  NoqaReport report{noqa.uses, rules, ran, text};
+  NoqaReport report{noqa.uses, rules, ran, source.text()};
+  std::vector<Diagnostic> found;
   for (std::size_t i = 0; i < rules.size(); ++i) {
     if (run[i] == RunPlan::kOff || rules[i].check_noqa == nullptr) continue;
-    RuleContext ctx(rules[i].info, out, options);
+    RuleContext ctx(rules[i].info, found, options);
     rules[i].check_noqa(report, ctx);
   }
+  // their findings are silenced as others are (`# noqa: DDP401, DDP002` keeps a stale code on purpose)
+  for (Diagnostic& d : found)
+    if (!noqa.suppresses(d, source.lines().line_of(d.start))) out.push_back(std::move(d));
 }
 
 // Findings in the order of the output: by start offset, then code.
@@ -106,7 +110,13 @@ LintResult lint_decoded(const SourceFile& source, const SyntaxTree& tree, std::s
   Suppressions noqa = Suppressions::collect(model);
   const LineIndex& lines = source.lines();
   for (Diagnostic& d : found) {
-    if (noqa.suppresses(d, lines.line_of(d.start))) continue;
+    std::uint32_t line = lines.line_of(d.start);
+    if (noqa.suppresses(d, line)) continue;
+    // a finding on a line that ends inside a multi-line string or with `\`: its noqa goes where that ends
+    if (!noqa.uses.empty()) {
+      std::uint32_t at = comment_line(source, tree, line);
+      if (at != line && noqa.suppresses(d, at)) continue;
+    }
     if (project != nullptr && !project->step_entries.empty()) {
       // per step only because another file calls this function every step: say where
       TSNode at = ts_node_descendant_for_byte_range(ts_tree_root_node(tree.get()), d.start, d.end);
@@ -128,8 +138,13 @@ LintResult lint_decoded(const SourceFile& source, const SyntaxTree& tree, std::s
     for (std::size_t i = 0; i < rules.size(); ++i)
       ran[i] = run[i] != RunPlan::kOff && rules[i].check != nullptr &&
                !(run[i] == RunPlan::kIfCatalogMayFire && !scan.rule_may_fire(i));
-    check_noqa(noqa, rules, run, ran, source.text(), options, result.diagnostics);
+    check_noqa(noqa, rules, run, ran, source, options, result.diagnostics);
   }
+  // a file that does not parse gets no fixes (an edit placed by a recovered tree
+  // may land anywhere), whether or not DDP001 is selected: none is offered, so
+  // none is marked [*], counted, diffed or applied (found by hostile testing)
+  if (model.first_syntax_error())
+    for (Diagnostic& d : result.diagnostics) d.fix.reset();
   sort_findings(result.diagnostics);
   return result;
 }
@@ -174,7 +189,7 @@ LintResult lint_launch(const SourceFile& source, const SyntaxTree& tree, std::sp
   if (noqa_rules) {
     std::vector<bool> ran(rules.size());
     for (std::size_t i = 0; i < rules.size(); ++i) ran[i] = plan.run[i] != RunPlan::kOff && rules[i].check_launch != nullptr;
-    check_noqa(noqa, rules, plan.run, ran, source.text(), options, result.diagnostics);
+    check_noqa(noqa, rules, plan.run, ran, source, options, result.diagnostics);
   }
   sort_findings(result.diagnostics);
   return result;

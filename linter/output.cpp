@@ -106,7 +106,7 @@ namespace {
 // finding's fix (a safe one), as Ruff marks it; severity in words, so it
 // survives without colour (CI logs, pre-commit).
 std::string finding_line(const SourceFile& file, const Diagnostic& d, bool color, std::string_view message,
-                         bool with_path) {
+                         bool with_path, bool unsafe_fixes) {
   const char* bold = color ? "\x1b[1m" : "";
   const char* reset = color ? "\x1b[0m" : "";
   const char* cyan = color ? "\x1b[36m" : "";
@@ -142,7 +142,7 @@ std::string finding_line(const SourceFile& file, const Diagnostic& d, bool color
   out += sev;
   out += d.rule->code;
   out += reset;
-  if (d.fix && d.fix->applicability == Fix::Applicability::Safe) out += " [*]";
+  if (d.fix && (d.fix->applicability == Fix::Applicability::Safe || unsafe_fixes)) out += " [*]";
   out += " [";
   out += sev;
   out += to_string(d.rule->severity);
@@ -154,15 +154,17 @@ std::string finding_line(const SourceFile& file, const Diagnostic& d, bool color
 }
 }  // namespace
 
-std::string format_text(const SourceFile& file, const std::vector<Diagnostic>& diagnostics, bool color) {
+std::string format_text(const SourceFile& file, const std::vector<Diagnostic>& diagnostics, bool color,
+                        bool unsafe_fixes) {
   std::string out;
-  for (const Diagnostic& d : diagnostics) out += finding_line(file, d, color, d.message, true);
+  for (const Diagnostic& d : diagnostics) out += finding_line(file, d, color, d.message, true, unsafe_fixes);
   return out;
 }
 
-std::string format_concise(const SourceFile& file, const std::vector<Diagnostic>& diagnostics, bool color) {
+std::string format_concise(const SourceFile& file, const std::vector<Diagnostic>& diagnostics, bool color,
+                        bool unsafe_fixes) {
   std::string out;
-  for (const Diagnostic& d : diagnostics) out += finding_line(file, d, color, short_message(d.message), true);
+  for (const Diagnostic& d : diagnostics) out += finding_line(file, d, color, short_message(d.message), true, unsafe_fixes);
   return out;
 }
 
@@ -268,13 +270,14 @@ constexpr std::size_t kMaxSnippetBytes = 240;
 constexpr std::size_t kSnippetContext = 60;
 }  // namespace
 
-std::string format_full(const SourceFile& file, const std::vector<Diagnostic>& diagnostics, bool color) {
+std::string format_full(const SourceFile& file, const std::vector<Diagnostic>& diagnostics, bool color,
+                        bool unsafe_fixes) {
   std::string out;
   const char* blue = color ? "\x1b[1;34m" : "";
   const char* red = color ? "\x1b[1;31m" : "";
   const char* reset = reset_if(color);
   for (const Diagnostic& d : diagnostics) {
-    out += finding_line(file, d, color, d.message, true);
+    out += finding_line(file, d, color, d.message, true, unsafe_fixes);
     const LineIndex& lines = file.lines();
     std::uint32_t first = lines.line_of(d.start), last = lines.line_of(d.end > d.start ? d.end - 1 : d.start);
     // a notebook's lines are numbered in their cell, and a range stays in its cell
@@ -327,7 +330,8 @@ std::string format_full(const SourceFile& file, const std::vector<Diagnostic>& d
   return out;
 }
 
-std::string format_grouped(const SourceFile& file, const std::vector<Diagnostic>& diagnostics, bool color) {
+std::string format_grouped(const SourceFile& file, const std::vector<Diagnostic>& diagnostics, bool color,
+                        bool unsafe_fixes) {
   if (diagnostics.empty()) return "";
   const char* bold = color ? "\x1b[1m" : "";
   const char* reset = reset_if(color);
@@ -336,7 +340,7 @@ std::string format_grouped(const SourceFile& file, const std::vector<Diagnostic>
   for (const Diagnostic& d : diagnostics) width = std::max(width, shown_where(file, d.start).size());
   for (const Diagnostic& d : diagnostics) {
     std::string where = shown_where(file, d.start);
-    out += "  " + where + std::string(width - where.size(), ' ') + " " + finding_line(file, d, color, d.message, false);
+    out += "  " + where + std::string(width - where.size(), ' ') + " " + finding_line(file, d, color, d.message, false, unsafe_fixes);
   }
   out += "\n";
   return out;

@@ -13,14 +13,16 @@
 namespace ddplint {
 
 /// Text format, one finding a line: `path:row:col: CODE [*] [severity] message`
-/// (1-based row, code-point column; `[*]` when the finding has a safe fix,
-/// which --fix applies). With `color`, ANSI colours for path, code and severity.
+/// (1-based row, code-point column; `[*]` when --fix applies the finding's
+/// fix: a safe one, or any with `unsafe_fixes`, as --unsafe-fixes makes it). With `color`, ANSI colours for path, code and severity.
 /// In every format, a notebook's finding (file.notebook()) is placed in its
 /// cell: `path:cell N:row:col`, rows counted from the cell's first line.
-std::string format_text(const SourceFile& file, const std::vector<Diagnostic>& diagnostics, bool color);
+std::string format_text(const SourceFile& file, const std::vector<Diagnostic>& diagnostics, bool color,
+                        bool unsafe_fixes = false);
 
 /// `concise` format: as format_text, with short_message() for the message.
-std::string format_concise(const SourceFile& file, const std::vector<Diagnostic>& diagnostics, bool color);
+std::string format_concise(const SourceFile& file, const std::vector<Diagnostic>& diagnostics, bool color,
+                        bool unsafe_fixes = false);
 
 /// A finding's message in at most about 100 bytes, for one-line output: the
 /// clause before its first `: ` or `; ` (messages read "what: why; instead"),
@@ -40,11 +42,13 @@ nlohmann::ordered_json to_json(const SourceFile& file, const Diagnostic& d);
 
 /// `full` format: the text line, then the source line(s) with the finding's
 /// range underlined (`^`), then the fix as a `= help:` line.
-std::string format_full(const SourceFile& file, const std::vector<Diagnostic>& diagnostics, bool color);
+std::string format_full(const SourceFile& file, const std::vector<Diagnostic>& diagnostics, bool color,
+                        bool unsafe_fixes = false);
 
 /// `grouped` format: the path on its own line, then `  row:col CODE [*] [severity] message`
 /// lines, then a blank line. Empty when there is no finding.
-std::string format_grouped(const SourceFile& file, const std::vector<Diagnostic>& diagnostics, bool color);
+std::string format_grouped(const SourceFile& file, const std::vector<Diagnostic>& diagnostics, bool color,
+                        bool unsafe_fixes = false);
 
 /// `github` format: one GitHub Actions workflow command per finding
 /// (`::warning title=...,file=...,line=...,col=...,endLine=...,endColumn=...::message`),

@@ -83,6 +83,41 @@ TSNode comment_at(const SyntaxTree& tree, std::uint32_t offset) {
   return TSNode{};
 }
 
+namespace {
+bool shell_string_kind(std::string_view t) {
+  return t == "string" || t == "raw_string" || t == "string_content" || t == "ansi_c_string" ||
+         t == "heredoc_body" || t == "heredoc_content" || t == "heredoc_redirect";
+}
+}  // namespace
+
+std::uint32_t comment_line(const SourceFile& source, const SyntaxTree& tree, std::uint32_t line) {
+  const LineIndex& lines = source.lines();
+  if (!tree || line >= lines.line_count()) return line;
+  std::string_view text = source.text();
+  const bool shell = language_of(tree) == Language::Shell;
+  const Kinds& k = kinds();
+  for (int guard = 0; guard < 100000 && line + 1 < lines.line_count(); ++guard) {
+    std::uint32_t begin = lines.line_start(line), end = lines.line_end(line);
+    while (end > begin && (text[end - 1] == ' ' || text[end - 1] == '\t' || text[end - 1] == '\f')) --end;
+    if (end <= begin) return line;
+    std::uint32_t next = line;
+    for (TSNode n = ts_node_descendant_for_byte_range(tree.root(), end - 1, end); !ts_node_is_null(n);
+         n = ts_node_parent(n)) {
+      bool comment = shell ? std::string_view(ts_node_type(n)) == "comment" : ts_node_symbol(n) == k.comment;
+      if (comment) return line;
+      bool string = shell ? shell_string_kind(ts_node_type(n)) : (ts_node_symbol(n) == k.string || ts_node_symbol(n) == k.string_content);
+      if (string && ts_node_end_byte(n) > end) {
+        next = lines.line_of(ts_node_end_byte(n) - 1);  // where the string ends
+        break;
+      }
+    }
+    if (next == line && text[end - 1] == '\\') next = line + 1;  // a `\` continuation
+    if (next <= line) return line;
+    line = next;
+  }
+  return line;
+}
+
 std::optional<Edit> noqa_edit(const SourceFile& source, const SyntaxTree& tree, std::uint32_t line,
                               std::string_view code) {
   const LineIndex& lines = source.lines();
@@ -129,9 +164,16 @@ std::optional<Edit> noqa_edit(const SourceFile& source, const SyntaxTree& tree, 
 std::vector<Edit> add_noqa_edits(const SourceFile& source, const std::vector<Diagnostic>& diagnostics) {
   std::vector<Edit> edits;
   if (diagnostics.empty()) return edits;
-  SyntaxTree tree = parse_source(source, language_of(source.path(), source.text()));
+  Language language = language_of(source.path(), source.text());
+  SyntaxTree tree = parse_source(source, language);
+  // a Python file that does not parse: a comment could land inside an unclosed
+  // string and silence the syntax error itself (found by hostile testing)
+  if (!tree || (language == Language::Python && ts_node_has_error(tree.root()))) return edits;
+  // each finding's comment goes where a comment can go: the line where its
+  // string or `\` continuation ends (which suppression reads too)
   std::map<std::uint32_t, std::set<std::string_view>> codes_by_line;
-  for (const Diagnostic& d : diagnostics) codes_by_line[source.lines().line_of(d.start)].insert(d.rule->code);
+  for (const Diagnostic& d : diagnostics)
+    codes_by_line[comment_line(source, tree, source.lines().line_of(d.start))].insert(d.rule->code);
   for (const auto& [line, codes] : codes_by_line) {
     std::optional<Edit> edit;
     for (std::string_view code : codes) {
@@ -158,13 +200,14 @@ std::string upper_code(std::string_view code) {
 // the file, as Ruff's `# ruff: noqa`), else for its line.
 struct SuppressionsBuilder {
   static void add_comment(Suppressions& out, std::string_view text, std::uint32_t start, const LineIndex& lines) {
-    bool file_level = true;
-    std::optional<NoqaDirective> d = find_noqa(text, true);
-    if (!d) {
-      file_level = false;
-      d = find_noqa(text, false);
-    }
-    if (!d) return;
+    // a comment may hold both (`# ddplint: noqa: DDP102  # noqa: DDP101`, as --add-noqa extends it)
+    for (bool file_level : {true, false})
+      if (std::optional<NoqaDirective> d = find_noqa(text, file_level)) add_directive(out, *d, file_level, text, start, lines);
+  }
+
+  static void add_directive(Suppressions& out, const NoqaDirective& directive, bool file_level, std::string_view text,
+                            std::uint32_t start, const LineIndex& lines) {
+    const NoqaDirective* d = &directive;
     NoqaUse use;
     use.comment_start = start;
     use.comment_end = start + static_cast<std::uint32_t>(text.size());

@@ -109,6 +109,13 @@ bool parse_noqa(std::string_view comment, bool file_level, Suppressions::Entry& 
 std::optional<Edit> noqa_edit(const SourceFile& source, const SyntaxTree& tree, std::uint32_t line,
                               std::string_view code);
 
+/// The 0-based line where a `# noqa` for a finding that starts on `line` goes:
+/// `line` itself, or, when it ends inside a string that runs on (a
+/// triple-quoted string) or with a `\` continuation, the line where that ends
+/// (as Ruff places noqa for multi-line strings and continuations). Suppression
+/// reads a directive on either line.
+std::uint32_t comment_line(const SourceFile& source, const SyntaxTree& tree, std::uint32_t line);
+
 /// The edits that silence each of `diagnostics` where it starts, as
 /// `--add-noqa` writes them (Ruff's `--add-noqa`): one edit per line, a
 /// `  # noqa: A, B` comment or the codes added to the line's own list, in

@@ -778,7 +778,7 @@ json Server::code_actions(const json& params) {
                            {"isPreferred", d.fix->applicability == Fix::Applicability::Safe},
                            {"edit", workspace_edit(*doc, d.fix->edits)}});
       }
-      std::uint32_t line = lines.line_of(d.start);
+      std::uint32_t line = comment_line(doc->source(), doc->tree(), lines.line_of(d.start));
       if (!noqa_done.insert({line, d.rule->code}).second) continue;
       if (std::optional<Edit> e = noqa_edit(doc->source(), doc->tree(), line, d.rule->code)) {
         actions.push_back({{"title", "ddplint (" + code + "): Disable for this line"},

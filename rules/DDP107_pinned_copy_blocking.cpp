@@ -48,6 +48,29 @@ bool batch_value(const SemanticModel& model, TSNode receiver) {
   return false;
 }
 
+// Positional arguments of a call (`.to("cuda", None, False)`: 3).
+unsigned positional_arguments(TSNode call) {
+  const Kinds& k = kinds();
+  TSNode args = field(call, k.f_arguments);
+  unsigned n = 0;
+  for (uint32_t i = 0; !node_is_null(args) && i < ts_node_named_child_count(args); ++i) {
+    TSSymbol s = node_symbol(ts_node_named_child(args, i));
+    if (s != k.keyword_argument && s != k.comment) ++n;
+  }
+  return n;
+}
+
+// The copied batch is written in place elsewhere in the file (`x.mul_(2)`,
+// `x.copy_(...)`): a non_blocking copy would race with that write on the host,
+// so no fix is offered (the tutorial's caveat).
+bool written_in_place(const SemanticModel& model, TSNode receiver) {
+  std::string_view name = model.text(receiver);
+  for (const CallSite& c : model.calls())
+    if (!node_is_null(c.receiver) && !c.method.empty() && c.method.back() == '_' && model.text(c.receiver) == name)
+      return true;
+  return false;
+}
+
 void check(const SemanticModel& model, RuleContext& ctx) {
   // a loader with pinned memory first: without one, no copy is reported (and most scripts have none)
   if (!model.uses_cuda() || !pins_memory(model)) return;
@@ -59,12 +82,16 @@ void check(const SemanticModel& model, RuleContext& ctx) {
       if (!v.known() || v.truthy()) continue;
     }
     if (model.has_unpacked_arguments(c)) continue;
+    // `.to(device, dtype, non_blocking)`: a positional non_blocking is not read here, so unknown
+    if (c.method == "to" && positional_arguments(c.node) > 1) continue;
     if (!model.runs_every_step(c.node, kRareGuards)) continue;
     // the fix, safe: a host-to-device copy from pinned memory with non_blocking=True is
     // ordered on the current CUDA stream before the kernels that read its result
     // (the pinmem_nonblock tutorial); so DDP102's pin_memory=True fix and this one converge
     std::optional<Fix> fix;
-    if (node_is_null(nb)) {
+    if (written_in_place(model, c.receiver)) {
+      // no fix: see written_in_place
+    } else if (node_is_null(nb)) {
       if (std::optional<Edit> e = append_argument(model, c, "non_blocking=True"))
         fix = Fix{Fix::Applicability::Safe, "Add `non_blocking=True`", {std::move(*e)}};
     } else if (model.text(nb) == "False") {

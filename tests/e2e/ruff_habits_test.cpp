@@ -59,6 +59,13 @@ TEST_CASE("ruff habits: severity and [*] in text and grouped output, and Ruff's 
   CHECK(contains(r.out, "[*] 1 fixable with the `--fix` option (1 hidden fix can be enabled with the `--unsafe-fixes` option).\n"));
   Run unsafe = ddplint({"--isolated", "--no-cache", "--extend-select", "DDP102", "--unsafe-fixes", "t.py"}, "", d.path);
   CHECK(contains(unsafe.out, "[*] 2 fixable with the `--fix` option.\n"));
+  CHECK(contains(unsafe.out, "t.py:4:10: DDP101 [*] [warning] "));  // applies under --unsafe-fixes, so marked
+  // a file that does not parse gets no fixes: none marked, counted or diffed
+  d.write("syn.py", kLoader + "def f(:\n    pass\n");
+  Run syn = ddplint({"--isolated", "--no-cache", "--extend-select", "DDP102", "syn.py"}, "", d.path);
+  CHECK(contains(syn.out, "DDP102 [warning]"));
+  CHECK_FALSE(contains(syn.out, "[*]"));
+  CHECK(ddplint({"--isolated", "--no-cache", "--extend-select", "DDP102", "--diff", "syn.py"}, "", d.path).out.empty());
   Run grouped = ddplint({"--isolated", "--no-cache", "--format", "grouped", "t.py"}, "", d.path);
   CHECK(contains(grouped.out, "  4:10 DDP101 [warning] "));
 }
@@ -150,6 +157,31 @@ TEST_CASE("ruff habits: --add-noqa writes the noqa comments, and a second run ch
   CHECK(slurp(d.path / "t.py") == once);
   CHECK(ddplint({"--isolated", "--no-cache", "--extend-select", "DDP102", "t.py"}, "", d.path).rc == 0);
   CHECK(ddplint({"--add-noqa", "--fix", "t.py"}, "", d.path).rc == 2);
+}
+
+TEST_CASE("ruff habits: noqa where a comment can go: after a multi-line string or a `\\` continuation") {
+  // Ruff places the noqa of a finding in a multi-line string or continued line at its last line
+  TempDir d;
+  d.write("t.py", "import torch\nfrom torch.utils.data import DataLoader\nmodel.cuda()\n"
+                  "a = DataLoader(ds, \\\n    batch_size=8)\n"
+                  "b = DataLoader(\"\"\"\nabc\"\"\", batch_size=8)\n");
+  Run add = ddplint({"--isolated", "--no-cache", "--add-noqa", "t.py"}, "", d.path);
+  CHECK(contains(add.out, "Added 2 noqa directives."));
+  std::string text = slurp(d.path / "t.py");
+  CHECK(contains(text, "    batch_size=8)  # noqa: DDP101\n"));
+  CHECK(contains(text, "abc\"\"\", batch_size=8)  # noqa: DDP101\n"));
+  CHECK(ddplint({"--isolated", "--no-cache", "t.py"}, "", d.path).rc == 0);
+  // a file that does not parse gets none (a comment could land inside an unclosed string)
+  d.write("bad.py", kLoader + "x = \"abc\n");
+  CHECK(contains(ddplint({"--isolated", "--no-cache", "--add-noqa", "bad.py"}, "", d.path).out, "Added 0 noqa directives."));
+}
+
+TEST_CASE("ruff habits: --fix on standard input prints the source even when it cannot be linted") {
+  // Ruff's --fix on stdin writes the (fixed) source to stdout: an editor replaces its buffer with it
+  Run r = ddplint({"--isolated", "--no-cache", "--fix", "--stdin-filename", "a.py"}, std::string("\xff\xfe x = 1\n"));
+  CHECK(r.rc == 2);
+  CHECK(r.out == std::string("\xff\xfe x = 1\n"));
+  CHECK(contains(r.err, "a.py"));
 }
 
 TEST_CASE("ruff habits: --show-files, --show-settings, --exit-non-zero-on-fix") {

@@ -496,7 +496,7 @@ TEST_CASE("code actions: disable for this line (new, after a comment, extending 
   CHECK(actions_at(3, {"refactor"}).empty());
 }
 
-TEST_CASE("code actions: no noqa action where a comment cannot go") {
+TEST_CASE("code actions: the noqa goes where a comment can go, the line where a multi-line string ends") {
   Client c;
   c.initialize(json::object(), kWithDDP102);
   // the finding's line ends inside a string that continues on the next line
@@ -505,8 +505,20 @@ TEST_CASE("code actions: no noqa action where a comment cannot go") {
   json actions = c.request("textDocument/codeAction", {{"textDocument", {{"uri", kUri}}},
                                                        {"range", range(3, 4, 3, 4)},
                                                        {"context", {{"diagnostics", json::array()}}}})["result"];
-  for (const json& a : actions) CHECK(a["title"].get<std::string>().find("Disable") == std::string::npos);
-  CHECK(actions.size() == 2);  // the quick fixes (pin_memory=True, num_workers=4) are still offered
+  int disables = 0;
+  for (const json& a : actions) {
+    if (a["title"].get<std::string>().find("Disable") == std::string::npos) continue;
+    ++disables;
+    std::string edited = apply_workspace_edit(text, a["edit"], PositionEncoding::Utf16);
+    CHECK(edited.find("more\"\"\"  # noqa: DDP10") != std::string::npos);
+  }
+  CHECK(disables == 2);
+  CHECK(actions.size() == 4);  // and the quick fixes (pin_memory=True, num_workers=4)
+  // the comment there silences the finding
+  std::string silenced = kHead + "a = DataLoader(ds); s = \"\"\"doc\nmore\"\"\"  # noqa: DDP101, DDP102\n";
+  c.notify("textDocument/didChange", {{"textDocument", {{"uri", kUri}, {"version", 2}}},
+                                      {"contentChanges", {{{"text", silenced}}}}});
+  CHECK(codes_of(c.publish()["diagnostics"]).empty());
 }
 
 TEST_CASE("hover: a finding's range and a code in a noqa comment show the rule's documentation") {
