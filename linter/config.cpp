@@ -112,6 +112,11 @@ std::optional<ConfigError> read_table(const fs::path& file, const toml::table& t
       const auto* b = node.as_boolean();
       if (b == nullptr) return error_at(file, node.source(), "`respect-gitignore` must be true or false");
       config.respect_gitignore = b->get();
+    } else if (k == "line-length") {
+      const auto* i = node.as_integer();
+      if (i == nullptr || i->get() < 1 || i->get() > 1000)
+        return error_at(file, node.source(), "`line-length` must be an integer from 1 to 1000");
+      config.options.line_length = static_cast<std::uint32_t>(i->get());
     } else if (k == "tiny-batch-threshold") {
       const auto* i = node.as_integer();
       if (i == nullptr || i->get() < 1 || i->get() > 1'000'000)
@@ -121,7 +126,7 @@ std::optional<ConfigError> read_table(const fs::path& file, const toml::table& t
       return error_at(file, key.source(),
                       "unknown key `" + shown(k) +
                           "` (known: extend, select, extend-select, ignore, per-file-ignores, exclude, extend-exclude, "
-                          "include, extend-include, respect-gitignore, tiny-batch-threshold, output-format, fixable, "
+                          "include, extend-include, respect-gitignore, tiny-batch-threshold, line-length, output-format, fixable, "
                           "unfixable)");
     }
     if (err) return err;
@@ -249,6 +254,13 @@ std::variant<std::optional<Config>, ConfigError> load_config_at(const fs::path& 
     if (own == nullptr) return std::optional<Config>{};
     if (!own->is_table()) return error_at(file, own->source(), "`tool.ddplint` must be a table");
     table = own->as_table();
+    // Ruff's line length in the same file, for fixes that wrap (a ddplint `line-length` wins)
+    const toml::node* ruff = tool->as_table()->get("ruff");
+    if (ruff != nullptr && ruff->is_table())
+      if (const toml::node* n = ruff->as_table()->get("line-length"); n != nullptr && n->is_integer()) {
+        std::int64_t v = n->as_integer()->get();
+        if (v >= 1 && v <= 1000) config.options.line_length = static_cast<std::uint32_t>(v);
+      }
   }
   if (const toml::node* extend = table->get("extend")) {
     // `extend = "../pyproject.toml"`: that configuration first, this one's keys on top (Ruff's `extend`)

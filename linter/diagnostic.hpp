@@ -88,6 +88,10 @@ struct RuleOptions {
   /// DDP602: per-GPU batch sizes below this are flagged (`tiny-batch-threshold`;
   /// the rule catalog's default, 8).
   std::int64_t tiny_batch_threshold = 8;
+  /// Fixes that add an argument wrap the call's argument list, one argument a
+  /// line, when the line would grow past this many characters (`line-length`
+  /// in [tool.ddplint], else [tool.ruff]'s in the same pyproject.toml); 0: never.
+  std::uint32_t line_length = 0;
 };
 
 /// Where a rule's check reports findings. Holds the rule being run and the

@@ -89,6 +89,7 @@ CacheKey lint_key(const SourceFile& source, std::span<const Rule> rules, const R
   }
   h.add(enabled);
   h.add_number(static_cast<std::uint64_t>(options.tiny_batch_threshold));
+  h.add_number(options.line_length);
   h.add(fingerprint(facts));
   return h.finish();
 }

@@ -17,7 +17,7 @@ void check(const SemanticModel& model, RuleContext& ctx) {
       if (model.has_unpacked_arguments(*call)) continue;  // may come from **kwargs: unknown
       // unsafe: worker processes need a picklable dataset and change how random state is seeded
       std::optional<Fix> fix;
-      if (std::optional<Edit> e = append_argument(model, *call, "num_workers=4"))
+      if (std::optional<Edit> e = append_argument(model, *call, "num_workers=4", ctx.options().line_length))
         fix = Fix{Fix::Applicability::Unsafe, "Load in 4 worker processes (`num_workers=4`; tune it)", {std::move(*e)}};
       ctx.report(node_start_byte(call->callee), node_end_byte(call->callee),
                  "DataLoader without num_workers loads every batch in the training process: the GPU "

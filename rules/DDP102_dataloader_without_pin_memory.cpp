@@ -15,7 +15,7 @@ void check(const SemanticModel& model, RuleContext& ctx) {
     if (node_is_null(pin)) {
       if (model.has_unpacked_arguments(*call)) continue;
       std::optional<Fix> fix;
-      if (std::optional<Edit> e = append_argument(model, *call, "pin_memory=True"))
+      if (std::optional<Edit> e = append_argument(model, *call, "pin_memory=True", ctx.options().line_length))
         fix = Fix{Fix::Applicability::Safe, "Add `pin_memory=True`", {std::move(*e)}};
       ctx.report(node_start_byte(call->callee), node_end_byte(call->callee),
                  "DataLoader without pin_memory=True in a CUDA script: every batch is copied to the GPU "

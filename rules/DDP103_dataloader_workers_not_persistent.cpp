@@ -73,7 +73,7 @@ void check(const SemanticModel& model, RuleContext& ctx) {
     // between epochs no longer reach them. With --unsafe-fixes, DDP101's fix and this one converge.
     std::optional<Fix> fix;
     if (node_is_null(persistent)) {
-      if (std::optional<Edit> e = append_argument(model, *call, "persistent_workers=True"))
+      if (std::optional<Edit> e = append_argument(model, *call, "persistent_workers=True", ctx.options().line_length))
         fix = Fix{Fix::Applicability::Unsafe, "Keep the workers across epochs (`persistent_workers=True`)", {std::move(*e)}};
     } else if (model.text(persistent) == "False") {
       fix = Fix{Fix::Applicability::Unsafe, "Keep the workers across epochs (`persistent_workers=True`)",

@@ -92,7 +92,7 @@ void check(const SemanticModel& model, RuleContext& ctx) {
     if (written_in_place(model, c.receiver)) {
       // no fix: see written_in_place
     } else if (node_is_null(nb)) {
-      if (std::optional<Edit> e = append_argument(model, c, "non_blocking=True"))
+      if (std::optional<Edit> e = append_argument(model, c, "non_blocking=True", ctx.options().line_length))
         fix = Fix{Fix::Applicability::Safe, "Add `non_blocking=True`", {std::move(*e)}};
     } else if (model.text(nb) == "False") {
       fix = Fix{Fix::Applicability::Safe, "Set `non_blocking=True`", {Edit{node_start_byte(nb), node_end_byte(nb), "True"}}};

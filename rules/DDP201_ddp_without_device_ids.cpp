@@ -30,7 +30,7 @@ void check(const SemanticModel& model, RuleContext& ctx) {
       applicability = Fix::Applicability::Unsafe;
     }
     if (!name.empty()) {
-      if (std::optional<Edit> e = append_argument(model, *call, "device_ids=[" + name + "]"))
+      if (std::optional<Edit> e = append_argument(model, *call, "device_ids=[" + name + "]", ctx.options().line_length))
         fix = Fix{applicability, "Pass `device_ids=[" + name + "]`", {std::move(*e)}};
     }
     ctx.report(start, end,

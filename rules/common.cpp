@@ -118,7 +118,8 @@ bool host_tensor(const SemanticModel& model, TSNode expr) { return host_tensor_r
 
 bool spells_out_nccl(const SemanticModel& model) { return model.mentions_in_code("NCCL"); }
 
-std::optional<Edit> append_argument(const SemanticModel& model, const CallSite& call, std::string_view text) {
+std::optional<Edit> append_argument(const SemanticModel& model, const CallSite& call, std::string_view text,
+                                    std::uint32_t line_length) {
   const Kinds& k = kinds();
   TSNode args = field(call.node, k.f_arguments);
   if (node_is_null(args) || node_symbol(args) != k.argument_list) return std::nullopt;
@@ -132,7 +133,44 @@ std::optional<Edit> append_argument(const SemanticModel& model, const CallSite& 
     return Edit{at, at, add};
   }
   std::uint32_t at = node_end_byte(last);
-  return Edit{at, at, ", " + add};
+  Edit simple{at, at, ", " + add};
+  if (line_length == 0) return simple;
+  // the line would be too long: one argument a line
+  std::string_view source = model.source().text();
+  const LineIndex& lines = model.source().lines();
+  std::uint32_t open = node_start_byte(args), close = node_end_byte(args);
+  std::uint32_t line = lines.line_of(open);
+  if (lines.line_of(close > open ? close - 1 : open) != line) {
+    // already one argument a line with a trailing comma: the new one on a line of its own
+    std::uint32_t comma = at;
+    while (comma < close && (source[comma] == ' ' || source[comma] == '\t')) ++comma;
+    std::uint32_t after = comma + 1;
+    while (after < close && (source[after] == ' ' || source[after] == '\t')) ++after;
+    if (comma < close && source[comma] == ',' && after < close && (source[after] == '\n' || source[after] == '\r')) {
+      std::uint32_t last_line = lines.line_of(node_start_byte(last));
+      std::string_view last_text =
+          source.substr(lines.line_start(last_line), lines.line_end(last_line) - lines.line_start(last_line));
+      std::string indent(last_text.substr(0, last_text.find_first_not_of(" \t")));
+      return Edit{comma + 1, comma + 1, std::string(source[after] == '\r' ? "\r\n" : "\n") + indent + add + ","};
+    }
+    return simple;
+  }
+  std::string_view text_of_line = source.substr(lines.line_start(line), lines.line_end(line) - lines.line_start(line));
+  std::size_t width = simple.replacement.size();
+  for (unsigned char c : text_of_line) width += (c & 0xC0) == 0x80 ? 0 : 1;
+  if (width <= line_length) return simple;
+  std::string indent(text_of_line.substr(0, text_of_line.find_first_not_of(" \t")));
+  std::uint32_t end_of_line = lines.line_end(line);
+  const std::string nl = end_of_line < source.size() && source[end_of_line] == '\r' ? "\r\n" : "\n";  // the file's own
+  std::string wrapped = "(" + nl;
+  for (TSNode a : children(args)) {
+    TSSymbol s = node_symbol(a);
+    if (s == kinds().comment) return simple;
+    if (!ts_node_is_named(a)) continue;  // `(`, `,`, `)`
+    wrapped += indent + "    " + std::string(model.text(a)) + "," + nl;
+  }
+  wrapped += indent + "    " + add + "," + nl + indent + ")";
+  return Edit{open, close, wrapped};
 }
 
 std::optional<Edit> remove_argument(const SemanticModel& model, const CallSite& call, TSNode arg) {

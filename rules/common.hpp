@@ -100,7 +100,13 @@ TSNode argument_node(const SemanticModel& model, const CallSite& call, TSNode va
 /// `call`'s argument list, after its last argument (keeping a trailing comma,
 /// comments and line breaks as they are). std::nullopt when the call has no
 /// parenthesised argument list (a generator argument `f(x for x in y)`).
-std::optional<Edit> append_argument(const SemanticModel& model, const CallSite& call, std::string_view text);
+/// With `line_length` (RuleOptions::line_length; 0: never), a call whose
+/// argument list sits on one line that the new argument would push past
+/// `line_length` characters is rewritten one argument a line, indented four
+/// spaces past the line's indentation, with a trailing comma (as Ruff's
+/// formatter lays out a call that does not fit).
+std::optional<Edit> append_argument(const SemanticModel& model, const CallSite& call, std::string_view text,
+                                    std::uint32_t line_length = 0);
 
 /// An edit deleting the argument `arg` (a `name=value` or positional node) from
 /// `call` with the comma that separates it from its neighbour. std::nullopt

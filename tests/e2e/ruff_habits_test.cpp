@@ -261,6 +261,32 @@ TEST_CASE("ruff habits: extend, output-format and unfixable in the configuration
   CHECK(contains(cycle.err, "cycle"));
 }
 
+TEST_CASE("ruff habits: fixed lines keep to [tool.ruff] line-length by wrapping the argument list") {
+  // Ruff's formatter splits a call that does not fit into one argument a line with a magic trailing comma
+  TempDir d;
+  d.write("pyproject.toml", "[tool.ddplint]\nextend-select = [\"DDP102\"]\n\n[tool.ruff]\nline-length = 60\n");
+  d.write("t.py", "import torch\nfrom torch.utils.data import DataLoader\nmodel.cuda()\nif True:\n"
+                  "    loader = DataLoader(train_set, batch_size=8, shuffle=False)\n");
+  Run fix = ddplint({"--no-cache", "--fix", "--unsafe-fixes", "t.py"}, "", d.path);
+  CHECK(fix.rc == 0);
+  std::string fixed = slurp(d.path / "t.py");
+  CHECK(contains(fixed, "    loader = DataLoader(\n        train_set,\n        batch_size=8,\n        shuffle=False,\n"));
+  CHECK(contains(fixed, "        pin_memory=True,"));
+  CHECK(contains(fixed, "        num_workers=4,"));
+  for (std::size_t at = 0, next; at < fixed.size(); at = next + 1) {
+    next = fixed.find('\n', at);
+    if (next == std::string::npos) break;
+    CHECK(next - at <= 60);
+  }
+  CHECK(ddplint({"--no-cache", "t.py"}, "", d.path).rc == 0);
+  // a ddplint line-length wins; without one nothing is wrapped
+  d.write("u/pyproject.toml", "[tool.ddplint]\nextend-select = [\"DDP102\"]\n");
+  d.write("u/t.py", "import torch\nfrom torch.utils.data import DataLoader\nmodel.cuda()\n"
+                    "loader = DataLoader(train_set, batch_size=8, num_workers=2)\n");
+  CHECK(ddplint({"--no-cache", "--fix", "u/t.py"}, "", d.path).rc == 0);
+  CHECK(contains(slurp(d.path / "u/t.py"), "loader = DataLoader(train_set, batch_size=8, num_workers=2, pin_memory=True)\n"));
+}
+
 TEST_CASE("ruff habits: fixes chain and --fix converges") {
   // Ruff re-lints after fixing until no fix applies: a fix must not leave a finding its own rule set could fix
   TempDir d;

@@ -62,10 +62,15 @@ TEST_CASE("config: keys of ddplint.toml and [tool.ddplint]") {
 
 TEST_CASE("config errors name the file, line and column") {
   Scratch s;
-  ConfigError unknown = error_of(s.write("a/ddplint.toml", "select = [\"DDP1\"]\n\nline-length = 88\n"));
+  ConfigError unknown = error_of(s.write("a/ddplint.toml", "select = [\"DDP1\"]\n\ntarget-version = 311\n"));
   CHECK(unknown.line == 3);
-  CHECK(unknown.message.find("unknown key `line-length`") != std::string::npos);
+  CHECK(unknown.message.find("unknown key `target-version`") != std::string::npos);
   CHECK(unknown.to_string().find("ddplint.toml:3:1: unknown key") != std::string::npos);
+  // line-length is a key now (issue 26), read from [tool.ruff] of the same pyproject.toml too
+  CHECK(config_of(s.write("g/ddplint.toml", "line-length = 88\n")).options.line_length == 88);
+  CHECK(config_of(s.write("h/pyproject.toml", "[tool.ddplint]\n\n[tool.ruff]\nline-length = 100\n")).options.line_length == 100);
+  CHECK(config_of(s.write("i/pyproject.toml", "[tool.ddplint]\nline-length = 79\n\n[tool.ruff]\nline-length = 100\n"))
+            .options.line_length == 79);
   ConfigError type = error_of(s.write("b/ddplint.toml", "ignore = \"DDP101\"\n"));
   CHECK(type.line == 1);
   CHECK(type.message.find("must be an array") != std::string::npos);
@@ -188,6 +193,6 @@ TEST_CASE("config errors show a long or multi-line key or code shortened, on one
   // cut between characters: 59 ASCII bytes, then a 2-byte character that would straddle byte 60
   ConfigError wide = error_of(s.write("d/ddplint.toml", "\"" + std::string(59, 'a') + "\xC3\xA9" + "tail\" = 1\n"));
   CHECK(wide.message.find("`" + std::string(59, 'a') + "…`") != std::string::npos);
-  ConfigError plain = error_of(s.write("e/ddplint.toml", "line-length = 88\n"));
-  CHECK(plain.message.find("unknown key `line-length` (known:") != std::string::npos);
+  ConfigError plain = error_of(s.write("e/ddplint.toml", "target-version = 311\n"));
+  CHECK(plain.message.find("unknown key `target-version` (known:") != std::string::npos);
 }
