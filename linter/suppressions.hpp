@@ -70,7 +70,6 @@ struct Suppressions {
   bool suppresses(const Diagnostic& d, std::uint32_t line);
 
  private:
-  std::vector<NoqaUse*> uses_on_line(std::uint32_t line);
   std::unordered_map<std::uint32_t, std::vector<std::size_t>> uses_by_line_;  // line -> indices into uses
   std::vector<std::size_t> file_uses_;
   friend struct SuppressionsBuilder;

@@ -316,7 +316,7 @@ TEST_CASE("server process: files the configuration excludes get no diagnostics")
   REQUIRE(for_kept);
   CHECK((*for_excluded)["params"]["diagnostics"].empty());
   CHECK(codes_of(*for_kept).size() == 2);
-  auto shut = c.request("shutdown", nullptr);
+  CHECK(c.request("shutdown", nullptr));
   c.notify("exit", nullptr);
   CHECK(c.wait_exit() == 0);
   std::error_code ec;

@@ -38,11 +38,17 @@ echo "built: $(basename "$deb") ($(du -k "$deb" | cut -f1) KiB), $(basename "$tg
 # --- .deb ---------------------------------------------------------------------
 depends=$(dpkg-deb -f "$deb" Depends)
 echo "Depends: $depends"
-[[ "$depends" == *libc6* && "$depends" == *libmimalloc* ]] || fail "Depends does not name libc6 and libmimalloc: $depends"
+cache_value() { sed -n "s/^$1:BOOL=//p" "$build/CMakeCache.txt"; }
+[[ "$depends" == *libc6* ]] || fail "Depends does not name libc6: $depends"
+if [ "$(cache_value DDPLINT_MIMALLOC)" != OFF ]; then
+  [[ "$depends" == *libmimalloc* ]] || fail "Depends does not name libmimalloc: $depends"
+fi
 # Linked from Debian's static archives (DDPLINT_STATIC_LIBS, the default):
-# libgit2 and the libraries it calls, toml++ (header-only), libstdc++ and libgcc.
-static_libs=$(sed -n 's/^DDPLINT_STATIC_LIBS:BOOL=//p' "$build/CMakeCache.txt")
-static_names='libgit2|libmbed|libssh2|libhttp.parser|libpcre2|libz[.-]|zlib|libcrypto|libssl|libtomlplusplus|libstdc[+][+]|libgcc'
+# libgit2 and the libraries it calls, toml++ (header-only), and, except in the
+# sanitizer build (whose runtime needs the shared C++ library), libstdc++ and libgcc.
+static_libs=$(cache_value DDPLINT_STATIC_LIBS)
+static_names='libgit2|libmbed|libssh2|libhttp.parser|libpcre2|libz[.-]|zlib|libcrypto|libssl|libtomlplusplus'
+[ "$(cache_value DDPLINT_SANITIZE)" = ON ] || static_names="$static_names|libstdc[+][+]|libgcc"
 if [ "$static_libs" = ON ]; then
   ! grep -q -E "$static_names" <<<"$depends" || fail "Depends names a library linked statically: $depends"
   needed=$(objdump -p "$build/ddplint" | awk '/NEEDED/ {print $2}')
