@@ -196,3 +196,16 @@ TEST_CASE("config errors show a long or multi-line key or code shortened, on one
   ConfigError plain = error_of(s.write("e/ddplint.toml", "target-version = 311\n"));
   CHECK(plain.message.find("unknown key `target-version` (known:") != std::string::npos);
 }
+
+TEST_CASE("non-ASCII code points where toml++ 3.3.0 asks for whitespace are answered, not undefined behaviour") {
+  // marzer/tomlplusplus #190: U+00A7 first on the line after a line-ending backslash
+  // in a multi-line string; #295 and fuzz_config: U+032A and U+FEBF where a key starts.
+  // The sanitizer build stops at the undefined behaviour these reached before.
+  Scratch s;
+  Config ok = config_of(s.write("a/ddplint.toml", "exclude = [\"\"\"\\\n\xC2\xA7x\"\"\"]\n"));
+  REQUIRE(ok.exclude);
+  REQUIRE(ok.exclude->size() == 1);
+  CHECK(ok.exclude->front() == "\xC2\xA7x");
+  CHECK(error_of(s.write("b/ddplint.toml", "\xCC\xAA")).line == 1);
+  CHECK(error_of(s.write("c/ddplint.toml", "\xEF\xBA\xBF=e")).line == 1);
+}
