@@ -14,7 +14,9 @@ namespace {
 // --show-files (Ruff's): the files the run would lint, one a line, in its order.
 int show_files(Discovery& discovery) {
   int rc = kExitClean;
-  if (std::find(discovery.paths().begin(), discovery.paths().end(), "-") != discovery.paths().end()) std::printf("-\n");
+  if (std::find(discovery.paths().begin(), discovery.paths().end(), "-") != discovery.paths().end() &&
+      !discovery.stdin_excluded())
+    std::printf("-\n");
   PathWalk walk = discovery.walk();
   while (auto entry = walk.next()) {
     if (!entry->error.empty()) {
@@ -79,7 +81,7 @@ int run_check(const CheckOptions& given, std::span<const Rule> rules) {
   if (!report.open(discovery.paths())) return kExitError;
   // lint (and fix): standard input first, then the files in the walk's order
   FileLinter linter(options, rules, report);
-  if (!lint_stdin(discovery.paths(), options, configs, linter, report)) return kExitError;
+  if (!lint_stdin(discovery.paths(), options, configs, linter, report, discovery.stdin_excluded())) return kExitError;
   lint_files(discovery.walk(), options, configs, linter, report);
   // report: the summary, and the exit code
   return report.finish();

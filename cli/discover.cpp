@@ -23,6 +23,16 @@ Discovery::Discovery(const CheckOptions& options, Configurations& configs)
   std::error_code cwd_error;
   cwd_ = std::filesystem::current_path(cwd_error);
   if (options_.force_exclude) force_exclude();
+  if (options_.force_exclude && !options.stdin_filename.empty()) {
+    // Ruff's --force-exclude holds for --stdin-filename too (astral-sh/ruff#1343):
+    // the text is not linted, and --fix prints it back unchanged
+    const std::string& name = options.stdin_filename;
+    std::filesystem::path absolute = (std::filesystem::path(name).is_absolute() ? std::filesystem::path(name) : cwd_ / name).lexically_normal();
+    stdin_excluded_ = force_excluded(name) || excluded(absolute, false);
+    if (stdin_excluded_ && !options_.quiet)
+      std::fprintf(stderr, "ddplint: note: standard input (%s) is left out: --force-exclude applies `exclude` and .gitignore to it\n",
+                   name.c_str());
+  }
 }
 
 bool Discovery::excluded(const std::filesystem::path& path, bool is_dir) {

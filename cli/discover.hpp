@@ -34,6 +34,10 @@ class Discovery {
   /// The paths named (`.` when none was), `-` included.
   const std::vector<std::string>& paths() const { return paths_; }
 
+  /// --force-exclude with --stdin-filename naming a path that `exclude` or
+  /// .gitignore leaves out: standard input is not linted (as Ruff's).
+  bool stdin_excluded() const { return stdin_excluded_; }
+
  private:
   // True when folder discovery leaves `path` out (configuration excludes, .gitignore).
   bool excluded(const std::filesystem::path& path, bool is_dir);
@@ -48,6 +52,7 @@ class Discovery {
   bool force_excluded(const std::string& arg);
   GitIgnore gitignore_;
   std::filesystem::path cwd_;
+  bool stdin_excluded_ = false;
   std::map<const Config*, std::vector<std::string>> patterns_of_;  // exclude patterns, per configuration
 };
 

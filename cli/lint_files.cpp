@@ -213,7 +213,7 @@ FileOutcome FileLinter::lint_path(const DiscoveredPath& entry, const FileSetting
 }
 
 bool lint_stdin(const std::vector<std::string>& paths, const CheckOptions& options, Configurations& configs,
-                const FileLinter& linter, Report& report) {
+                const FileLinter& linter, Report& report, bool excluded) {
   if (std::find(paths.begin(), paths.end(), "-") == paths.end()) return true;
   const std::string& stdin_filename = options.stdin_filename;
   std::string name = stdin_filename.empty() ? "-" : stdin_filename;
@@ -223,6 +223,11 @@ bool lint_stdin(const std::vector<std::string>& paths, const CheckOptions& optio
   if (!data) {
     std::fprintf(stderr, "ddplint: %s: cannot read standard input: %s\n", name.c_str(), err.c_str());
     report.note_error();
+    return true;
+  }
+  if (excluded) {
+    // an editor or pipe that takes stdout as the fixed buffer gets its text back
+    if (options.fix) std::fwrite(data->data(), 1, data->size(), stdout);
     return true;
   }
   std::shared_ptr<const Config> config;

@@ -58,8 +58,9 @@ class FileLinter {
 
 /// Lints standard input once, wherever `-` is among `paths`, and emits it.
 /// False when its configuration has an error (reported): the run stops.
+/// `excluded` (Discovery::stdin_excluded): it is read and not linted; --fix prints it back.
 bool lint_stdin(const std::vector<std::string>& paths, const CheckOptions& options, Configurations& configs,
-                const FileLinter& linter, Report& report);
+                const FileLinter& linter, Report& report, bool excluded = false);
 
 /// Lints every path `walk` hands out, on options.jobs threads, and emits each
 /// outcome in input order as soon as it and those before it are done; at most

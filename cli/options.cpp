@@ -100,7 +100,7 @@ void add_check_options(CLI::App& app, CheckOptions& o) {
       ->type_name("PATH")
       ->envname("DDPLINT_CACHE_DIR");
   app.add_flag("--force-exclude", o.force_exclude,
-               "Apply exclude patterns and .gitignore to paths named on the command line too (as a pre-commit hook needs)");
+               "Apply exclude patterns and .gitignore to paths named on the command line, and to --stdin-filename, too (as a pre-commit hook needs)");
   app.add_flag_callback("--respect-gitignore", [&o] { o.respect_gitignore = true; },
                         "Leave out files git ignores when walking folders (the default; overrides the configuration)");
   app.add_flag_callback("--no-respect-gitignore", [&o] { o.respect_gitignore = false; },

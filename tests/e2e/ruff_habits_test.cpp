@@ -109,6 +109,31 @@ TEST_CASE("ruff habits: --stdin-filename reads standard input") {
   CHECK_FALSE(contains(named.out, "other.py"));
 }
 
+TEST_CASE("ruff habits: --force-exclude holds for --stdin-filename") {
+  // Ruff (astral-sh/ruff#1343, crates/ruff/src/commands/check_stdin.rs): with
+  // --force-exclude, standard input named by an excluded --stdin-filename is not
+  // linted, and --fix prints it back unchanged.
+  TempDir d;
+  d.write("pyproject.toml", "[tool.ddplint]\nexclude = [\"generated\", \"*_pb2.py\"]\n");
+  Run plain = ddplint({"--no-cache", "--stdin-filename", "generated/t.py"}, kLoader, d.path);
+  CHECK(plain.rc == 1);
+  CHECK(contains(plain.out, "generated/t.py:4:10: DDP101"));
+  for (const char* name : {"generated/t.py", "x_pb2.py"}) {
+    Run r = ddplint({"--no-cache", "--force-exclude", "--stdin-filename", name}, kLoader, d.path);
+    CHECK(r.rc == 0);
+    CHECK_FALSE(contains(r.out, "DDP101"));
+    CHECK(contains(r.err, std::string("standard input (") + name + ") is left out: --force-exclude"));
+    Run fix = ddplint({"--no-cache", "--force-exclude", "--fix", "--unsafe-fixes", "--stdin-filename", name}, kLoader, d.path);
+    CHECK(fix.rc == 0);
+    CHECK(fix.out == kLoader);
+  }
+  Run kept = ddplint({"--no-cache", "--force-exclude", "--stdin-filename", "train.py"}, kLoader, d.path);
+  CHECK(kept.rc == 1);
+  CHECK(contains(kept.out, "train.py:4:10: DDP101"));
+  Run fixed = ddplint({"--no-cache", "--force-exclude", "--fix", "--unsafe-fixes", "--stdin-filename", "train.py"}, kLoader, d.path);
+  CHECK(contains(fixed.out, "num_workers="));
+}
+
 TEST_CASE("ruff habits: --min-severity, JSON short messages, --statistics as JSON") {
   TempDir d;
   d.write("t.py", kLoader + "import torch.distributed as dist\ndist.init_process_group('nccl')\n");
