@@ -44,15 +44,25 @@ int show_settings(Discovery& discovery, Configurations& configs, std::span<const
     std::shared_ptr<const Config> config;
     if (!configs.config_of(entry->path, config)) return kExitError;
     FileSettings settings = configs.settings_of(config.get(), entry->path);
-    std::string enabled;
-    for (const Rule& r : rules)
-      if (settings.selection.enabled(r.info)) enabled += (enabled.empty() ? "" : ", ") + std::string(r.info.code);
+    // rules: after the configuration, the command line and the file's per-file-ignores;
+    // fixable: those of them with fixes that --fix applies (`fixable` minus `unfixable`)
+    std::string enabled, fixable;
+    for (const Rule& r : rules) {
+      if (!settings.selection.enabled(r.info)) continue;
+      enabled += (enabled.empty() ? "" : ", ") + std::string(r.info.code);
+      if (r.info.fixable && settings.fixable.enabled(r.info.code)) fixable += (fixable.empty() ? "" : ", ") + std::string(r.info.code);
+    }
     std::printf("%sResolved settings for: %s\n", first ? "" : "\n", display_path(entry->path).c_str());
     std::printf("Settings path: %s\n", config ? display_path(config->file.string()).c_str() : "(none: the defaults)");
     if (config)
       for (const auto& base : config->extends) std::printf("Extends: %s\n", display_path(base.string()).c_str());
     std::printf("rules: %s\n", enabled.empty() ? "(none)" : enabled.c_str());
+    std::printf("fixable: %s\n", fixable.empty() ? "(none)" : fixable.c_str());
     std::printf("tiny-batch-threshold: %lld\n", static_cast<long long>(settings.options.tiny_batch_threshold));
+    if (settings.options.line_length)
+      std::printf("line-length: %u\n", static_cast<unsigned>(settings.options.line_length));
+    else
+      std::printf("line-length: (none: fixed lines are not wrapped)\n");
     if (config) std::printf("respect-gitignore: %s\n", config->respect_gitignore ? "true" : "false");
     first = false;
   }

@@ -213,15 +213,28 @@ TEST_CASE("ruff habits: --show-files, --show-settings, --exit-non-zero-on-fix") 
   TempDir d;
   d.write("pyproject.toml", "[tool.ddplint]\nextend-select = [\"DDP102\"]\n");
   d.write("a/t.py", kLoader);
+  d.write("c/pyproject.toml",
+          "[tool.ddplint]\nextend = \"../pyproject.toml\"\nunfixable = [\"DDP101\"]\nline-length = 88\n"
+          "[tool.ddplint.per-file-ignores]\n\"t.py\" = [\"DDP201\"]\n");
+  d.write("c/t.py", kLoader);
   d.write("b.py", "x = 1\n");
   Run files = ddplint({"--show-files", "."}, "", d.path);
   CHECK(files.rc == 0);
-  CHECK(files.out == "a/t.py\nb.py\n");  // as a folder run reaches them
+  CHECK(files.out == "a/t.py\nb.py\nc/t.py\n");  // as a folder run reaches them
   Run settings = ddplint({"--show-settings", "a/t.py"}, "", d.path);
   CHECK(settings.rc == 0);
   CHECK(contains(settings.out, "Resolved settings for: a/t.py\n"));
   CHECK(contains(settings.out, "Settings path: " + (d.path / "pyproject.toml").string() + "\n"));
   CHECK(contains(settings.out, "DDP102"));
+  CHECK(contains(settings.out, "fixable: DDP101, DDP102,"));
+  CHECK(contains(settings.out, "line-length: (none"));
+  // Ruff's --show-settings shows the resolved per-file-ignores, fixable/unfixable and line-length
+  Run nested = ddplint({"--show-settings", "c/t.py"}, "", d.path);
+  CHECK(contains(nested.out, "Extends: " + (d.path / "pyproject.toml").string() + "\n"));
+  CHECK(contains(nested.out, "DDP102"));
+  CHECK_FALSE(contains(nested.out, "DDP201"));  // per-file-ignores
+  CHECK(contains(nested.out, "fixable: DDP102,"));  // unfixable DDP101
+  CHECK(contains(nested.out, "line-length: 88\n"));
   // Ruff: "--exit-non-zero-on-fix: Exit with a non-zero status code if any files were modified via fix,
   // even if no lint violations remain"
   Run fixed = ddplint({"--no-cache", "--fix", "--ignore", "DDP101", "--exit-non-zero-on-fix", "a/t.py"}, "", d.path);
