@@ -7,13 +7,14 @@
 
 #include "cli/commands.hpp"
 #include "linter/selection.hpp"
+#include "linter/output.hpp"
 
 namespace ddplint::cli {
 
 namespace {
 // "unknown rule 'X'", with the closest code or name as a hint.
 std::string unknown_rule_name_message(std::string_view item, std::span<const Rule> rules) {
-  std::string message = "unknown rule '" + std::string(item) + "'";
+  std::string message = "unknown rule '" + printable(item) + "'";
   std::string hint = closest_rule_word(item, rules);
   if (!hint.empty() && hint != "ALL") return message + " (did you mean '" + hint + "'? see --list-rules)";
   return message + " (see --list-rules)";

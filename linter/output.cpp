@@ -32,10 +32,12 @@ std::string shown_where(const SourceFile& file, std::uint32_t offset) {
 }
 }  // namespace
 
-std::string display_path(std::string_view path) {
+std::string display_path(std::string_view path) { return printable(path); }
+
+std::string printable(std::string_view text) {
   std::string out;
-  out.reserve(path.size());
-  for (char ch : path) {
+  out.reserve(text.size());
+  for (char ch : text) {
     auto c = static_cast<unsigned char>(ch);
     if (c < 0x20 || c == 0x7f) {
       static const char* hex = "0123456789abcdef";

@@ -35,6 +35,10 @@ std::string short_message(std::string_view message);
 /// or split a finding's line (found by hostile testing). Other bytes as they are.
 std::string display_path(std::string_view path);
 
+/// Any text from the user (a rule code or name on the command line) for an
+/// error message: control bytes written as `\xNN`, as display_path() writes them.
+std::string printable(std::string_view text);
+
 /// JSON object of one finding, with exactly the fields documented in the README:
 /// code, name, severity, message, short_message, filename, location,
 /// end_location, fix, url; and `cell` (its number) for a notebook's finding.

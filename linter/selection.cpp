@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cctype>
 
+#include "linter/output.hpp"
+
 namespace ddplint {
 
 std::string_view to_string(Severity s) {
@@ -137,7 +139,7 @@ std::string closest_rule_word(std::string_view item, std::span<const Rule> rules
 }
 
 std::string unknown_rule_message(std::string_view item, std::span<const Rule> rules) {
-  std::string message = "unknown rule code or prefix '" + std::string(item) + "'";
+  std::string message = "unknown rule code or prefix '" + printable(item) + "'";
   std::string hint = closest_rule_word(item, rules);
   if (!hint.empty() && hint != item) message += " (did you mean '" + hint + "'? see --list-rules)";
   else message += " (see --list-rules)";

@@ -94,6 +94,13 @@ TEST_CASE("ruff habits: rule names and lowercase codes, with did-you-mean hints"
   Run name_typo = ddplint({"--explain", "dataloader-witout-workers"});
   CHECK(name_typo.rc == 2);
   CHECK(contains(name_typo.err, "did you mean 'dataloader-without-workers'?"));
+  // what is echoed back cannot recolour the terminal or split the line (hostile testing)
+  Run escape = ddplint({"--explain", "DDP\x1b[31mX"});
+  CHECK(contains(escape.err, "unknown rule 'DDP\\x1b[31mX'"));
+  Run newline = ddplint({"rule", "a\nb"});
+  CHECK(contains(newline.err, "unknown rule 'a\\x0ab'"));
+  Run bell = ddplint({"--select", "DD\x07P", "x.py"});
+  CHECK(contains(bell.err, "unknown rule code or prefix 'DD\\x07P'"));
 }
 
 TEST_CASE("ruff habits: --stdin-filename reads standard input") {
