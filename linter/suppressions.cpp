@@ -47,18 +47,27 @@ std::optional<NoqaDirective> find_noqa(std::string_view comment, bool file_level
       return out;
     }
     s.remove_prefix(1);
+    skip_space(s);
+    out.codes_start = static_cast<std::uint32_t>(s.data() - comment.data());
     for (;;) {
       skip_space(s);
-      std::size_t n = 0;
-      while (n < s.size() && std::isalnum(static_cast<unsigned char>(s[n]))) ++n;
-      if (n == 0) break;
+      // a code is letters then digits (Ruff's lex_code: `F401`; here in any case); the list
+      // ends at the first word that is not one, so `# noqa: DDP101 loader is tiny` holds one code
+      std::size_t letters = 0;
+      while (letters < s.size() && std::isalpha(static_cast<unsigned char>(s[letters]))) ++letters;
+      std::size_t n = letters;
+      while (n < s.size() && std::isdigit(static_cast<unsigned char>(s[n]))) ++n;
+      if (letters == 0 || n == letters || (n < s.size() && (std::isalnum(static_cast<unsigned char>(s[n])) || s[n] == '_' || s[n] == '-')))
+        break;
       auto at = static_cast<std::uint32_t>(s.data() - comment.data());
       out.codes.push_back({s.substr(0, n), at, at + static_cast<std::uint32_t>(n)});
       s.remove_prefix(n);
       skip_space(s);
       if (!s.empty() && s.front() == ',') s.remove_prefix(1);
     }
-    out.blanket = out.codes.empty();  // `# noqa:` with nothing after it: Ruff treats it as blanket
+    // `# noqa:` with nothing after it: Ruff treats it as blanket; `# noqa: not-a-code`
+    // is a directive that silences nothing (Ruff warns of it as invalid)
+    out.blanket = out.codes.empty() && (s.empty() || s.front() == '#');
     return out;
   }
   return std::nullopt;
@@ -118,8 +127,20 @@ std::uint32_t comment_line(const SourceFile& source, const SyntaxTree& tree, std
   return line;
 }
 
+namespace {
+// The edit that adds `codes` (none of them listed yet, in order) to the noqa comment of `line`.
+std::optional<Edit> noqa_codes_edit(const SourceFile& source, const SyntaxTree& tree, std::uint32_t line,
+                                    const std::vector<std::string_view>& codes);
+}  // namespace
+
 std::optional<Edit> noqa_edit(const SourceFile& source, const SyntaxTree& tree, std::uint32_t line,
                               std::string_view code) {
+  return noqa_codes_edit(source, tree, line, {code});
+}
+
+namespace {
+std::optional<Edit> noqa_codes_edit(const SourceFile& source, const SyntaxTree& tree, std::uint32_t line,
+                                    const std::vector<std::string_view>& wanted) {
   const LineIndex& lines = source.lines();
   if (!tree || line >= lines.line_count()) return std::nullopt;
   std::string_view text = source.text();
@@ -127,7 +148,10 @@ std::optional<Edit> noqa_edit(const SourceFile& source, const SyntaxTree& tree, 
   std::uint32_t end = lines.line_end(line);
   while (end > begin && (text[end - 1] == ' ' || text[end - 1] == '\t' || text[end - 1] == '\f')) --end;
   if (end <= begin) return std::nullopt;
-  const std::string suffix = "  # noqa: " + std::string(code);
+  std::string list;
+  for (std::string_view code : wanted) list += (list.empty() ? "" : ", ") + std::string(code);
+  if (list.empty()) return std::nullopt;
+  const std::string suffix = "  # noqa: " + list;
   // what covers the line's last byte: a comment, or a string running on past the line
   // (a launch script's tree is tree-sitter-bash's: its kinds by name; a heredoc is a string too)
   const bool shell = language_of(tree) == Language::Shell;
@@ -148,10 +172,20 @@ std::optional<Edit> noqa_edit(const SourceFile& source, const SyntaxTree& tree, 
       auto at = ts_node_start_byte(n);
       if (std::optional<NoqaDirective> d = find_noqa(comment, false)) {
         if (d->blanket) return std::nullopt;
-        for (const NoqaDirective::Code& c : d->codes)
-          if (upper_code(c.code) == code) return std::nullopt;
+        std::string missing;
+        for (std::string_view code : wanted) {
+          bool listed = false;
+          for (const NoqaDirective::Code& c : d->codes) listed |= upper_code(c.code) == code;
+          if (!listed) missing += (missing.empty() ? "" : ", ") + std::string(code);
+        }
+        if (missing.empty()) return std::nullopt;
+        if (d->codes.empty()) {
+          // `# noqa: reason` lists no code: the codes go first, the words stay after them
+          std::uint32_t first = at + d->codes_start;
+          return Edit{first, first, missing + " "};
+        }
         std::uint32_t after = at + d->codes.back().end;
-        return Edit{after, after, ", " + std::string(code)};
+        return Edit{after, after, ", " + missing};
       }
       return Edit{end, end, suffix};
     }
@@ -160,6 +194,7 @@ std::optional<Edit> noqa_edit(const SourceFile& source, const SyntaxTree& tree, 
   if (text[end - 1] == '\\') return std::nullopt;
   return Edit{end, end, suffix};
 }
+}  // namespace
 
 std::vector<Edit> add_noqa_edits(const SourceFile& source, const std::vector<Diagnostic>& diagnostics) {
   std::vector<Edit> edits;
@@ -174,17 +209,9 @@ std::vector<Edit> add_noqa_edits(const SourceFile& source, const std::vector<Dia
   std::map<std::uint32_t, std::set<std::string_view>> codes_by_line;
   for (const Diagnostic& d : diagnostics)
     codes_by_line[comment_line(source, tree, source.lines().line_of(d.start))].insert(d.rule->code);
-  for (const auto& [line, codes] : codes_by_line) {
-    std::optional<Edit> edit;
-    for (std::string_view code : codes) {
-      std::optional<Edit> one = noqa_edit(source, tree, line, code);
-      if (!one) continue;
-      // every code's edit goes to the same place (after the list, or the line's end) of the unedited line
-      if (!edit) edit = std::move(one);
-      else edit->replacement += ", " + std::string(code);
-    }
-    if (edit) edits.push_back(std::move(*edit));
-  }
+  for (const auto& [line, codes] : codes_by_line)
+    if (std::optional<Edit> edit = noqa_codes_edit(source, tree, line, {codes.begin(), codes.end()}))
+      edits.push_back(std::move(*edit));
   return edits;
 }
 

@@ -84,8 +84,13 @@ struct NoqaDirective {
     std::uint32_t end = 0;
   };
   std::uint32_t hash = 0;   ///< offset of the directive's `#` in the comment
+  /// offset where the code list starts (after `:` and spaces); 0 for a blanket `# noqa`
+  std::uint32_t codes_start = 0;
   bool blanket = false;     ///< `# noqa` / `# noqa:` with no code: silences everything
-  std::vector<Code> codes;  ///< the listed codes in order (empty when blanket)
+  /// the listed codes in order: letters then digits, up to the first word that
+  /// is not a code (`# noqa: DDP101 tiny loader` lists DDP101); empty when
+  /// blanket, or when `# noqa:` is followed by no code (then it silences nothing)
+  std::vector<Code> codes;
 };
 
 /// Finds the noqa directive in one comment's text (`# type: ignore  # noqa: X`
