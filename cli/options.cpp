@@ -172,7 +172,12 @@ std::variant<Options, int> parse_options(int argc, char** argv) {
   // `check` is the first word (a file named check: `ddplint ./check`)
   std::vector<std::string> words;
   for (int i = argc - 1; i >= 1; --i) words.emplace_back(argv[i]);  // CLI11 takes them reversed
-  if (!words.empty() && words.back() == "check") words.pop_back();
+  if (!words.empty() && words.back() == "check") {
+    // after `check` every word is a path or an option: `ddplint check rule` lints a path named rule
+    words.pop_back();
+    for (CLI::App* sub : {server, rule_cmd, verify_cmd}) app.remove_subcommand(sub);
+    server = rule_cmd = verify_cmd = nullptr;
+  }
   try {
     app.parse(words);
   } catch (const CLI::CallForHelp& e) {
@@ -194,9 +199,9 @@ std::variant<Options, int> parse_options(int argc, char** argv) {
   }
   options.check.explain_given = app.count("--explain") > 0;
   options.check.format_given = app.count("--format") > 0;
-  if (*server) options.command = Command::Server;
-  else if (*rule_cmd) options.command = Command::Rule;
-  else if (*verify_cmd) options.command = Command::Verify;
+  if (server != nullptr && *server) options.command = Command::Server;
+  else if (rule_cmd != nullptr && *rule_cmd) options.command = Command::Rule;
+  else if (verify_cmd != nullptr && *verify_cmd) options.command = Command::Verify;
   return options;
 }
 

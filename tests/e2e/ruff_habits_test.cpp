@@ -46,6 +46,11 @@ TEST_CASE("ruff habits: `check` is the default command, --output-format is --for
   // the long message is for text, full and --explain
   CHECK_FALSE(contains(concise.out, "the GPU waits"));
   CHECK(contains(plain.out, "the GPU waits"));
+  // after `check`, a sub-command's name is a path (`ruff check rule` lints ./rule)
+  d.write("rule/t.py", kLoader);
+  Run folder = ddplint({"check", "--isolated", "--no-cache", "rule"}, "", d.path);
+  CHECK(folder.rc == 1);
+  CHECK(contains(folder.out, "rule/t.py:4:10: DDP101"));
 }
 
 TEST_CASE("ruff habits: severity and [*] in text and grouped output, and Ruff's fix hint") {
