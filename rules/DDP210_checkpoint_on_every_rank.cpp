@@ -29,19 +29,76 @@ bool early_return_for_other_ranks(const SemanticModel& model, TSNode node) {
   return false;
 }
 
-// Runs on the main process only: under a rank-0 guard here, after an early
-// return for the other ranks, or in a function whose every call is guarded.
-bool main_process_only(const SemanticModel& model, TSNode node, int depth = 0) {
-  if (depth > 8) return false;
-  if (model.enclosing_guards(node) & kGuardMainProcess) return true;
-  if (early_return_for_other_ranks(model, node)) return true;
+// Function `f` is handed to a call of this file as a value (`mp.spawn(main_worker,
+// ...)`, `Process(target=run)`): whatever starts it runs it on every rank.
+bool passed_as_argument(const SemanticModel& model, int f) {
+  std::string_view name = model.functions()[static_cast<std::size_t>(f)].name;
+  for (const CallSite& call : model.calls())
+    for (const Argument& a : model.arguments(call))
+      if (!node_is_null(a.value) && node_symbol(a.value) == kinds().identifier && model.text(a.value) == name) return true;
+  return false;
+}
+
+// For a method: its class (the function's definition is in the class body,
+// decorated or not); null otherwise.
+TSNode class_of_method(TSNode def) {
+  TSNode p = ts_node_parent(def);
+  if (!node_is_null(p) && node_symbol(p) == kinds().decorated_definition) p = ts_node_parent(p);
+  if (node_is_null(p) || node_symbol(p) != kinds().block) return TSNode{};
+  p = ts_node_parent(p);
+  return !node_is_null(p) && node_symbol(p) == kinds().class_definition ? p : TSNode{};
+}
+
+// The calls of a method that callers_of does not resolve: through `self` in
+// its own class (`self._snapshot(epoch)`), and on an instance the file makes
+// (`Trainer(...).fit(30)`, or `t.fit(30)` after `t = Trainer(...)`).
+std::vector<TSNode> method_calls(const SemanticModel& model, int f) {
+  std::vector<TSNode> out;
+  const FunctionInfo& info = model.functions()[static_cast<std::size_t>(f)];
+  TSNode cls = class_of_method(info.node);
+  if (node_is_null(cls)) return out;
+  std::string_view class_name = model.text(field(cls, kinds().f_name));
+  auto instance = [&](TSNode receiver) {
+    TSNode v = node_symbol(receiver) == kinds().call ? receiver : model.single_assignment(receiver);
+    if (node_is_null(v) || node_symbol(v) != kinds().call) return false;
+    TSNode callee = field(v, kinds().f_function);
+    return !node_is_null(callee) && node_symbol(callee) == kinds().identifier && model.text(callee) == class_name;
+  };
+  for (const CallSite* c : model.calls_named(info.name)) {
+    if (node_is_null(c->receiver)) continue;
+    bool self = node_symbol(c->receiver) == kinds().identifier && model.text(c->receiver) == "self" &&
+                node_start_byte(c->node) >= node_start_byte(cls) && node_end_byte(c->node) <= node_end_byte(cls);
+    if (self || instance(c->receiver)) out.push_back(c->node);
+  }
+  return out;
+}
+
+// Which ranks run `node`.
+enum class Ranks { MainOnly, Every, Unknown };
+
+// MainOnly: under a rank-0 guard here, after an early return for the other
+// ranks, or in a function whose every call is. Every: at module level, in a
+// function handed to a process launcher, or on some unguarded call path.
+// Unknown: in a function nothing in this file calls (a helper that another
+// file calls, under a guard or not: `if rank == 0: save_checkpoint(...)` in
+// train.py, found by a new user's trial), or past the depth limit.
+Ranks ranks_running(const SemanticModel& model, TSNode node, int depth = 0) {
+  if (depth > 8) return Ranks::Unknown;
+  if (model.enclosing_guards(node) & kGuardMainProcess) return Ranks::MainOnly;
+  if (early_return_for_other_ranks(model, node)) return Ranks::MainOnly;
   const Region& scope = model.regions()[model.regions()[model.region_of(node)].scope];
-  if (scope.kind != Region::Kind::Function) return false;
-  auto callers = model.callers_of(scope.function);
-  if (callers.empty()) return false;
-  for (int ci : callers)
-    if (!main_process_only(model, model.calls()[ci].node, depth + 1)) return false;
-  return true;
+  if (scope.kind != Region::Kind::Function) return Ranks::Every;
+  std::vector<TSNode> callers;
+  for (int ci : model.callers_of(scope.function)) callers.push_back(model.calls()[ci].node);
+  if (callers.empty()) callers = method_calls(model, scope.function);
+  if (callers.empty()) return passed_as_argument(model, scope.function) ? Ranks::Every : Ranks::Unknown;
+  Ranks all = Ranks::MainOnly;
+  for (TSNode caller : callers) {
+    Ranks r = ranks_running(model, caller, depth + 1);
+    if (r == Ranks::Every) return Ranks::Every;
+    if (r == Ranks::Unknown) all = Ranks::Unknown;
+  }
+  return all;
 }
 
 // A per-rank shard: the path mentions the rank (`f"ckpt_rank{rank}.pt"`),
@@ -76,7 +133,7 @@ bool memory_buffer(const SemanticModel& model, TSNode target) {
 void check(const SemanticModel& model, RuleContext& ctx) {
   if (!model.is_distributed()) return;
   for (const CallSite* call : model.calls_to("torch.save")) {
-    if (main_process_only(model, call->node)) continue;
+    if (ranks_running(model, call->node) != Ranks::Every) continue;
     TSNode target = model.argument(*call, "f", 1);
     if (per_rank_path(model, target) || memory_buffer(model, target)) continue;
     auto [start, end] = first_line_range(model, call->node);
