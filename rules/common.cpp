@@ -87,11 +87,86 @@ TSNode argument_node(const SemanticModel& model, const CallSite& call, TSNode va
 }
 
 namespace {
+// `name` is bound by the pattern `target` of a for statement (`y` in `for x, y in ...`).
+bool binds_name(const SemanticModel& model, TSNode target, std::string_view name) {
+  if (node_is_null(target)) return false;
+  TSSymbol s = node_symbol(target);
+  if (s == kinds().identifier) return model.text(target) == name;
+  if (s != kinds().pattern_list && s != kinds().tuple_pattern && s != kinds().tuple && s != kinds().list &&
+      s != kinds().parenthesized_expression)
+    return false;
+  for (TSNode c : children(target))
+    if (binds_name(model, c, name)) return true;
+  return false;
+}
+
+// The loader a loop's iterable walks is a torch DataLoader: `loader` (or
+// `enumerate(loader)`, `tqdm(loader)`) where `loader = DataLoader(...)` is its
+// only assignment or `loader: DataLoader` its parameter's annotation, or a
+// `DataLoader(...)` call itself.
+bool torch_data_loader(const SemanticModel& model, TSNode iterable) {
+  TSNode loader = model.iterated_container(iterable);
+  if (node_is_null(loader)) return false;
+  TSNode value = node_symbol(loader) == kinds().call ? loader : model.single_assignment(loader);
+  if (!node_is_null(value) && node_symbol(value) == kinds().call) {
+    const CallSite* c = model.call_at(value);
+    return c != nullptr && c->canonical == kDataLoader;
+  }
+  if (node_symbol(loader) != kinds().identifier) return false;
+  auto bindings = model.bindings_of(model.text(loader), model.region_of(loader));
+  if (bindings.size() != 1 || bindings[0]->kind != Binding::Kind::Parameter) return false;
+  TSNode parameter = ts_node_parent(bindings[0]->target);
+  if (node_is_null(parameter) || node_symbol(parameter) != kinds().typed_parameter) return false;
+  TSNode type = ts_node_child_by_field_name(parameter, "type", 4);
+  if (node_is_null(type) || ts_node_named_child_count(type) != 1) return false;
+  return model.canonical_name(ts_node_named_child(type, 0)) == kDataLoader;
+}
+
+// `name` at `use` still holds what a loop over a torch DataLoader bound it to
+// (`for x, y in loader:` ... `(y > 0).sum()` before `y = y.to(device)`): a
+// batch the DataLoader's workers and collate built on the host. No other
+// binding of the name in the function comes between the loop's header and
+// `use`. (A dataset that returns CUDA tensors would break this; such a
+// loader cannot use worker processes and is rare: a missed finding, not a
+// false one.)
+bool loader_batch_on_host(const SemanticModel& model, TSNode use) {
+  std::string_view name = model.text(use);
+  for (TSNode n = ts_node_parent(use); !node_is_null(n); n = ts_node_parent(n)) {
+    TSSymbol s = node_symbol(n);
+    if (s == kinds().function_definition || s == kinds().class_definition) return false;
+    if (s != kinds().for_statement || !binds_name(model, field(n, kinds().f_left), name)) continue;
+    TSNode left = field(n, kinds().f_left);
+    for (const Binding* b : model.bindings_of(name, model.region_of(use))) {
+      std::uint32_t at = node_start_byte(b->target);
+      if (at >= node_end_byte(left) && at < node_start_byte(use)) return false;  // rebound on the way
+    }
+    return torch_data_loader(model, field(n, kinds().f_right));
+  }
+  return false;
+}
+
 bool host_tensor_rec(const SemanticModel& model, TSNode expr, int depth) {
   if (node_is_null(expr) || depth > 16) return false;
   const Kinds& k = kinds();
   TSSymbol s = node_symbol(expr);
-  if (s == k.identifier) return host_tensor_rec(model, model.single_assignment(expr), depth + 1);
+  if (s == k.identifier) {
+    if (loader_batch_on_host(model, expr)) return true;
+    return host_tensor_rec(model, model.single_assignment(expr), depth + 1);
+  }
+  if (s == k.parenthesized_expression) return host_tensor_rec(model, ts_node_named_child(expr, 0), depth + 1);
+  if (s == k.subscript) return host_tensor_rec(model, field(expr, k.f_value), depth + 1);  // `batch["label"]`, `y[:, 0]`
+  if (s == k.comparison_operator || s == k.binary_operator) {
+    // `y > 0`, `a + b`: on the host when every operand is a host tensor or a number
+    bool tensor = false;
+    for (TSNode c : children(expr)) {
+      if (!ts_node_is_named(c)) continue;
+      TSSymbol cs = node_symbol(c);
+      if (cs == k.integer || cs == k.float_) continue;
+      if (!host_tensor_rec(model, c, depth + 1)) return false;
+      tensor = true;
+    }
+    return tensor;
+  }
   if (s != k.call) return false;
   const CallSite* call = model.call_at(expr);
   if (call == nullptr) return false;
@@ -938,9 +1013,9 @@ bool BlockingLoaderSteps::in_region(int region) const {
   const SemanticModel& model = model_;
   const bool all_blocking = all_;
   for (int r = region; r > 0; r = model.regions()[r].parent) {
-    const Region& region = model.regions()[r];
-    if (region.kind == Region::Kind::Function || region.kind == Region::Kind::Class) return all_blocking;
-    if (region.kind == Region::Kind::Loop && model.is_step_loop(r)) return blocking_accelerate_loop(model, r);
+    const Region& here = model.regions()[r];
+    if (here.kind == Region::Kind::Function || here.kind == Region::Kind::Class) return all_blocking;
+    if (here.kind == Region::Kind::Loop && model.is_step_loop(r)) return blocking_accelerate_loop(model, r);
   }
   return all_blocking;
 }

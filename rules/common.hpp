@@ -88,8 +88,11 @@ bool spells_out_nccl(const SemanticModel& model);
 /// True if `expr` is certainly a tensor in host memory: a torch factory call
 /// (`torch.tensor`, `torch.randint`, `torch.zeros`, ...) without a `device=`
 /// argument, then only methods that keep the device (`.mean()`, `.sum()`;
-/// not `.cuda()` or `.to(...)`), or a name bound once to such an expression.
-/// `.item()` on it is not a host-device sync.
+/// not `.cuda()` or `.to(...)`), a name bound once to such an expression, a
+/// batch of a loop over a torch DataLoader before it is rebound (`y` in
+/// `for x, y in loader:` until `y = y.to(device)`), a subscript of one
+/// (`batch["label"]`), or a comparison or arithmetic of such tensors and
+/// numbers (`(y > 0)`). `.item()` on it is not a host-device sync.
 bool host_tensor(const SemanticModel& model, TSNode expr);
 
 /// For the value of one of `call`'s keyword arguments, the whole `name=value`
