@@ -33,12 +33,15 @@ int periodic_branch(const SemanticModel& model, TSNode node, int loop) {
 // given the DDP model (edm's `misc.ddp_sync(ddp, last_round)`, which enters
 // `ddp.no_sync()` on the other rounds): what that context does is not in this
 // file. Code, not text: a comment naming no_sync changes nothing.
-bool syncs_selectively(const SemanticModel& model, const std::vector<std::string>& ddp_paths) {
+// Returns where each such use is: the top-level function that holds it
+// (top_level_function_of), -1 at module level or in a method or nested function.
+std::vector<int> selective_syncs(const SemanticModel& model, const std::vector<std::string>& ddp_paths) {
   const Kinds& k = kinds();
+  std::vector<int> out;
   for (std::string_view method : {"no_sync", "no_backward_sync"})
-    if (!model.calls_named(method).empty()) return true;
+    for (const CallSite* c : model.calls_named(method)) out.push_back(model.top_level_function_of(c->node));
   for (const CallSite* c : model.calls_named("accumulate"))
-    if (!node_is_null(c->receiver)) return true;
+    if (!node_is_null(c->receiver)) out.push_back(model.top_level_function_of(c->node));
   // the `with` statements' items (through the regions: no parent walk per call)
   std::string storage;
   for (const Region& region : model.regions()) {
@@ -49,14 +52,28 @@ bool syncs_selectively(const SemanticModel& model, const std::vector<std::string
       for (const Argument& a : model.arguments(*c)) {
         std::string_view path = model.path_view(a.value, storage);
         for (const std::string& p : ddp_paths)
-          if (!path.empty() && path == p) return true;
+          if (!path.empty() && path == p) out.push_back(model.top_level_function_of(region.node));
       }
     }
   }
   constexpr std::string_view kFlag = "require_backward_grad_sync";
   for (const Binding& b : model.bindings())
     if (b.path.ends_with(kFlag) && (b.path.size() == kFlag.size() || b.path[b.path.size() - kFlag.size() - 1] == '.'))
-      return true;
+      out.push_back(model.top_level_function_of(b.target));
+  return out;
+}
+
+// True when the uses `where` (selective_syncs) may cover the accumulation
+// that `step` ends: one at module level or in a method, one in the step's own
+// top-level function, or one in a function this file calls (it may be called
+// from the step's loop). One in another top-level function that nothing in
+// this file calls covers only that function's loop (engine.py's
+// train_one_epoch_no_sync beside train_one_epoch, each called from train.py;
+// found by a new user's trial).
+bool covered(const SemanticModel& model, const std::vector<int>& where, const CallSite& step) {
+  int f = model.top_level_function_of(step.node);
+  for (int w : where)
+    if (w < 0 || w == f || !model.callers_of(w).empty()) return true;
   return false;
 }
 
@@ -298,7 +315,10 @@ void check(const SemanticModel& model, RuleContext& ctx) {
     if (!it->second) continue;
     (c.method == "backward" ? backwards : steps).push_back(&c);
   }
-  if (steps.empty() || syncs_selectively(model, ddp_paths)) return;
+  if (steps.empty()) return;
+  const std::vector<int> selective = selective_syncs(model, ddp_paths);
+  std::erase_if(steps, [&](const CallSite* step) { return covered(model, selective, *step); });
+  if (steps.empty()) return;
   bool accelerate = !model.wraps_ddp() && passed.empty();  // the DDP model comes from Accelerate's prepare
   auto report = [&](const CallSite* step) {
     std::string from;
