@@ -143,6 +143,14 @@ TEST_CASE("--explain and --list-rules") {
   CHECK(contains(e.out, "item-in-training-loop"));
   CHECK(contains(e.out, "## What it does"));
   CHECK(contains(e.out, "pytorch.org"));
+  // DDP206's torchrun paragraph once had a sentence pasted into itself ("...the
+  // option's defaultlaunch: every rank gets the option's default."): it says it once, whole
+  std::string legacy = ddplint({"--explain", "DDP206"}).out;
+  CHECK_FALSE(contains(legacy, "defaultlaunch"));
+  std::size_t said = legacy.find("every rank gets the option's default");
+  REQUIRE(said != std::string::npos);
+  CHECK(legacy.find("every rank gets the option's default", said + 1) == std::string::npos);
+  CHECK(contains(legacy, "torchrun passes\nno such argument, so every rank gets the option's default, and the ranks\nshare one GPU"));
   Run u = ddplint({"--explain", "DDP999"});
   CHECK(u.rc == 2);
   CHECK(contains(u.err, "DDP999"));
