@@ -60,7 +60,8 @@ int show_settings(Discovery& discovery, Configurations& configs, std::span<const
     std::printf("fixable: %s\n", fixable.empty() ? "(none)" : fixable.c_str());
     std::printf("tiny-batch-threshold: %lld\n", static_cast<long long>(settings.options.tiny_batch_threshold));
     if (settings.options.line_length)
-      std::printf("line-length: %u\n", static_cast<unsigned>(settings.options.line_length));
+      std::printf("line-length: %u (from %s)\n", static_cast<unsigned>(settings.options.line_length),
+                  display_path(settings.line_length_origin).c_str());
     else
       std::printf("line-length: (none: fixed lines are not wrapped)\n");
     if (config) std::printf("respect-gitignore: %s\n", config->respect_gitignore ? "true" : "false");

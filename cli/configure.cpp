@@ -94,8 +94,21 @@ bool Configurations::config_of(const std::string& path, std::shared_ptr<const Co
   return true;
 }
 
-FileSettings Configurations::settings_of(const Config* config, const std::string& path) const {
-  FileSettings settings = settings_for(config, path, select_, ignore_, extend_select_);
+std::shared_ptr<const RuffLineLength> Configurations::ruff_of(const Config* config, const std::string& path) {
+  if (options_.isolated || (config != nullptr && config->options.line_length != 0)) return nullptr;
+  // the files of one folder come together: keyed as config_of keys its answers
+  std::size_t slash = path.rfind('/');
+  std::string_view folder = std::string_view(path).substr(0, slash == std::string::npos ? 0 : slash + 1);
+  std::string_view name = std::string_view(path).substr(folder.size());
+  if (name.empty() || name == "." || name == "..") return resolver_.ruff_line_length_for(path);
+  if (!last_ruff_folder_ || folder != last_ruff_folder_->first)
+    last_ruff_folder_.emplace(std::string(folder), resolver_.ruff_line_length_for(path));
+  return last_ruff_folder_->second;
+}
+
+FileSettings Configurations::settings_of(const Config* config, const std::string& path) {
+  std::shared_ptr<const RuffLineLength> ruff = ruff_of(config, path);
+  FileSettings settings = settings_for(config, path, select_, ignore_, extend_select_, ruff.get());
   const std::string& least = options_.min_severity;
   if (!least.empty())
     settings.selection.require_severity(least == "error" ? Severity::Error : least == "warning" ? Severity::Warning : Severity::Info);
@@ -105,7 +118,9 @@ FileSettings Configurations::settings_of(const Config* config, const std::string
 std::shared_ptr<const FileSettings> Configurations::shared_settings_of(const std::shared_ptr<const Config>& config,
                                                                        const std::string& path) {
   if (config && !config->per_file_ignores.empty()) return std::make_shared<const FileSettings>(settings_of(config.get(), path));
-  auto& shared = shared_settings_[config.get()];
+  // the resolver keeps each Ruff configuration it found: its address names it for the run
+  std::shared_ptr<const RuffLineLength> ruff = ruff_of(config.get(), path);
+  auto& shared = shared_settings_[{config.get(), ruff.get()}];
   if (!shared) shared = std::make_shared<const FileSettings>(settings_of(config.get(), path));
   return shared;
 }

@@ -34,11 +34,13 @@ class Configurations {
   bool had_errors() const { return !errors_.empty(); }
 
   /// The rules and options for `path` under `config` (nullable), with the
-  /// command line's --select/--ignore on top.
-  FileSettings settings_of(const Config* config, const std::string& path) const;
+  /// command line's --select/--ignore on top. Without a `line-length` in
+  /// `config`, the line length of Ruff's configuration closest to `path`
+  /// (none with --isolated).
+  FileSettings settings_of(const Config* config, const std::string& path);
 
   /// settings_of(), shared by every file of a configuration without
-  /// per-file-ignores (one caller at a time).
+  /// per-file-ignores under one Ruff configuration (one caller at a time).
   std::shared_ptr<const FileSettings> shared_settings_of(const std::shared_ptr<const Config>& config,
                                                          const std::string& path);
 
@@ -51,7 +53,13 @@ class Configurations {
   ConfigResolver resolver_;
   std::vector<std::string> errors_;  // each reported once
   std::optional<std::pair<std::string, Answer>> last_folder_;  // the last folder's answer
-  std::map<const Config*, std::shared_ptr<const FileSettings>> shared_settings_;
+  // the last folder's Ruff configuration (as last_folder_)
+  std::optional<std::pair<std::string, std::shared_ptr<const RuffLineLength>>> last_ruff_folder_;
+  std::map<std::pair<const Config*, const RuffLineLength*>, std::shared_ptr<const FileSettings>> shared_settings_;
+
+  /// Ruff's configuration closest to `path` (nullptr: none, or --isolated),
+  /// when `config` (nullable) sets no line-length.
+  std::shared_ptr<const RuffLineLength> ruff_of(const Config* config, const std::string& path);
 };
 
 }  // namespace ddplint::cli

@@ -13,6 +13,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <thread>
+#include <vector>
 
 #include "cli/commands.hpp"
 #include "linter/config.hpp"
@@ -24,18 +25,25 @@ namespace ddplint::cli {
 
 namespace {
 // The ddplint-verify executable: $DDPLINT_VERIFY_BIN, else beside this
-// executable, else on PATH. Empty when there is none.
-std::string find_verify_binary() {
+// executable (an install puts both in one bin/), else in the sibling build
+// tree's verify/ folder (build/release/ddplint finds build/verify/ddplint-verify,
+// which the verify preset builds), else on PATH. Empty when there is none;
+// `looked` then says where it was looked for, for the error message.
+std::string find_verify_binary(std::vector<std::string>& looked) {
   if (const char* env = std::getenv("DDPLINT_VERIFY_BIN"); env && *env) {
     if (::access(env, X_OK) == 0) return env;
     std::fprintf(stderr, "ddplint: DDPLINT_VERIFY_BIN=%s is not an executable file\n", env);
+    looked.push_back(std::string("DDPLINT_VERIFY_BIN=") + env);
     return "";
   }
   std::error_code ec;
-  std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);  // this executable, links resolved
   if (!ec) {
-    std::filesystem::path beside = exe.parent_path() / "ddplint-verify";
-    if (::access(beside.c_str(), X_OK) == 0) return beside.string();
+    for (const std::filesystem::path& candidate :
+         {exe.parent_path() / "ddplint-verify", exe.parent_path().parent_path() / "verify" / "ddplint-verify"}) {
+      if (::access(candidate.c_str(), X_OK) == 0) return candidate.string();
+      looked.push_back(candidate.string());
+    }
   }
   if (const char* path = std::getenv("PATH")) {
     std::string_view rest = path;
@@ -47,6 +55,7 @@ std::string find_verify_binary() {
       if (::access(candidate.c_str(), X_OK) == 0) return candidate;
     }
   }
+  looked.push_back("PATH");
   return "";
 }
 
@@ -114,11 +123,15 @@ bool lint_script(const std::string& script, std::span<const Rule> rules, std::op
 // Runs the plan with ddplint-verify, the results it wrote into `results`: the
 // command's exit status, or std::nullopt when the run stops at once (reported).
 std::optional<int> measure(const std::string& plan_text, nlohmann::json& results) {
-  std::string binary = find_verify_binary();
+  std::vector<std::string> looked;
+  std::string binary = find_verify_binary(looked);
   if (binary.empty()) {
+    std::string where;
+    for (const std::string& w : looked) where += (where.empty() ? "" : ", ") + display_path(w);
     std::fprintf(stderr,
                  "ddplint: ddplint-verify is not built: build it with `cmake --preset verify && cmake --build --preset verify` "
-                 "(needs LibTorch; see verify/README.md) or set DDPLINT_VERIFY_BIN\n");
+                 "(needs LibTorch; see verify/README.md) or set DDPLINT_VERIFY_BIN (looked in: %s)\n",
+                 where.c_str());
     return kExitVerifyUnavailable;
   }
   char dir[] = "/tmp/ddplint-verify-XXXXXX";

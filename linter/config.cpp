@@ -134,6 +134,7 @@ std::optional<ConfigError> read_table(const fs::path& file, const toml::table& t
       if (i == nullptr || i->get() < 1 || i->get() > 1000)
         return error_at(file, node.source(), "`line-length` must be an integer from 1 to 1000");
       config.options.line_length = static_cast<std::uint32_t>(i->get());
+      config.line_length_file = file;
     } else if (k == "tiny-batch-threshold") {
       const auto* i = node.as_integer();
       if (i == nullptr || i->get() < 1 || i->get() > 1'000'000)
@@ -271,13 +272,6 @@ std::variant<std::optional<Config>, ConfigError> load_config_at(const fs::path& 
     if (own == nullptr) return std::optional<Config>{};
     if (!own->is_table()) return error_at(file, own->source(), "`tool.ddplint` must be a table");
     table = own->as_table();
-    // Ruff's line length in the same file, for fixes that wrap (a ddplint `line-length` wins)
-    const toml::node* ruff = tool->as_table()->get("ruff");
-    if (ruff != nullptr && ruff->is_table())
-      if (const toml::node* n = ruff->as_table()->get("line-length"); n != nullptr && n->is_integer()) {
-        std::int64_t v = n->as_integer()->get();
-        if (v >= 1 && v <= 1000) config.options.line_length = static_cast<std::uint32_t>(v);
-      }
   }
   if (const toml::node* extend = table->get("extend")) {
     // `extend = "../pyproject.toml"`: that configuration first, this one's keys on top (Ruff's `extend`)
@@ -319,6 +313,38 @@ std::variant<std::optional<Config>, ConfigError> load_config_at(const fs::path& 
 }
 }  // namespace
 
+std::string RuffLineLength::describe() const {
+  return file.filename() == "pyproject.toml" ? file.string() + " [tool.ruff]" : file.string();
+}
+
+std::optional<RuffLineLength> load_ruff_line_length(const fs::path& file) {
+  std::error_code ec;
+  if (!fs::is_regular_file(file, ec)) return std::nullopt;
+  std::string error;
+  std::optional<std::string> text = read_file(file.string(), error);
+  if (!text || too_deep_line(*text) != 0) return std::nullopt;
+  toml::table doc;
+  try {
+    doc = toml::parse(*text, file.string());
+  } catch (const toml::parse_error&) {
+    return std::nullopt;
+  }
+  const toml::table* table = &doc;
+  if (file.filename() == "pyproject.toml") {
+    const toml::node* tool = doc.get("tool");
+    const toml::node* ruff = tool != nullptr && tool->is_table() ? tool->as_table()->get("ruff") : nullptr;
+    if (ruff == nullptr || !ruff->is_table()) return std::nullopt;  // Ruff skips such a pyproject.toml too
+    table = ruff->as_table();
+  }
+  RuffLineLength found;
+  found.file = fs::absolute(file, ec).lexically_normal();
+  if (const toml::node* n = table->get("line-length"); n != nullptr && n->is_integer()) {
+    std::int64_t v = n->as_integer()->get();
+    if (v >= 1 && v <= 1000) found.length = static_cast<std::uint32_t>(v);
+  }
+  return found;
+}
+
 RuleSelection selection_for(const Config* config, const fs::path& file, const std::vector<std::string>& select,
                             const std::vector<std::string>& ignore, const std::vector<std::string>& extend_select) {
   RuleSelection selection;
@@ -344,11 +370,20 @@ RuleSelection selection_for(const Config* config, const fs::path& file, const st
 }
 
 FileSettings settings_for(const Config* config, const fs::path& file, const std::vector<std::string>& select,
-                          const std::vector<std::string>& ignore, const std::vector<std::string>& extend_select) {
+                          const std::vector<std::string>& ignore, const std::vector<std::string>& extend_select,
+                          const RuffLineLength* ruff) {
   RuleSelection fixable;  // every rule's fixes by default
   if (config != nullptr) fixable.add_layer(config->fixable, {}, config->unfixable, true);
-  return FileSettings{selection_for(config, file, select, ignore, extend_select), config ? config->options : RuleOptions{},
-                      std::move(fixable)};
+  FileSettings settings{selection_for(config, file, select, ignore, extend_select), config ? config->options : RuleOptions{},
+                        std::move(fixable), {}};
+  // line-length: the ddplint configuration's, else Ruff's closest configuration's
+  if (settings.options.line_length != 0) {
+    settings.line_length_origin = config->line_length_file.string();
+  } else if (ruff != nullptr && ruff->length != 0) {
+    settings.options.line_length = ruff->length;
+    settings.line_length_origin = ruff->describe();
+  }
+  return settings;
 }
 
 std::variant<std::shared_ptr<const Config>, ConfigError> ConfigResolver::for_directory(const fs::path& start) {
@@ -400,9 +435,50 @@ std::variant<std::shared_ptr<const Config>, ConfigError> ConfigResolver::for_fil
   return for_directory(absolute.parent_path());
 }
 
+std::shared_ptr<const RuffLineLength> ConfigResolver::ruff_for_directory(const fs::path& start) {
+  // as for_directory: a bounded walk up, stopping at a folder already resolved
+  // or holding one of Ruff's configuration files
+  std::vector<fs::path> visited;
+  std::shared_ptr<const RuffLineLength> result;
+  fs::path dir = start;
+  for (std::size_t level = 0; level < kMaxAncestors; ++level) {
+    {
+      std::lock_guard lock(mutex_);
+      auto it = ruff_by_directory_.find(dir);
+      if (it != ruff_by_directory_.end()) {
+        result = it->second;
+        break;
+      }
+    }
+    visited.push_back(dir);
+    bool found = false;
+    for (const char* name : {".ruff.toml", "ruff.toml", "pyproject.toml"}) {  // Ruff's order in one folder
+      if (auto ruff = load_ruff_line_length(dir / name)) {
+        result = std::make_shared<const RuffLineLength>(std::move(*ruff));
+        found = true;
+        break;
+      }
+    }
+    if (found || !dir.has_parent_path() || dir.parent_path() == dir) break;
+    dir = dir.parent_path();
+  }
+  std::lock_guard lock(mutex_);
+  for (const fs::path& v : visited)
+    if (v.native().size() <= 4096) ruff_by_directory_.emplace(v, result);
+  return result;
+}
+
+std::shared_ptr<const RuffLineLength> ConfigResolver::ruff_line_length_for(const fs::path& file) {
+  std::error_code ec;
+  fs::path absolute = fs::absolute(file, ec).lexically_normal();
+  if (ec) return nullptr;
+  return ruff_for_directory(absolute.parent_path());
+}
+
 void ConfigResolver::clear() {
   std::lock_guard lock(mutex_);
   by_directory_.clear();
+  ruff_by_directory_.clear();
 }
 
 }  // namespace ddplint

@@ -39,7 +39,10 @@ struct Config {
   /// (`["*.md"]`: the shell blocks of Markdown files).
   std::vector<std::string> extend_include;
   bool respect_gitignore = true;            ///< `respect-gitignore`: skip what git ignores
-  RuleOptions options;                      ///< rule options: `tiny-batch-threshold`
+  RuleOptions options;                      ///< rule options: `tiny-batch-threshold`, `line-length` (0: not set)
+  /// The file whose `line-length` options.line_length is (this one or one it
+  /// extends); empty when no ddplint configuration sets it.
+  std::filesystem::path line_length_file;
   /// `output-format`: the report's format when the command line gives none
   /// (read from the configuration of the working folder, or --config).
   std::optional<std::string> output_format;
@@ -79,6 +82,22 @@ std::optional<bool> included_by(const Config* config, const std::filesystem::pat
 bool matches_exclude(const std::vector<std::string>& patterns, const std::filesystem::path& path,
                      const std::filesystem::path& base);
 
+/// A line length set by Ruff's configuration, and where.
+struct RuffLineLength {
+  std::uint32_t length = 0;     ///< `line-length`; 0 when the file sets none (or an unusable one)
+  std::filesystem::path file;   ///< the pyproject.toml, ruff.toml or .ruff.toml it was read from
+  /// `FILE [tool.ruff]` for a pyproject.toml, `FILE` for a ruff.toml.
+  std::string describe() const;
+};
+
+/// Reads Ruff's `line-length` from one file: `[tool.ruff]` of a
+/// pyproject.toml, the top level of a ruff.toml or .ruff.toml. std::nullopt
+/// when the file is not a Ruff configuration (missing, unreadable, not TOML, a
+/// pyproject.toml without `[tool.ruff]`); a Ruff configuration without a usable
+/// `line-length` (an integer from 1 to 1000) gives length 0. Ruff's own
+/// `extend` is not followed. Never an error: Ruff's files are Ruff's to check.
+std::optional<RuffLineLength> load_ruff_line_length(const std::filesystem::path& file);
+
 /// A configuration file that cannot be used: where and why.
 struct ConfigError {
   std::string file;
@@ -92,7 +111,8 @@ struct ConfigError {
 /// Reads one configuration file and checks it against `rules`: unknown keys,
 /// wrong types, unknown codes and malformed TOML are errors naming the line.
 /// A pyproject.toml without a `[tool.ddplint]` table gives std::nullopt (it is
-/// not a ddplint configuration); so does a missing file.
+/// not a ddplint configuration); so does a missing file. Its `[tool.ruff]` is
+/// not read here (load_ruff_line_length).
 std::variant<std::optional<Config>, ConfigError> load_config(const std::filesystem::path& file,
                                                              std::span<const Rule> rules);
 
@@ -109,12 +129,18 @@ struct FileSettings {
   RuleSelection selection;
   RuleOptions options;
   RuleSelection fixable;  ///< the rules whose fixes apply (`fixable` minus `unfixable`); every rule by default
+  /// Where options.line_length came from (`/p/ddplint.toml`,
+  /// `/p/pyproject.toml [tool.ruff]`); empty when it is 0 (not set).
+  std::string line_length_origin;
 };
 
-/// selection_for() and the configuration's rule options (defaults without one).
+/// selection_for() and the configuration's rule options (defaults without
+/// one). The line length is the configuration's `line-length`, else that of
+/// `ruff` (nullable: Ruff's configuration closest to the file,
+/// ConfigResolver::ruff_line_length_for), else none (0).
 FileSettings settings_for(const Config* config, const std::filesystem::path& file,
                           const std::vector<std::string>& select, const std::vector<std::string>& ignore,
-                          const std::vector<std::string>& extend_select = {});
+                          const std::vector<std::string>& extend_select = {}, const RuffLineLength* ruff = nullptr);
 
 /// Finds and caches the configuration closest to each linted file: the first
 /// folder, from the file's own upwards, holding `.ddplint.toml`,
@@ -126,11 +152,19 @@ class ConfigResolver {
   /// The configuration governing `file` (nullptr when there is none), or the
   /// error of the closest configuration file.
   std::variant<std::shared_ptr<const Config>, ConfigError> for_file(const std::filesystem::path& file);
+  /// Ruff's configuration closest to `file`, as Ruff finds it: the first
+  /// folder, from the file's own upwards, holding `.ruff.toml`, `ruff.toml` or
+  /// a `pyproject.toml` with `[tool.ruff]` (in that order), whether or not a
+  /// ddplint configuration exists. nullptr when there is none; its length is 0
+  /// when the closest one sets no `line-length`. The same pointer for every
+  /// file under one Ruff configuration, until clear().
+  std::shared_ptr<const RuffLineLength> ruff_line_length_for(const std::filesystem::path& file);
   /// Forgets everything read (a configuration file changed).
   void clear();
 
  private:
   std::variant<std::shared_ptr<const Config>, ConfigError> for_directory(const std::filesystem::path& dir);
+  std::shared_ptr<const RuffLineLength> ruff_for_directory(const std::filesystem::path& dir);
 
   /// Folders looked at above a file, at most (a path from a file system is
   /// far shorter; an editor may send any URI).
@@ -139,6 +173,7 @@ class ConfigResolver {
   std::span<const Rule> rules_;
   std::mutex mutex_;
   std::map<std::filesystem::path, std::variant<std::shared_ptr<const Config>, ConfigError>> by_directory_;
+  std::map<std::filesystem::path, std::shared_ptr<const RuffLineLength>> ruff_by_directory_;
 };
 
 }  // namespace ddplint

@@ -282,7 +282,7 @@ void Server::on_notification(const std::string& method, const json& params) {
   } else if (method == "initialized") {
     if (caps_.watched_files_registration) {
       json watchers = json::array();
-      for (const char* glob : {"**/pyproject.toml", "**/ddplint.toml", "**/.ddplint.toml"})
+      for (const char* glob : {"**/pyproject.toml", "**/ddplint.toml", "**/.ddplint.toml", "**/ruff.toml", "**/.ruff.toml"})
         watchers.push_back({{"globPattern", glob}});
       request("client/registerCapability",
               {{"registrations",
@@ -435,7 +435,10 @@ std::pair<RuleSelection, RuleOptions> Server::settings_for_document(const Docume
       config = std::get<std::shared_ptr<const Config>>(found);
     }
   }
-  FileSettings file = settings_for(config.get(), path, settings_.select, settings_.ignore, settings_.extend_select);
+  // without a ddplint line-length, that of Ruff's configuration closest to the file (as the command line)
+  std::shared_ptr<const RuffLineLength> ruff;
+  if (on_disk && (!config || config->options.line_length == 0)) ruff = configs_.ruff_line_length_for(path);
+  FileSettings file = settings_for(config.get(), path, settings_.select, settings_.ignore, settings_.extend_select, ruff.get());
   if (excluded != nullptr) *excluded = on_disk && config && excluded_by(*config, path);
   return {std::move(file.selection), file.options};
 }

@@ -143,6 +143,14 @@ TEST_CASE("--explain and --list-rules") {
   CHECK(contains(e.out, "item-in-training-loop"));
   CHECK(contains(e.out, "## What it does"));
   CHECK(contains(e.out, "pytorch.org"));
+  // DDP206's torchrun paragraph once had a sentence pasted into itself ("...the
+  // option's defaultlaunch: every rank gets the option's default."): it says it once, whole
+  std::string legacy = ddplint({"--explain", "DDP206"}).out;
+  CHECK_FALSE(contains(legacy, "defaultlaunch"));
+  std::size_t said = legacy.find("every rank gets the option's default");
+  REQUIRE(said != std::string::npos);
+  CHECK(legacy.find("every rank gets the option's default", said + 1) == std::string::npos);
+  CHECK(contains(legacy, "torchrun passes\nno such argument, so every rank gets the option's default, and the ranks\nshare one GPU"));
   Run u = ddplint({"--explain", "DDP999"});
   CHECK(u.rc == 2);
   CHECK(contains(u.err, "DDP999"));
@@ -865,6 +873,7 @@ TEST_CASE("ddplint verify: the plan, findings first, and the exits when ddplint-
   CHECK(missing.rc == 4);
   CHECK(contains(missing.out, "train.py:3:5: DDP101"));
   CHECK(contains(missing.err, "ddplint-verify is not built: build it with"));
+  CHECK(contains(missing.err, "(looked in: DDPLINT_VERIFY_BIN=/nonexistent/ddplint-verify)"));
   CHECK(contains(missing.out, "not measured: ddplint-verify did not run"));
   // a ddplint-verify that finds no CUDA device: the CPU measurement is reported, then the no-GPU line; exit 3
   d.write("fake-verify",
@@ -881,6 +890,40 @@ TEST_CASE("ddplint verify: the plan, findings first, and the exits when ddplint-
   auto j = nlohmann::json::parse(json.out);
   CHECK(j["findings"].size() == 2);
   CHECK(j["results"]["measurements"][0]["id"] == "cpu_cores");
+}
+
+// `./build.sh test` builds build/release/ddplint and, with the verify preset,
+// build/verify/ddplint-verify: `build/release/ddplint verify` finds the sibling
+// tree's ddplint-verify by its own location (/proc/self/exe), without
+// DDPLINT_VERIFY_BIN or PATH. A copy of ddplint in a scratch tree of that shape,
+// with a fake ddplint-verify that leaves a mark.
+TEST_CASE("ddplint verify: finds ../verify/ddplint-verify beside its own build tree, and says where it looked") {
+  TempDir d;
+  fs::create_directories(d.path / "release");
+  fs::copy_file(DDPLINT_BIN, d.path / "release" / "ddplint");
+  d.write("train.py", "import torch\nfrom torch.utils.data import DataLoader\nl = DataLoader(ds)\nmodel.cuda()\n");
+  // no DDPLINT_VERIFY_BIN, and a PATH without any ddplint-verify
+  auto verify = [&]() {
+    std::string cmd = "cd '" + d.path.string() + "' && env -u DDPLINT_VERIFY_BIN PATH=/usr/bin:/bin ./release/ddplint verify train.py"
+                      " >out 2>err; echo $? >rc";
+    REQUIRE(std::system(cmd.c_str()) == 0);
+    return Run{std::stoi(slurp(d.path / "rc")), slurp(d.path / "out"), slurp(d.path / "err")};
+  };
+  Run missing = verify();
+  CHECK(missing.rc == 4);
+  CHECK(contains(missing.err, "ddplint-verify is not built"));
+  CHECK(contains(missing.err, "(looked in: " + (d.path / "release" / "ddplint-verify").string() + ", " +
+                                  (d.path / "verify" / "ddplint-verify").string() + ", PATH)"));
+  d.write("verify/ddplint-verify",
+          "#!/bin/sh\ntouch \"$(dirname \"$0\")/ran\"\ncat > \"$2\" <<'JSON'\n{\"version\":1,\"measurements\":["
+          "{\"id\":\"cpu_cores\",\"status\":\"ok\",\"values\":{\"cores\":2,\"gpus\":0,\"advised_num_workers\":2}},"
+          "{\"id\":\"h2d_copy\",\"status\":\"skipped\",\"reason\":\"no CUDA device visible\"}]}\nJSON\nexit 3\n");
+  ::chmod((d.path / "verify" / "ddplint-verify").c_str(), 0755);
+  Run found = verify();
+  CHECK(fs::exists(d.path / "verify" / "ran"));
+  CHECK(found.rc == 3);
+  CHECK(contains(found.out, "measured: 2 CPU cores for 0 GPUs"));
+  CHECK_FALSE(contains(found.err, "is not built"));
 }
 
 TEST_CASE("cache: warm runs equal --no-cache runs, across files, after edits and with a damaged pack") {

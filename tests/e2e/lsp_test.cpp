@@ -323,6 +323,37 @@ TEST_CASE("server process: files the configuration excludes get no diagnostics")
   fs::remove_all(dir, ec);
 }
 
+// The server takes a file's line length as the command line does: with no
+// ddplint configuration, `line-length` of Ruff's closest configuration (a
+// pyproject.toml with [tool.ruff]), so a quick fix that would pass it wraps
+// the call one argument a line.
+TEST_CASE("server process: fixes keep to [tool.ruff] line-length without a ddplint configuration") {
+  fs::path dir = fs::temp_directory_path() / ("ddplint-lsp-ruff-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  std::ofstream(dir / "pyproject.toml") << "[tool.ruff]\nline-length = 60\n";
+  LspClient c(DDPLINT_BIN);
+  initialize(c);
+  const std::string uri = "file://" + (dir / "train.py").string();
+  open(c, kHead + "loader = DataLoader(train_set, batch_size=8, num_workers=2)\n", uri);
+  REQUIRE(c.wait_for([&](const json& m) {
+    return m.value("method", "") == "textDocument/publishDiagnostics" && m["params"]["uri"] == uri;
+  }, 20s));
+  json where = {{"start", {{"line", 3}, {"character", 0}}}, {"end", {{"line", 3}, {"character", 0}}}};
+  auto actions = c.request("textDocument/codeAction",
+                           {{"textDocument", {{"uri", uri}}}, {"range", where}, {"context", {{"diagnostics", json::array()}}}});
+  REQUIRE(actions);
+  std::string inserted;
+  for (const json& a : (*actions)["result"])
+    if (a["title"] == "ddplint (DDP102): Add `pin_memory=True`")
+      for (const json& e : a["edit"]["changes"][uri]) inserted += e["newText"].get<std::string>();
+  CHECK(inserted.find("\n    pin_memory=True,") != std::string::npos);
+  CHECK(c.request("shutdown", nullptr));
+  c.notify("exit", nullptr);
+  CHECK(c.wait_exit() == 0);
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+}
+
 // A shell buffer (VS Code's languageId "shellscript", Neovim's filetypes "sh"
 // and "bash") is linted as a launch script, with the same findings as the CLI;
 // another language is left alone.

@@ -246,7 +246,7 @@ TEST_CASE("ruff habits: --show-files, --show-settings, --exit-non-zero-on-fix") 
   CHECK(contains(nested.out, "DDP102"));
   CHECK_FALSE(contains(nested.out, "DDP201"));  // per-file-ignores
   CHECK(contains(nested.out, "fixable: DDP102,"));  // unfixable DDP101
-  CHECK(contains(nested.out, "line-length: 88\n"));
+  CHECK(contains(nested.out, "line-length: 88 (from " + (d.path / "c/pyproject.toml").string() + ")\n"));
   // Ruff: "--exit-non-zero-on-fix: Exit with a non-zero status code if any files were modified via fix,
   // even if no lint violations remain"
   Run fixed = ddplint({"--no-cache", "--fix", "--ignore", "DDP101", "--exit-non-zero-on-fix", "a/t.py"}, "", d.path);
@@ -329,12 +329,88 @@ TEST_CASE("ruff habits: fixed lines keep to [tool.ruff] line-length by wrapping 
     CHECK(next - at <= 60);
   }
   CHECK(ddplint({"--no-cache", "t.py"}, "", d.path).rc == 0);
-  // a ddplint line-length wins; without one nothing is wrapped
-  d.write("u/pyproject.toml", "[tool.ddplint]\nextend-select = [\"DDP102\"]\n");
-  d.write("u/t.py", "import torch\nfrom torch.utils.data import DataLoader\nmodel.cuda()\n"
-                    "loader = DataLoader(train_set, batch_size=8, num_workers=2)\n");
-  CHECK(ddplint({"--no-cache", "--fix", "u/t.py"}, "", d.path).rc == 0);
-  CHECK(contains(slurp(d.path / "u/t.py"), "loader = DataLoader(train_set, batch_size=8, num_workers=2, pin_memory=True)\n"));
+  // without a line length (no ddplint `line-length`, no Ruff configuration) nothing is wrapped
+  TempDir e;
+  e.write("pyproject.toml", "[tool.ddplint]\nextend-select = [\"DDP102\"]\n");
+  e.write("t.py", "import torch\nfrom torch.utils.data import DataLoader\nmodel.cuda()\n"
+                  "loader = DataLoader(train_set, batch_size=8, num_workers=2)\n");
+  CHECK(ddplint({"--no-cache", "--fix", "t.py"}, "", e.path).rc == 0);
+  CHECK(contains(slurp(e.path / "t.py"), "loader = DataLoader(train_set, batch_size=8, num_workers=2, pin_memory=True)\n"));
+}
+
+TEST_CASE("ruff habits: the line length of Ruff's closest configuration holds without a ddplint configuration") {
+  // Ruff's configuration discovery (https://docs.astral.sh/ruff/configuration/#config-file-discovery):
+  // "Ruff can be configured through a pyproject.toml, ruff.toml, or .ruff.toml file"; each file uses
+  // the closest one in the directory hierarchy, a pyproject.toml counting only with a [tool.ruff]
+  // table, and in one folder .ruff.toml before ruff.toml before pyproject.toml. ddplint takes that
+  // file's `line-length` when its own configuration sets none, even where there is no ddplint
+  // configuration at all; `--isolated` reads no configuration file.
+  const std::string long_call = "import torch\nfrom torch.utils.data import DataLoader\nmodel.cuda()\n"
+                                "loader = DataLoader(dataset_with_a_long_name, batch_size=64, shuffle=True, drop_last=True)\n";
+  auto longest = [](const std::string& text) {
+    std::size_t most = 0;
+    for (std::size_t at = 0, next; at < text.size(); at = next + 1) {
+      next = text.find('\n', at);
+      if (next == std::string::npos) next = text.size();
+      most = std::max(most, next - at);
+    }
+    return most;
+  };
+  TempDir d;
+  d.write("pyproject.toml", "[project]\nname = \"x\"\n\n[tool.ruff]\nline-length = 80\n");
+  d.write("t.py", long_call);
+  Run diff = ddplint({"--no-cache", "--diff", "--select", "DDP102", "t.py"}, "", d.path);
+  CHECK(diff.rc == 1);
+  CHECK(contains(diff.out, "+loader = DataLoader(\n+    dataset_with_a_long_name,\n"));
+  CHECK(contains(diff.out, "+    pin_memory=True,\n"));
+  Run fix = ddplint({"--no-cache", "--fix", "--select", "DDP102", "t.py"}, "", d.path);
+  CHECK(fix.rc == 0);
+  CHECK(longest(slurp(d.path / "t.py")) <= 80);
+  // the pyproject.toml is still no ddplint configuration: the defaults govern everything else
+  Run settings = ddplint({"--show-settings", "t.py"}, "", d.path);
+  CHECK(contains(settings.out, "Settings path: (none: the defaults)\n"));
+  CHECK(contains(settings.out, "line-length: 80 (from " + (d.path / "pyproject.toml").string() + " [tool.ruff])\n"));
+  // --isolated: no configuration file is read, Ruff's neither
+  d.write("t.py", long_call);
+  Run isolated = ddplint({"--isolated", "--no-cache", "--diff", "--select", "DDP102", "t.py"}, "", d.path);
+  CHECK(contains(isolated.out, "+loader = DataLoader(dataset_with_a_long_name, batch_size=64, shuffle=True, drop_last=True, pin_memory=True)\n"));
+  CHECK(contains(ddplint({"--isolated", "--show-settings", "t.py"}, "", d.path).out, "line-length: (none"));
+  // the closest Ruff configuration: a ruff.toml (top-level keys), a .ruff.toml before it in the same folder
+  d.write("a/ruff.toml", "line-length = 60\n");
+  d.write("a/t.py", long_call);
+  CHECK(contains(ddplint({"--show-settings", "a/t.py"}, "", d.path).out,
+                 "line-length: 60 (from " + (d.path / "a/ruff.toml").string() + ")\n"));
+  CHECK(ddplint({"--no-cache", "--fix", "--select", "DDP102", "a/t.py"}, "", d.path).rc == 0);
+  CHECK(longest(slurp(d.path / "a/t.py")) <= 60);
+  d.write("a/.ruff.toml", "line-length = 70\n");
+  CHECK(contains(ddplint({"--show-settings", "a/t.py"}, "", d.path).out, "line-length: 70 (from "));
+  // a pyproject.toml without [tool.ruff] is passed over, as Ruff passes it over
+  d.write("b/pyproject.toml", "[project]\nname = \"b\"\n");
+  d.write("b/t.py", long_call);
+  CHECK(contains(ddplint({"--show-settings", "b/t.py"}, "", d.path).out, "line-length: 80 (from "));
+  // the closest Ruff configuration sets none: none (ddplint does not assume Ruff's default)
+  d.write("c/ruff.toml", "[lint]\nselect = [\"E\"]\n");
+  d.write("c/t.py", long_call);
+  CHECK(contains(ddplint({"--show-settings", "c/t.py"}, "", d.path).out, "line-length: (none"));
+  // a ddplint `line-length` wins over Ruff's closer one
+  d.write("e/ddplint.toml", "line-length = 100\n");
+  d.write("e/sub/ruff.toml", "line-length = 60\n");
+  d.write("e/sub/t.py", long_call);
+  CHECK(contains(ddplint({"--show-settings", "e/sub/t.py"}, "", d.path).out,
+                 "line-length: 100 (from " + (d.path / "e/ddplint.toml").string() + ")\n"));
+  // a ddplint configuration without one takes Ruff's; its other settings still hold
+  d.write("f/ddplint.toml", "ignore = [\"DDP101\"]\n");
+  d.write("f/t.py", long_call);
+  Run both = ddplint({"--show-settings", "f/t.py"}, "", d.path);
+  CHECK(contains(both.out, "Settings path: " + (d.path / "f/ddplint.toml").string() + "\n"));
+  CHECK(contains(both.out, "line-length: 80 (from " + (d.path / "pyproject.toml").string() + " [tool.ruff])\n"));
+  // the cache knows: a warm run after the line length changes wraps anew
+  d.write("g/t.py", long_call);
+  Run cold = ddplint({"--diff", "--select", "DDP102", "g/t.py"}, "", d.path);
+  d.write("g/ruff.toml", "line-length = 200\n");
+  Run warm = ddplint({"--diff", "--select", "DDP102", "g/t.py"}, "", d.path);
+  CHECK(contains(cold.out, "+    pin_memory=True,\n"));
+  CHECK(contains(warm.out, "drop_last=True, pin_memory=True)\n"));
 }
 
 TEST_CASE("ruff habits: fixes chain and --fix converges") {

@@ -3,7 +3,8 @@
 # (`pre-commit try-repo`) in a temporary git repository, once with a staged
 # script that has findings (the hook fails, so the commit is refused, and the
 # findings are printed) and once with a clean one (the hook passes), then
-# through an installed git hook on an actual `git commit`.
+# through an installed git hook on an actual `git commit` (of a script, a
+# launch script and a notebook).
 # Usage: precommit_e2e.sh DDPLINT_BIN SOURCE_DIR
 set -euo pipefail
 bin=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
@@ -79,4 +80,16 @@ if git commit -qm "bad launch" >"$work/launch.log" 2>&1; then
   echo "pre-commit e2e: the commit of a launch script with findings went through" >&2; cat "$work/launch.log" >&2; exit 1
 fi
 grep -q "DDP802" "$work/launch.log" || { echo "pre-commit e2e: the launch script's findings were not printed" >&2; cat "$work/launch.log" >&2; exit 1; }
-echo "pre-commit e2e: findings refused (try-repo and git commit, Python and a launch script), clean script passed"
+# a notebook is passed to the hook too (pre-commit's `jupyter` type: *.ipynb)
+git reset -q launch.sh && rm launch.sh
+cat >train.ipynb <<'NB'
+{"cells": [{"cell_type": "code", "execution_count": null, "metadata": {}, "outputs": [],
+  "source": ["import torch\n", "from torch.utils.data import DataLoader\n", "bad = DataLoader(ds, num_workers=2)\n", "model.cuda()\n"]}],
+ "metadata": {"language_info": {"name": "python"}}, "nbformat": 4, "nbformat_minor": 5}
+NB
+git add train.ipynb
+if git commit -qm "bad notebook" >"$work/notebook.log" 2>&1; then
+  echo "pre-commit e2e: the commit of a notebook with findings went through" >&2; cat "$work/notebook.log" >&2; exit 1
+fi
+grep -q "train.ipynb.*DDP102" "$work/notebook.log" || { echo "pre-commit e2e: the notebook's findings were not printed" >&2; cat "$work/notebook.log" >&2; exit 1; }
+echo "pre-commit e2e: findings refused (try-repo and git commit, Python, a launch script and a notebook), clean script passed"

@@ -66,9 +66,11 @@ TEST_CASE("config errors name the file, line and column") {
   CHECK(unknown.line == 3);
   CHECK(unknown.message.find("unknown key `target-version`") != std::string::npos);
   CHECK(unknown.to_string().find("ddplint.toml:3:1: unknown key") != std::string::npos);
-  // line-length is a key now (issue 26), read from [tool.ruff] of the same pyproject.toml too
-  CHECK(config_of(s.write("g/ddplint.toml", "line-length = 88\n")).options.line_length == 88);
-  CHECK(config_of(s.write("h/pyproject.toml", "[tool.ddplint]\n\n[tool.ruff]\nline-length = 100\n")).options.line_length == 100);
+  // line-length is a key now (issue 26); [tool.ruff]'s is not the configuration's own (load_ruff_line_length)
+  Config g = config_of(s.write("g/ddplint.toml", "line-length = 88\n"));
+  CHECK(g.options.line_length == 88);
+  CHECK(g.line_length_file == s.root / "g/ddplint.toml");
+  CHECK(config_of(s.write("h/pyproject.toml", "[tool.ddplint]\n\n[tool.ruff]\nline-length = 100\n")).options.line_length == 0);
   CHECK(config_of(s.write("i/pyproject.toml", "[tool.ddplint]\nline-length = 79\n\n[tool.ruff]\nline-length = 100\n"))
             .options.line_length == 79);
   ConfigError type = error_of(s.write("b/ddplint.toml", "ignore = \"DDP101\"\n"));
@@ -208,4 +210,54 @@ TEST_CASE("non-ASCII code points where toml++ 3.3.0 asks for whitespace are answ
   CHECK(ok.exclude->front() == "\xC2\xA7x");
   CHECK(error_of(s.write("b/ddplint.toml", "\xCC\xAA")).line == 1);
   CHECK(error_of(s.write("c/ddplint.toml", "\xEF\xBA\xBF=e")).line == 1);
+}
+
+TEST_CASE("config: Ruff's line-length, from the closest Ruff configuration, under a ddplint one's") {
+  Scratch s;
+  // one file: [tool.ruff] of a pyproject.toml, the top level of a ruff.toml; anything else is no Ruff configuration
+  auto one = [&](const std::string& rel, const std::string& text) { return load_ruff_line_length(s.write(rel, text)); };
+  REQUIRE(one("p/pyproject.toml", "[tool.ruff]\nline-length = 100\n"));
+  CHECK(one("p/pyproject.toml", "[tool.ruff]\nline-length = 100\n")->length == 100);
+  CHECK(one("p/pyproject.toml", "[tool.ruff]\nline-length = 100\n")->describe() == (s.root / "p/pyproject.toml").string() + " [tool.ruff]");
+  CHECK_FALSE(one("q/pyproject.toml", "[tool.ddplint]\nline-length = 100\n"));
+  CHECK_FALSE(one("r/pyproject.toml", "[tool.ruff\n"));  // not TOML: Ruff's to report, not ddplint's
+  CHECK(one("s/ruff.toml", "line-length = 72\n")->length == 72);
+  CHECK(one("s/ruff.toml", "line-length = 72\n")->describe() == (s.root / "s/ruff.toml").string());
+  CHECK(one("t/ruff.toml", "line-length = 0\n")->length == 0);  // out of range: none
+  CHECK(one("t/ruff.toml", "[lint]\nselect = [\"E\"]\n")->length == 0);
+  CHECK_FALSE(load_ruff_line_length(s.root / "u/ruff.toml"));  // missing
+
+  // the closest, going up: .ruff.toml, ruff.toml, then a pyproject.toml with [tool.ruff], in each folder
+  s.write("w/pyproject.toml", "[tool.ruff]\nline-length = 90\n");
+  s.write("w/a/pyproject.toml", "[project]\nname = \"a\"\n");  // no [tool.ruff]: passed over
+  s.write("w/b/pyproject.toml", "[tool.ruff]\nline-length = 91\n");
+  s.write("w/b/ruff.toml", "line-length = 92\n");
+  s.write("w/c/ruff.toml", "line-length = 93\n");
+  s.write("w/c/.ruff.toml", "line-length = 94\n");
+  ConfigResolver resolver(rules::all());
+  auto length = [&](const std::string& rel) {
+    auto found = resolver.ruff_line_length_for(s.root / rel);
+    return found ? found->length : 0u;
+  };
+  CHECK(length("w/x.py") == 90);
+  CHECK(length("w/a/deep/x.py") == 90);
+  CHECK(length("w/b/x.py") == 92);
+  CHECK(length("w/c/x.py") == 94);
+  CHECK(resolver.ruff_line_length_for(s.root / "w/a/x.py") == resolver.ruff_line_length_for(s.root / "w/y.py"));  // shared
+
+  // settings_for: the ddplint configuration's line-length wins, else Ruff's, else none
+  RuffLineLength ruff{88, s.root / "w/pyproject.toml"};
+  Config own = config_of(s.write("v/ddplint.toml", "line-length = 120\n"));
+  Config plain = config_of(s.write("v2/ddplint.toml", "ignore = [\"DDP101\"]\n"));
+  FileSettings a = settings_for(&own, "x.py", {}, {}, {}, &ruff);
+  CHECK(a.options.line_length == 120);
+  CHECK(a.line_length_origin == (s.root / "v/ddplint.toml").string());
+  FileSettings b = settings_for(&plain, "x.py", {}, {}, {}, &ruff);
+  CHECK(b.options.line_length == 88);
+  CHECK(b.line_length_origin == (s.root / "w/pyproject.toml").string() + " [tool.ruff]");
+  FileSettings c = settings_for(nullptr, "x.py", {}, {}, {}, &ruff);
+  CHECK(c.options.line_length == 88);
+  FileSettings none = settings_for(&plain, "x.py", {}, {});
+  CHECK(none.options.line_length == 0);
+  CHECK(none.line_length_origin.empty());
 }

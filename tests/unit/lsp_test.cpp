@@ -592,7 +592,10 @@ TEST_CASE("config file watching is registered when the client allows dynamic reg
   json reg = c.sent.back();
   CHECK(reg["method"] == "client/registerCapability");
   CHECK(reg["params"]["registrations"][0]["method"] == "workspace/didChangeWatchedFiles");
-  CHECK(reg["params"]["registrations"][0]["registerOptions"]["watchers"].size() == 3);
+  // ddplint's three configuration files, and Ruff's ruff.toml and .ruff.toml (their line-length)
+  std::vector<std::string> globs;
+  for (const json& w : reg["params"]["registrations"][0]["registerOptions"]["watchers"]) globs.push_back(w["globPattern"]);
+  CHECK(globs == std::vector<std::string>{"**/pyproject.toml", "**/ddplint.toml", "**/.ddplint.toml", "**/ruff.toml", "**/.ruff.toml"});
 }
 
 TEST_CASE("configuration files: the closest one to the buffer, configPath, reload on change, errors shown once") {
