@@ -1,5 +1,7 @@
 // DDP210 checkpoint-on-every-rank: torch.save not guarded by a rank-0 check.
 #include <algorithm>
+#include <map>
+#include <vector>
 
 #include "linter/semantic_model.hpp"
 #include "linter/node_access.hpp"
@@ -82,22 +84,31 @@ enum class Ranks { MainOnly, Every, Unknown };
 // Unknown: in a function nothing in this file calls (a helper that another
 // file calls, under a guard or not: `if rank == 0: save_checkpoint(...)` in
 // train.py, found by a new user's trial), or past the depth limit.
-Ranks ranks_running(const SemanticModel& model, TSNode node, int depth = 0) {
+Ranks ranks_running(const SemanticModel& model, TSNode node, std::map<int, Ranks>& of_function, int depth = 0) {
   if (depth > 8) return Ranks::Unknown;
   if (model.enclosing_guards(node) & kGuardMainProcess) return Ranks::MainOnly;
   if (early_return_for_other_ranks(model, node)) return Ranks::MainOnly;
   const Region& scope = model.regions()[model.regions()[model.region_of(node)].scope];
   if (scope.kind != Region::Kind::Function) return Ranks::Every;
+  // once per function: a chain of helpers each called many times is walked
+  // once, not once per path (a function being walked counts as Unknown, so
+  // recursion ends)
+  auto [memo, fresh] = of_function.emplace(scope.function, Ranks::Unknown);
+  if (!fresh) return memo->second;
   std::vector<TSNode> callers;
   for (int ci : model.callers_of(scope.function)) callers.push_back(model.calls()[ci].node);
   if (callers.empty()) callers = method_calls(model, scope.function);
-  if (callers.empty()) return passed_as_argument(model, scope.function) ? Ranks::Every : Ranks::Unknown;
   Ranks all = Ranks::MainOnly;
+  if (callers.empty()) all = passed_as_argument(model, scope.function) ? Ranks::Every : Ranks::Unknown;
   for (TSNode caller : callers) {
-    Ranks r = ranks_running(model, caller, depth + 1);
-    if (r == Ranks::Every) return Ranks::Every;
+    Ranks r = ranks_running(model, caller, of_function, depth + 1);
+    if (r == Ranks::Every) {
+      all = Ranks::Every;
+      break;
+    }
     if (r == Ranks::Unknown) all = Ranks::Unknown;
   }
+  of_function[scope.function] = all;
   return all;
 }
 
@@ -132,8 +143,9 @@ bool memory_buffer(const SemanticModel& model, TSNode target) {
 
 void check(const SemanticModel& model, RuleContext& ctx) {
   if (!model.is_distributed()) return;
+  std::map<int, Ranks> of_function;  // the ranks running each function of the file, once known
   for (const CallSite* call : model.calls_to("torch.save")) {
-    if (ranks_running(model, call->node) != Ranks::Every) continue;
+    if (ranks_running(model, call->node, of_function) != Ranks::Every) continue;
     TSNode target = model.argument(*call, "f", 1);
     if (per_rank_path(model, target) || memory_buffer(model, target)) continue;
     auto [start, end] = first_line_range(model, call->node);
