@@ -386,46 +386,53 @@ FileSettings settings_for(const Config* config, const fs::path& file, const std:
   return settings;
 }
 
-std::variant<std::shared_ptr<const Config>, ConfigError> ConfigResolver::for_directory(const fs::path& start) {
-  using Result = std::variant<std::shared_ptr<const Config>, ConfigError>;
-  // walk up (iteratively, at most kMaxAncestors folders: an absurdly deep path
-  // from an editor URI costs bounded time and memory), stopping at a folder
-  // already resolved or holding a configuration file
+namespace {
+// The walk up from `start` that finds the configuration governing a folder:
+// iterative and at most `max_ancestors` folders (an absurdly deep path from
+// an editor URI costs bounded time and memory), stopping at a folder `cache`
+// already holds or where `probe(dir)` finds a configuration file. Every
+// folder visited is cached with the result, except the deepest of a very long
+// walk (their paths are the long ones). `mutex` guards `cache`.
+template <typename Result, typename Probe>
+Result walk_up(const fs::path& start, std::size_t max_ancestors, std::mutex& mutex, std::map<fs::path, Result>& cache,
+               Probe probe) {
   std::vector<fs::path> visited;
-  Result result = std::shared_ptr<const Config>{};
+  Result result{};
   fs::path dir = start;
-  for (std::size_t level = 0; level < kMaxAncestors; ++level) {
+  for (std::size_t level = 0; level < max_ancestors; ++level) {
     {
-      std::lock_guard lock(mutex_);
-      auto it = by_directory_.find(dir);
-      if (it != by_directory_.end()) {
+      std::lock_guard lock(mutex);
+      auto it = cache.find(dir);
+      if (it != cache.end()) {
         result = it->second;
         break;
       }
     }
     visited.push_back(dir);
-    bool found = false;
-    for (const char* name : {".ddplint.toml", "ddplint.toml", "pyproject.toml"}) {
-      auto loaded = load_config(dir / name, rules_);
-      if (auto* err = std::get_if<ConfigError>(&loaded)) {
-        result = *err;
-        found = true;
-        break;
-      }
-      if (auto& config = std::get<std::optional<Config>>(loaded)) {
-        result = std::make_shared<const Config>(std::move(*config));
-        found = true;
-        break;
-      }
+    if (std::optional<Result> found = probe(dir)) {
+      result = std::move(*found);
+      break;
     }
-    if (found || !dir.has_parent_path() || dir.parent_path() == dir) break;
+    if (!dir.has_parent_path() || dir.parent_path() == dir) break;
     dir = dir.parent_path();
   }
-  std::lock_guard lock(mutex_);
-  // the deepest folders of a very long walk are not cached: their paths are the long ones
-  for (std::size_t i = 0; i < visited.size(); ++i)
-    if (visited[i].native().size() <= 4096) by_directory_.emplace(visited[i], result);
+  std::lock_guard lock(mutex);
+  for (const fs::path& v : visited)
+    if (v.native().size() <= 4096) cache.emplace(v, result);
   return result;
+}
+}  // namespace
+
+std::variant<std::shared_ptr<const Config>, ConfigError> ConfigResolver::for_directory(const fs::path& start) {
+  using Result = std::variant<std::shared_ptr<const Config>, ConfigError>;
+  return walk_up(start, kMaxAncestors, mutex_, by_directory_, [&](const fs::path& dir) -> std::optional<Result> {
+    for (const char* name : {".ddplint.toml", "ddplint.toml", "pyproject.toml"}) {
+      auto loaded = load_config(dir / name, rules_);
+      if (auto* err = std::get_if<ConfigError>(&loaded)) return Result(*err);
+      if (auto& config = std::get<std::optional<Config>>(loaded)) return Result(std::make_shared<const Config>(std::move(*config)));
+    }
+    return std::nullopt;
+  });
 }
 
 std::variant<std::shared_ptr<const Config>, ConfigError> ConfigResolver::for_file(const fs::path& file) {
@@ -436,36 +443,12 @@ std::variant<std::shared_ptr<const Config>, ConfigError> ConfigResolver::for_fil
 }
 
 std::shared_ptr<const RuffLineLength> ConfigResolver::ruff_for_directory(const fs::path& start) {
-  // as for_directory: a bounded walk up, stopping at a folder already resolved
-  // or holding one of Ruff's configuration files
-  std::vector<fs::path> visited;
-  std::shared_ptr<const RuffLineLength> result;
-  fs::path dir = start;
-  for (std::size_t level = 0; level < kMaxAncestors; ++level) {
-    {
-      std::lock_guard lock(mutex_);
-      auto it = ruff_by_directory_.find(dir);
-      if (it != ruff_by_directory_.end()) {
-        result = it->second;
-        break;
-      }
-    }
-    visited.push_back(dir);
-    bool found = false;
-    for (const char* name : {".ruff.toml", "ruff.toml", "pyproject.toml"}) {  // Ruff's order in one folder
-      if (auto ruff = load_ruff_line_length(dir / name)) {
-        result = std::make_shared<const RuffLineLength>(std::move(*ruff));
-        found = true;
-        break;
-      }
-    }
-    if (found || !dir.has_parent_path() || dir.parent_path() == dir) break;
-    dir = dir.parent_path();
-  }
-  std::lock_guard lock(mutex_);
-  for (const fs::path& v : visited)
-    if (v.native().size() <= 4096) ruff_by_directory_.emplace(v, result);
-  return result;
+  using Result = std::shared_ptr<const RuffLineLength>;
+  return walk_up(start, kMaxAncestors, mutex_, ruff_by_directory_, [](const fs::path& dir) -> std::optional<Result> {
+    for (const char* name : {".ruff.toml", "ruff.toml", "pyproject.toml"})  // Ruff's order in one folder
+      if (auto ruff = load_ruff_line_length(dir / name)) return std::make_shared<const RuffLineLength>(std::move(*ruff));
+    return std::nullopt;
+  });
 }
 
 std::shared_ptr<const RuffLineLength> ConfigResolver::ruff_line_length_for(const fs::path& file) {
