@@ -87,19 +87,6 @@ TSNode argument_node(const SemanticModel& model, const CallSite& call, TSNode va
 }
 
 namespace {
-// `name` is bound by the pattern `target` of a for statement (`y` in `for x, y in ...`).
-bool binds_name(const SemanticModel& model, TSNode target, std::string_view name) {
-  if (node_is_null(target)) return false;
-  TSSymbol s = node_symbol(target);
-  if (s == kinds().identifier) return model.text(target) == name;
-  if (s != kinds().pattern_list && s != kinds().tuple_pattern && s != kinds().tuple && s != kinds().list &&
-      s != kinds().parenthesized_expression)
-    return false;
-  for (TSNode c : children(target))
-    if (binds_name(model, c, name)) return true;
-  return false;
-}
-
 // The loader a loop's iterable walks is a torch DataLoader: `loader` (or
 // `enumerate(loader)`, `tqdm(loader)`) where `loader = DataLoader(...)` is its
 // only assignment or `loader: DataLoader` its parameter's annotation, or a
@@ -130,13 +117,18 @@ bool torch_data_loader(const SemanticModel& model, TSNode iterable) {
 // loader cannot use worker processes and is rare: a missed finding, not a
 // false one.)
 bool loader_batch_on_host(const SemanticModel& model, TSNode use) {
-  std::string_view name = model.text(use);
+  auto bindings = model.bindings_of(model.text(use), model.region_of(use));
   for (TSNode n = ts_node_parent(use); !node_is_null(n); n = ts_node_parent(n)) {
     TSSymbol s = node_symbol(n);
     if (s == kinds().function_definition || s == kinds().class_definition) return false;
-    if (s != kinds().for_statement || !binds_name(model, field(n, kinds().f_left), name)) continue;
+    if (s != kinds().for_statement) continue;
     TSNode left = field(n, kinds().f_left);
-    for (const Binding* b : model.bindings_of(name, model.region_of(use))) {
+    bool bound_here = false;  // the model's loop-target binding of the name, in this loop's header
+    for (const Binding* b : bindings)
+      bound_here = bound_here || (b->kind == Binding::Kind::LoopTarget && node_start_byte(b->target) >= node_start_byte(left) &&
+                                  node_end_byte(b->target) <= node_end_byte(left));
+    if (!bound_here) continue;
+    for (const Binding* b : bindings) {
       std::uint32_t at = node_start_byte(b->target);
       if (at >= node_end_byte(left) && at < node_start_byte(use)) return false;  // rebound on the way
     }
