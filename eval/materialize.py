@@ -9,11 +9,11 @@ name (outside the repository, or in the git-ignored eval/corpus/).
       owner+name (a bare mirror `owner+name/repo`, a bare `owner+name.git`, or
       a clone `owner+name/.git`). For each, the pinned commit's text files
       (.py, .sh, .bash, .slurm, .sbatch, .toml, .cfg, .ipynb, .md, .txt, .yaml,
-      .yml) are written to OUT/owner+name/ with the commit in
+      .yml, .gitignore) are written to OUT/owner+name/ with the commit in
       OUT/owner+name/.eval-commit. Blobs missing from a partial mirror are left out.
-      An empty OUT/owner+name/.git folder stands for the clone's: ddplint finds
-      a file's project by such markers (linter/project.hpp), so both layouts
-      give the same projects.
+      An empty repository (git init) in OUT/owner+name/.git stands for the clone's:
+      ddplint finds a file's project by such markers (linter/project.hpp) and
+      reads .gitignore files through it, so both layouts give the same projects.
   eval/materialize.py --clone OUT
       clones each repository from GitHub into OUT/owner+name (needs network)
       and checks out the pinned commit.
@@ -25,7 +25,7 @@ import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-TEXT = (".py", ".sh", ".bash", ".slurm", ".sbatch", ".toml", ".cfg", ".ipynb", ".md", ".txt", ".yaml", ".yml")
+TEXT = (".py", ".sh", ".bash", ".slurm", ".sbatch", ".toml", ".cfg", ".ipynb", ".md", ".txt", ".yaml", ".yml", ".gitignore")
 
 
 def manifest():
@@ -81,7 +81,10 @@ def export(gdir, commit, out):
     cat.wait()
     with open(os.path.join(out, ".eval-commit"), "w") as f:
         f.write(commit + "\n")
-    os.makedirs(os.path.join(out, ".git"), exist_ok=True)  # the project marker a clone has
+    # the project marker a clone has, and a repository libgit2 opens, so that a whole-repository
+    # program (paths ["."]) is linted with its .gitignore files as a maintainer's clone would be
+    if not os.path.isfile(os.path.join(out, ".git", "HEAD")):
+        subprocess.run(["git", "init", "-q", out], check=True)
     return written, missing
 
 

@@ -26,7 +26,10 @@ Usage:
               [--only ID,ID] [--json]
 A finding is keyed by (program, path, line, code); the triage records a
 verdict and the reason for each. The programs are linted as given in the
-manifest, with --isolated (their own configuration files, if any, are not ddplint's).
+manifest, with --isolated (their own configuration files, if any, are not ddplint's);
+a program whose paths are ["."] is a whole repository, linted at its root with
+what git ignores left out (`ddplint .`, as its maintainer would), and reported
+per batch ("batch" in the manifest). Every figure is also given per severity.
 """
 import argparse
 import collections
@@ -63,13 +66,21 @@ def lint(binary, corpus, program, opt_in):
         commit = f.read().strip()
     if commit != program["commit"]:
         sys.exit(f"{where}: at {commit[:12]}, the manifest pins {program['commit'][:12]} (run eval/materialize.py again)")
-    proc = subprocess.run([binary, "--isolated", "--no-respect-gitignore", "--no-cache", "--extend-select", ",".join(sorted(opt_in)),
+    # a whole-repository program (paths ["."]) is linted as its maintainer would lint a clone:
+    # `ddplint .` at the root, with what git ignores left out; the others as named, all of them
+    gitignore = [] if whole_repository(program) else ["--no-respect-gitignore"]
+    proc = subprocess.run([binary, "--isolated", *gitignore, "--no-cache", "--extend-select", ",".join(sorted(opt_in)),
                            "--format", "json", *program["paths"]],
                           cwd=where, capture_output=True, text=True)
     if proc.returncode not in (0, 1):
         sys.exit(f"{program['id']}: ddplint exited {proc.returncode}: {proc.stderr.strip()}")
-    return [{"program": program["id"], "path": d["filename"], "line": d["location"]["row"], "code": d["code"],
+    return [{"program": program["id"], "path": os.path.normpath(d["filename"]), "line": d["location"]["row"], "code": d["code"],
              "severity": d["severity"], "message": d["message"]} for d in json.loads(proc.stdout)]
+
+
+def whole_repository(program):
+    """A program linted at its repository's root (`ddplint .`), the first-contact figure's shape."""
+    return program["paths"] == ["."]
 
 
 def key(entry):
@@ -104,12 +115,23 @@ def report(findings, triage, ids, deprecated, verbose):
         return f"{t / n:.3f} ({t}/{n})" if n else "n/a"
 
     error_false = [f for f in findings if f["verdict"] == "false" and f["severity"] == "error"]
+    by_severity = collections.defaultdict(collections.Counter)
+    for f in findings:
+        by_severity[f["severity"]][f["verdict"]] += 1
     print(f"findings: {len(findings)}; triaged {triaged}, untriaged {counts[None]}")
     print(f"  true {counts['true']}, false {counts['false']}, debatable {counts['debatable']}")
     print(f"precision: {precision(findings)}; without deprecated-API rules "
           f"({', '.join(sorted(deprecated))}): {precision([f for f in findings if f['code'] not in deprecated])}")
     print(f"debatable share: " + (f"{counts['debatable'] / triaged:.3f} ({counts['debatable']}/{triaged})" if triaged else "n/a"))
     print(f"false findings at error severity: {len(error_false)}")
+    for severity in ("error", "warning", "info"):
+        c = by_severity.get(severity)
+        if c:
+            t, n = c["true"], c["true"] + c["false"]
+            print(f"  {severity}: {sum(c.values())} findings, true {t}, false {c['false']}, debatable {c['debatable']}"
+                  + (f", untriaged {c[None]}" if c[None] else "")
+                  + (f"; precision {t / n:.3f}" if n else "")
+                  + (f"; true among triaged {t / (n + c['debatable']):.3f}" if n + c["debatable"] else ""))
     print(f"true findings lost (triaged true, not reported now): {len(lost)}")
     print(f"known misses found: {len(misses_found)} of {len(misses)}"
           + (f" ({len(withdrawn)} more withdrawn: re-triaged as no finding)" if withdrawn else ""))
@@ -187,6 +209,12 @@ def main():
     if markdown_ids:
         print(f"== default selection, findings in Markdown shell blocks ({len(markdown_ids)} programs of Markdown only)")
         report(markdown, triage, markdown_ids, deprecated, verbose=False)
+    # whole repositories linted at their root, batch by batch (the first-contact issue): each
+    # batch's first-contact figure is recorded in eval/README.md before any change made for it
+    for batch in sorted({q["batch"] for q in programs if "batch" in q}):
+        batch_ids = {q["id"] for q in programs if q.get("batch") == batch}
+        print(f"== default selection, whole repositories of batch {batch} ({len(batch_ids)}, `ddplint .` at the root)")
+        report([f for f in default if f["program"] in batch_ids], triage, batch_ids, deprecated, verbose=False)
     print("== with the opt-in rules")
     found, lost, misses = report(findings, triage, ids, deprecated, verbose=True)
     show = a.show
