@@ -31,6 +31,35 @@ enum GuardKind : std::uint8_t {
 };
 using GuardMask = std::uint8_t;
 
+/// The ranks of a distributed run on which a condition holds (the "ranks"
+/// question of the model): every rank, rank 0 only, every rank but 0, some
+/// other rank-dependent set, none, or unknown. Ranks of a distributed run are
+/// 0..world_size-1, so the non-distributed sentinel -1 is no rank: `rank in
+/// (-1, 0)`, `rank <= 0` and `not rank` all hold on rank 0 only, `rank > 0`,
+/// `rank != 0` and `rank not in [-1, 0]` on every other rank.
+struct RankSet {
+  enum class Which : std::uint8_t {
+    Unknown,  ///< the condition's ranks cannot be told (no claim)
+    All,      ///< it does not depend on the rank (the same test on every rank)
+    Zero,     ///< rank 0 only
+    NonZero,  ///< every rank but 0
+    Other,    ///< some other rank-dependent set (`rank == 3`, `rank < 4`)
+    None,     ///< no rank of a distributed run (`rank == -1`)
+  };
+  Which which = Which::Unknown;
+  /// The rank expression tested (`args.local_rank`), when the set depends on one
+  std::string_view rank;
+  /// The conjuncts that do not depend on the rank, by their text and whether
+  /// the branch takes them negated (an `else`), sorted:
+  /// two branches that hold on complementary ranks pair up only under the
+  /// same such conditions (`local_rank != 0 and not evaluate` with
+  /// `local_rank == 0 and not evaluate`)
+  std::vector<std::pair<std::string_view, bool>> uniform;  ///< (text, negated)
+  /// True when `other` holds on exactly the ranks this one does not, under
+  /// the same rank-independent conditions: every rank enters one of the two.
+  bool complements(const RankSet& other) const;
+};
+
 /// A lexical region: the module, a function body, a loop body, one branch of
 /// an `if`, or a `with` body. Regions nest; index 0 is the module.
 struct Region {
@@ -487,6 +516,20 @@ class SemanticModel {
   GuardMask classify_condition(TSNode condition, bool negated) const;
   /// Guards of every enclosing branch of `node` within its function, ORed.
   GuardMask enclosing_guards(TSNode node) const;
+  /// The ranks on which `condition` holds (its else branch when `negated`),
+  /// decided by the set of ranks each comparison holds on, not by its
+  /// spelling: `rank != 0`, `rank > 0`, `rank not in (-1, 0)` and `not
+  /// is_main_process()` are all every rank but 0. Conjuncts that do not test
+  /// a rank are kept in `uniform`; an `or` of a rank test with anything else,
+  /// or tests of two rank expressions, is Unknown.
+  RankSet rank_set(TSNode condition, bool negated) const;
+  /// The ranks that run `node` within its function: the intersection of the
+  /// rank sets of its enclosing branches (Unknown when one is Unknown, All
+  /// when none tests a rank), with their rank-independent conditions.
+  RankSet ranks_within_function(TSNode node) const;
+  /// True when a later statement of the block that holds `node` is a `return`
+  /// or `raise`: the block leaves its function after `node` runs.
+  bool block_exits_after(TSNode node) const;
 
   // --- value kinds -----------------------------------------------------------
   /// A rank value: `rank`, `local_rank`, `args.rank`, `dist.get_rank()`,
@@ -643,6 +686,7 @@ class SemanticModel {
   bool host_value_rec(TSNode expr, int depth, int& budget) const;
   bool host_parameter_rec(TSNode expr, int depth, int& budget) const;
   GuardMask classify_rec(TSNode condition, bool negated, int depth) const;
+  RankSet rank_set_rec(TSNode condition, bool negated, int depth) const;
   bool world_rec(TSNode expr, int depth) const;
   bool world_rec_uncached(TSNode expr, int depth) const;
   bool divides_rec(TSNode expr, int depth, TSNode* division) const;

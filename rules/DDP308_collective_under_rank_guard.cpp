@@ -3,7 +3,7 @@
 #include "linter/node_access.hpp"
 #include "rules/common.hpp"
 
-#include <optional>
+#include <string>
 #include <string_view>
 #include <utility>
 
@@ -11,92 +11,78 @@ namespace ddplint::rules {
 
 namespace {
 
-// The innermost rank-dependent branch around `node` within its function, or -1.
-int rank_branch(const SemanticModel& model, TSNode node) {
-  for (int r = model.region_of(node); r > 0; r = model.regions()[r].parent) {
+using Which = RankSet::Which;
+
+// The end of the outermost rank-dependent `if` around `call` within its function.
+std::uint32_t rank_branch_end(const SemanticModel& model, TSNode call) {
+  std::uint32_t end = ts_node_end_byte(call);
+  for (int r = model.region_of(call); r > 0; r = model.regions()[r].parent) {
     const Region& reg = model.regions()[r];
-    if (reg.kind == Region::Kind::Function || reg.kind == Region::Kind::Class) return -1;
-    if (reg.kind == Region::Kind::Branch && (reg.guard & kGuardRankDependent)) return r;
+    if (reg.kind == Region::Kind::Function || reg.kind == Region::Kind::Class) break;
+    if (reg.kind == Region::Kind::Branch && (reg.guard & kGuardRankDependent)) end = ts_node_end_byte(reg.node);
   }
-  return -1;
+  return end;
 }
 
-// A rank-0 test, `R == 0` / `R in (-1, 0)` (true) or `R != 0` / `R not in
-// [-1, 0]` (false), as the branch `r` takes it (an `else` flips it): the rank
-// expression's text, and whether the branch runs on rank 0. -1 is the
-// script's "not distributed" value, which no rank of a distributed run has.
-std::optional<std::pair<std::string_view, bool>> rank_zero_test(const SemanticModel& model, int r) {
-  const Region& reg = model.regions()[r];
-  TSNode c = reg.condition;
-  const Kinds& k = kinds();
-  if (node_is_null(c) || node_symbol(c) != k.comparison_operator) return std::nullopt;
-  NodeList operands;
-  std::string op;
-  for (TSNode ch : children(c, false)) {
-    if (ts_node_is_named(ch)) operands.push_back(ch);
-    else op += (op.empty() ? "" : " ") + std::string(model.text(ch));
+// Which ranks the message names.
+std::string ranks_named(const RankSet& ranks) {
+  switch (ranks.which) {
+    case Which::Zero: return "only rank 0 calls it (`" + std::string(ranks.rank) + "`)";
+    case Which::NonZero: return "rank 0 never calls it (`" + std::string(ranks.rank) + "`)";
+    default: return "only some ranks call it";
   }
-  if (operands.size() != 2 || !model.is_rank_value(operands[0])) return std::nullopt;
-  bool positive;
-  if (op == "==" || op == "in") positive = true;
-  else if (op == "!=" || op == "not in") positive = false;
-  else return std::nullopt;
-  TSNode other = operands[1];
-  bool zero = false;
-  if (op == "==" || op == "!=") {
-    Value v = model.value_of(other);
-    zero = v.kind == Value::Kind::Int && v.i == 0;
-  } else {
-    TSSymbol os = node_symbol(other);
-    if (os != k.tuple && os != k.list) return std::nullopt;
-    for (TSNode element : children(other)) {
-      Value e = model.value_of(element);
-      if (e.kind != Value::Kind::Int || (e.i != 0 && e.i != -1)) return std::nullopt;
-      zero = zero || e.i == 0;
+}
+
+// True when another call of the same collective in the file may let every rank
+// join: one on the complementary ranks (the if's else, or the "rank 0 goes first"
+// pair `if rank != 0: barrier()` ... `if rank == 0: barrier()`, in one function or
+// a pair of helpers), one on ranks that cannot be told, or one on every rank that
+// follows this rank-dependent branch after it returns.
+bool may_pair(const SemanticModel& model, const CallSite& call, const RankSet& ranks) {
+  bool returns = model.block_exits_after(call.node);
+  std::uint32_t branch_end = rank_branch_end(model, call.node);
+  int function = model.top_level_function_of(call.node);
+  // how many calls of this collective each function makes: a pair of helpers
+  // (one waits on ranks but 0, the other on rank 0) holds one call each
+  auto calls_in = [&](int f) {
+    int n = 0;
+    for (const CallSite& c : model.calls())
+      if (c.canonical == call.canonical && model.top_level_function_of(c.node) == f) ++n;
+    return n;
+  };
+  for (const CallSite& other : model.calls()) {
+    if (&other == &call || other.canonical != call.canonical) continue;
+    RankSet o = model.ranks_within_function(other.node);
+    if (o.which == Which::Unknown) return true;
+    if (ranks.complements(o)) {
+      int other_function = model.top_level_function_of(other.node);
+      if (other_function == function || (calls_in(function) == 1 && calls_in(other_function) == 1)) return true;
     }
+    bool rank_dependent = o.which == Which::Zero || o.which == Which::NonZero || o.which == Which::Other;
+    if (rank_dependent && (ranks.which == Which::Other || o.which == Which::Other)) return true;
+    if (o.which == Which::All && returns && ts_node_start_byte(other.node) >= branch_end &&
+        model.top_level_function_of(other.node) == function)
+      return true;
   }
-  if (!zero) return std::nullopt;
-  return std::make_pair(model.text(operands[0]), positive != reg.negated);
-}
-
-// True when branches `a` and `b` are `if` statements of the same block that
-// test the same rank against 0 with opposite outcomes (the "rank 0 goes
-// first" idiom: `if rank != 0: barrier()` ... `if rank == 0: barrier()`):
-// every rank runs both statements and enters exactly one of the two branches.
-bool complementary_rank_zero_tests(const SemanticModel& model, int a, int b) {
-  const auto& regions = model.regions();
-  if (regions[a].parent != regions[b].parent || node_eq(regions[a].node, regions[b].node)) return false;
-  auto ta = rank_zero_test(model, a), tb = rank_zero_test(model, b);
-  return ta && tb && ta->first == tb->first && ta->second != tb->second;
+  return false;
 }
 
 void check(const SemanticModel& model, RuleContext& ctx) {
   for (const CallSite& call : model.calls()) {
     if (!is_collective(call.canonical)) continue;
-    int branch = rank_branch(model, call.node);
-    if (branch < 0) continue;
-    // the other branch of the same `if` runs the same collective: every rank joins
-    bool matched = false;
-    for (const CallSite& other : model.calls()) {
-      if (&other == &call || other.canonical != call.canonical) continue;
-      int ob = rank_branch(model, other.node);
-      // the if-branch and its else share the condition node (an elif's else: the elif's)
-      if (ob >= 0 && ob != branch && node_eq(model.regions()[ob].condition, model.regions()[branch].condition) &&
-          model.regions()[ob].negated != model.regions()[branch].negated) {
-        matched = true;
-        break;
-      }
-      if (ob >= 0 && complementary_rank_zero_tests(model, branch, ob)) {
-        matched = true;
-        break;
-      }
-    }
-    if (matched) continue;
+    // a collective of a subgroup (`group=`) is joined by that group's ranks only, which are not known here
+    TSNode group = model.argument(call, "group");
+    if (!node_is_null(group) && model.value_of(group).kind != Value::Kind::None) continue;
+    RankSet ranks = model.ranks_within_function(call.node);
+    // a proof that some rank skips it: rank 0 only, every rank but 0, or another rank-dependent set
+    if (ranks.which != Which::Zero && ranks.which != Which::NonZero && ranks.which != Which::Other) continue;
+    if (may_pair(model, call, ranks)) continue;
     auto [start, end] = first_line_range(model, call.node);
     std::string name(call.canonical.substr(std::string_view("torch.distributed.").size()));
     ctx.report(start, end,
-               "`" + name + "` inside a rank-dependent branch: the other ranks never call it, so this rank waits "
-               "until the collective times out (the job hangs); call collectives on every rank");
+               "`" + name + "` inside a rank-dependent branch: " + ranks_named(ranks) +
+                   ", so the ranks that do wait until the collective times out (the job hangs); call collectives "
+                   "on every rank");
   }
 }
 }  // namespace
