@@ -687,6 +687,8 @@ class SemanticModel {
   bool host_parameter_rec(TSNode expr, int depth, int& budget) const;
   GuardMask classify_rec(TSNode condition, bool negated, int depth) const;
   RankSet rank_set_rec(TSNode condition, bool negated, int depth) const;
+  // True when function `f` returns only periodic tests (a periodic predicate)
+  bool periodic_predicate(int f, int depth) const;
   bool world_rec(TSNode expr, int depth) const;
   bool world_rec_uncached(TSNode expr, int depth) const;
   bool divides_rec(TSNode expr, int depth, TSNode* division) const;

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <array>
+#include <functional>
+#include <vector>
 
 namespace ddplint {
 
@@ -163,6 +165,13 @@ GuardMask SemanticModel::classify_rec(TSNode c, bool neg, int depth) const {
   if (s == k.call) {
     std::string_view name = last_name(field(c, k.f_function));
     if (is_main_process_name(name)) return neg ? kGuardRankDependent : (kGuardMainProcess | kGuardRankDependent);
+    // a periodic predicate of this file: `if every_n_steps(state, freq):`, `if self.should_log(step):`
+    if (!neg && depth < 4) {
+      if (const CallSite* site = call_at(c)) {
+        auto targets = resolve_local_function(*site);
+        if (targets.size() == 1 && periodic_predicate(targets[0], depth)) return kGuardPeriodic;
+      }
+    }
     // `if not dist.get_rank():` is `if dist.get_rank() == 0:`
     if (is_rank_value(c)) return neg ? (kGuardMainProcess | kGuardRankDependent) : kGuardRankDependent;
     return 0;
@@ -191,6 +200,81 @@ GuardMask SemanticModel::classify_rec(TSNode c, bool neg, int depth) const {
     return 0;
   }
   return 0;
+}
+
+// True when every value function `f` returns is a periodic test (or False/None):
+// `return step % n == 0`, `test = state.step % freq == 0; test = test and ...;
+// return test`, `return step < 3 or step % 10 == 0`. Such a predicate holds on
+// few steps, so a branch on its call is a periodic guard.
+bool SemanticModel::periodic_predicate(int f, int depth) const {
+  const Kinds& k = kinds();
+  if (f < 0 || static_cast<std::size_t>(f) >= functions_.size()) return false;
+  int region = functions_[f].region;
+  std::vector<std::string_view> assuming;  // names whose periodicity is being shown (induction)
+  // a periodic test: a modulo, a final-step test, a bound on a step counter, or
+  // combinations that keep it rare
+  std::function<bool(TSNode, int)> rare = [&](TSNode e, int d) -> bool {
+    if (node_is_null(e) || d > 12) return false;
+    TSSymbol es = node_symbol(e);
+    if (es == k.parenthesized_expression && ts_node_named_child_count(e) == 1) return rare(ts_node_named_child(e, 0), d + 1);
+    if (es == k.false_ || es == k.none) return true;  // never
+    if (es == k.boolean_operator) {
+      bool conj = text(field(e, k.f_operator)) == "and";
+      bool a = rare(field(e, k.f_left), d + 1), b = rare(field(e, k.f_right), d + 1);
+      return conj ? (a || b) : (a && b);
+    }
+    if (es == k.comparison_operator) {
+      if (classify_rec(e, false, depth + 1) & (kGuardPeriodic | kGuardFinalStep)) return true;
+      // `step < 3`: the first few steps of a counter
+      NodeList operands;
+      std::string_view op;
+      for (TSNode ch : children(e, false)) {
+        if (ts_node_is_named(ch)) operands.push_back(ch);
+        else op = text(ch);
+      }
+      if (operands.size() == 2 && (op == "<" || op == "<=")) {
+        Value bound = value_of(operands[1]);
+        std::string counter = lower(last_name(operands[0]));
+        if (bound.kind == Value::Kind::Int && (contains(counter, "step") || contains(counter, "iter")))
+          return true;
+      }
+      return false;
+    }
+    if (es == k.identifier) {
+      std::string_view name = text(e);
+      if (std::find(assuming.begin(), assuming.end(), name) != assuming.end()) return true;
+      bool any = false;
+      assuming.push_back(name);
+      for (const Binding* b : bindings_of(name, region)) {
+        if (b->scope != region) continue;
+        if (b->kind != Binding::Kind::Assign || !rare(b->value, d + 1)) {
+          assuming.pop_back();
+          return false;
+        }
+        any = true;
+      }
+      assuming.pop_back();
+      return any;
+    }
+    return (classify_rec(e, false, depth + 1) & (kGuardPeriodic | kGuardFinalStep)) != 0;
+  };
+  // the function's own return statements (not those of functions nested in it)
+  bool any = false;
+  std::vector<TSNode> stack{field(functions_[f].node, k.f_body)};
+  while (!stack.empty()) {
+    TSNode n = stack.back();
+    stack.pop_back();
+    if (node_is_null(n)) continue;
+    TSSymbol ns = node_symbol(n);
+    if (ns == k.function_definition || ns == k.class_definition || ns == k.lambda) continue;
+    if (ns == k.return_statement) {
+      if (ts_node_named_child_count(n) == 0 || !rare(ts_node_named_child(n, 0), 0)) return false;
+      any = true;
+      continue;
+    }
+    for (TSNode ch : children(n)) stack.push_back(ch);
+  }
+  return any;
 }
 
 // True when the flag `name` (an identifier) ends the loop that holds it: that
