@@ -50,6 +50,11 @@ struct RuleInfo {
   /// maintainer would mostly dismiss. A prefix (`DDP6`) or `ALL` does not
   /// enable it; an ignore by prefix still turns it off.
   bool opt_in = false;
+  /// Runs on test modules too (file_role() is Test: pytest's `test_*.py`,
+  /// `*_test.py`, `conftest.py`, files under `tests/`): a test is not how a
+  /// project trains, so only rules whose claim holds for any code (a syntax
+  /// error) run there.
+  bool in_tests = false;
   /// Text the rule cannot fire without, for the prefilter that skips parsing
   /// files no enabled rule could fire on (linter/prefilter.hpp): groups
   /// separated by `;`, each of which must occur in the file; alternatives

@@ -82,6 +82,30 @@ void sort_findings(std::vector<Diagnostic>& found) {
   });
 }
 
+}  // namespace
+
+FileRole file_role(std::string_view path) {
+  bool test = false;
+  std::size_t start = 0;
+  while (start <= path.size()) {
+    std::size_t end = path.find_first_of("/\\", start);
+    if (end == std::string_view::npos) end = path.size();
+    std::string_view part = path.substr(start, end - start);
+    bool last = end == path.size();
+    if (part.find("{{") != std::string_view::npos && part.find("}}") != std::string_view::npos)
+      return FileRole::Template;
+    if (!last && (part == "tests" || part == "test")) test = true;
+    if (last && part.ends_with(".py")) {
+      std::string_view stem = part.substr(0, part.size() - 3);
+      if (stem.starts_with("test_") || stem.ends_with("_test") || stem == "conftest") test = true;
+    }
+    start = end + 1;
+  }
+  return test ? FileRole::Test : FileRole::Code;
+}
+
+namespace {
+
 // `plan` is plan_for(rules, selection), which stays valid meanwhile: nothing
 // here adds to the cache. `scan` asks plan.prefilter about the source's bytes:
 // DDP001 (`*`) runs only where the catalog could fire. Every other enabled
@@ -95,11 +119,14 @@ LintResult lint_decoded(const SourceFile& source, const SyntaxTree& tree, std::s
     result.error = "tree-sitter could not parse the file";
     return result;
   }
+  const FileRole role = file_role(source.path());
+  if (role == FileRole::Template) return result;
   SemanticModel model(source, tree, project);
   std::vector<Diagnostic> found;
   const std::vector<RunPlan::Run>& run = plan.run;
   for (std::size_t i = 0; i < rules.size(); ++i) {
     if (run[i] == RunPlan::kOff) continue;
+    if (role == FileRole::Test && !rules[i].info.in_tests) continue;
     if (run[i] == RunPlan::kIfCatalogMayFire && !scan.rule_may_fire(i)) continue;
     if (rules[i].check == nullptr) continue;  // a launch-script rule
     RuleContext ctx(rules[i].info, found, options);

@@ -3,6 +3,7 @@
 
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "linter/diagnostic.hpp"
@@ -24,6 +25,20 @@ struct LintResult {
   /// file's bytes, so it was not parsed (`diagnostics` is then empty).
   bool skipped = false;
 };
+
+/// What a Python file is for, as its path tells (the path as given, so a
+/// folder run's paths are relative to where it runs):
+/// - Template: a path component holds a cookiecutter/Jinja placeholder
+///   (`{{cookiecutter.name}}`): text that becomes Python once rendered, never
+///   run or imported as it is. No rule runs on it.
+/// - Test: pytest collects it (its default `python_files`, `test_*.py` and
+///   `*_test.py`, and `conftest.py`; https://docs.pytest.org/en/stable/explanation/goodpractices.html#conventions-for-python-test-discovery)
+///   or it sits in a folder named `tests` or `test`: test code runs under a
+///   test runner, on small inputs and often one process, not in training, so
+///   only rules with RuleInfo::in_tests run on it.
+/// - Code: anything else.
+enum class FileRole { Code, Test, Template };
+FileRole file_role(std::string_view path);
 
 /// Lints one in-memory source. A shell or SLURM script (language_of(path,
 /// text) is Shell: `*.sh`, `*.bash`, `*.slurm`, `*.sbatch`, or a sh/bash

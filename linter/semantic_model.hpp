@@ -613,6 +613,10 @@ class SemanticModel {
   // --- the project --------------------------------------------------------------
   /// The project facts the model was built with (empty when linted alone).
   const ProjectFacts& project() const { return project_ ? *project_ : no_project_facts(); }
+  /// True when another file of the project calls a top-level function of this
+  /// one and no launch script starts it: a helper module of some script, whose
+  /// set-up (the device it pins, the process group) is that script's.
+  bool helper_module() const { return !project().result_uses.empty() && project().launched_by.empty(); }
   /// What function `f` (index into functions()) does, from this file and the
   /// project facts: Direct when it runs backward() or an optimizer step itself
   /// (or through a callee that does), InLoop when it runs a training loop.

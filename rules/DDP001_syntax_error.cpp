@@ -16,7 +16,7 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 extern const Rule kRuleDDP001{
     .info = {.code = "DDP001", .name = "syntax-error", .severity = Severity::Error,
              .summary = "The file does not parse; other rules run on what parsed",
-             .url = "https://docs.python.org/3/reference/grammar.html", .needs = "*"},
+             .url = "https://docs.python.org/3/reference/grammar.html", .in_tests = true, .needs = "*"},
     .check = &check};
 
 }  // namespace ddplint::rules
