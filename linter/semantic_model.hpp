@@ -279,6 +279,13 @@ enum class FrameworkObject : std::uint8_t {
   TrainingArguments, ///< a `transformers.TrainingArguments` (or a TRL config)
 };
 
+/// The data-parallel wrapper that holds a model (SemanticModel::parallel_wrapper).
+enum class ParallelWrapper : std::uint8_t {
+  Unknown,
+  Ddp,   ///< `torch.nn.parallel.DistributedDataParallel(...)`
+  Fsdp,  ///< `torch.distributed.fsdp.FullyShardedDataParallel(...)`
+};
+
 /// One framework configuration written in the code: the constructor call
 /// `Accelerator(...)`, `L.Trainer(...)`, `L.Fabric(...)` or `TrainingArguments(...)`.
 struct FrameworkConfig {
@@ -592,6 +599,12 @@ class SemanticModel {
   /// annotated with the framework's class (`fabric: L.Fabric`), or `self` in
   /// a method of a LightningModule subclass of this file. None when unknown.
   FrameworkObject framework_object(TSNode expr) const;
+  /// The wrapper the model `expr` holds: a DDP or FSDP constructor call, a
+  /// name or attribute whose last assignment before `expr` in its scope (else
+  /// its one assignment) is such a call, or a call of a function of this file
+  /// annotated `-> FSDP`/`-> DDP` or whose every return is one. Unknown
+  /// otherwise (a parameter, a framework's `prepare`, ...). Up to 4 steps deep.
+  ParallelWrapper parallel_wrapper(TSNode expr) const { return parallel_wrapper_rec(expr, 0); }
   /// The framework configuration whose constructor call `expr` (a name bound
   /// once to it, or an attribute such as `self.accelerator`) holds, or nullptr.
   const FrameworkConfig* framework_config_of(TSNode expr) const;
@@ -690,6 +703,10 @@ class SemanticModel {
   bool host_value_rec(TSNode expr, int depth, int& budget) const;
   bool host_parameter_rec(TSNode expr, int depth, int& budget) const;
   GuardMask classify_rec(TSNode condition, bool negated, int depth) const;
+  ParallelWrapper parallel_wrapper_rec(TSNode expr, int depth) const;
+  // The guard a test of parameter `name` carries: what the argument of every
+  // call of its function in this file tests (0 when unknown)
+  GuardMask parameter_guard(TSNode name, bool negated, int depth) const;
   RankSet rank_set_rec(TSNode condition, bool negated, int depth) const;
   // True when function `f` returns only periodic tests (a periodic predicate)
   bool periodic_predicate(int f, int depth) const;
@@ -721,6 +738,7 @@ class SemanticModel {
   ModelArena arena_;  // (first: the containers below allocate from it)
   mutable std::pmr::unordered_map<MemoKey, std::uint8_t, MemoHash> memo_{arena_.get()};
   mutable std::pmr::unordered_map<std::uint64_t, bool> step_memo_{arena_.get()};
+  mutable std::pmr::unordered_map<std::uint64_t, GuardMask> parameter_guard_memo_{arena_.get()};
   mutable std::pmr::unordered_map<MemoKey, Value, MemoHash> value_memo_{arena_.get()};
   mutable std::unordered_map<std::string, Value> argparse_memo_;
   mutable std::pmr::unordered_multimap<std::uint32_t, int> assigned_index_{arena_.get()};  // start byte of a bound value -> binding

@@ -360,6 +360,19 @@ NodeList children(TSNode node, bool named_only) {
   return list;
 }
 
+TSNode parenthesized_inner(TSNode node) {
+  const Kinds& k = kinds();
+  if (ts_node_is_null(node) || ts_node_symbol(node) != k.parenthesized_expression) return TSNode{};
+  TSNode inner{};
+  int count = 0;
+  for (TSNode ch : children(node)) {
+    if (ts_node_symbol(ch) == k.comment) continue;
+    inner = ch;
+    ++count;
+  }
+  return count == 1 ? inner : TSNode{};
+}
+
 namespace {
 // Suspends the thread's parse arena while it lives, if `pause` (a text too
 // large for the region: filling it before going on with malloc cost more than

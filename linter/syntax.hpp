@@ -262,6 +262,11 @@ using NodeList = InlineList<TSNode, 8>;
 /// lists or statement sequences.
 NodeList children(TSNode node, bool named_only = true);
 
+/// The one expression inside the parentheses of a `parenthesized_expression`,
+/// comments between them left out (`(step % n == 0  # every n\n or last)`);
+/// a null node when `node` is not one or holds other than one expression.
+TSNode parenthesized_inner(TSNode node);
+
 /// Same node (tree-sitter has no operator==).
 inline bool same_node(TSNode a, TSNode b) { return ts_node_eq(a, b); }
 

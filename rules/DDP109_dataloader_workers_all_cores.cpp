@@ -31,8 +31,8 @@ bool all_cores(const SemanticModel& model, TSNode expr, int depth = 0) {
   const Kinds& k = kinds();
   if (node_is_null(expr) || depth > 4) return false;
   TSSymbol s = node_symbol(expr);
-  if (s == k.parenthesized_expression && ts_node_named_child_count(expr) == 1)
-    return all_cores(model, ts_node_named_child(expr, 0), depth + 1);
+  if (s == k.parenthesized_expression && !node_is_null(parenthesized_inner(expr)))
+    return all_cores(model, parenthesized_inner(expr), depth + 1);
   if (s == k.identifier) return all_cores(model, model.single_assignment(expr), depth + 1);
   if (s == k.binary_operator) {
     std::string_view op = model.text(field(expr, k.f_operator));

@@ -68,8 +68,8 @@ bool local_rank_value(const SemanticModel& model, TSNode expr, int depth = 0) {
   if (node_is_null(expr) || depth > 4) return false;
   const Kinds& k = kinds();
   TSSymbol s = node_symbol(expr);
-  if (s == k.parenthesized_expression && ts_node_named_child_count(expr) == 1)
-    return local_rank_value(model, ts_node_named_child(expr, 0), depth + 1);
+  if (s == k.parenthesized_expression && !node_is_null(parenthesized_inner(expr)))
+    return local_rank_value(model, parenthesized_inner(expr), depth + 1);
   if (s == k.binary_operator) return model.text(field(expr, k.f_operator)) == "%";
   std::string env = model.env_var_read(expr);
   if (!env.empty()) return env == "LOCAL_RANK" || env == "SLURM_LOCALID" || env == "OMPI_COMM_WORLD_LOCAL_RANK";
@@ -114,8 +114,8 @@ bool global_rank(const SemanticModel& model, TSNode expr, int depth) {
   if (node_is_null(expr) || depth > 8) return false;
   const Kinds& k = kinds();
   TSSymbol s = node_symbol(expr);
-  if (s == k.parenthesized_expression && ts_node_named_child_count(expr) == 1)
-    return global_rank(model, ts_node_named_child(expr, 0), depth + 1);
+  if (s == k.parenthesized_expression && !node_is_null(parenthesized_inner(expr)))
+    return global_rank(model, parenthesized_inner(expr), depth + 1);
   std::string env = model.env_var_read(expr);
   if (!env.empty()) return env == "RANK" || env == "SLURM_PROCID" || env == "OMPI_COMM_WORLD_RANK";
   if (s == k.call) {

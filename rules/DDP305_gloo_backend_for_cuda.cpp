@@ -30,8 +30,8 @@ int windows_test(const SemanticModel& model, TSNode expr, int depth = 0) {
   if (node_is_null(expr) || depth > 6) return 0;
   const Kinds& k = kinds();
   TSSymbol s = node_symbol(expr);
-  if (s == k.parenthesized_expression && ts_node_named_child_count(expr) == 1)
-    return windows_test(model, ts_node_named_child(expr, 0), depth + 1);
+  if (s == k.parenthesized_expression && !node_is_null(parenthesized_inner(expr)))
+    return windows_test(model, parenthesized_inner(expr), depth + 1);
   if (s == k.identifier) {
     TSNode bound = model.single_assignment(expr);
     return node_is_null(bound) ? 0 : windows_test(model, bound, depth + 1);

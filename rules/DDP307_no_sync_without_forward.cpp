@@ -9,6 +9,9 @@ namespace {
 void check(const SemanticModel& model, RuleContext& ctx) {
   for (const CallSite* ns : model.calls_named("no_sync")) {
     if (node_is_null(ns->receiver)) continue;
+    // DDP's no_sync() is read by the forward; FSDP's by the post-backward hook
+    // (wrapping only backward() is right there), and an unknown model makes no claim
+    if (model.parallel_wrapper(ns->receiver) != ParallelWrapper::Ddp) continue;
     // the With region whose header holds this no_sync() call
     int with_region = -1;
     for (std::size_t r = 0; r < model.regions().size(); ++r) {
@@ -47,7 +50,7 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 }
 }  // namespace
 
-// needs: matches no_sync() and backward() by method name, without torch
+// needs: a no_sync() on a name bound to a DDP wrap (parallel_wrapper), and backward()
 extern const Rule kRuleDDP307{
     .info = {.code = "DDP307", .name = "no-sync-without-forward", .severity = Severity::Warning,
              .summary = "`with model.no_sync():` that runs backward() but not the model's forward: gradients are still all-reduced",

@@ -40,8 +40,8 @@ bool host_receiver(const SemanticModel& model, TSNode expr, int depth = 0, bool 
   if (node_is_null(expr) || depth > 8) return false;
   const Kinds& k = kinds();
   TSSymbol s = node_symbol(expr);
-  if (s == k.parenthesized_expression && ts_node_named_child_count(expr) == 1)
-    return host_receiver(model, ts_node_named_child(expr, 0), depth + 1, stored);
+  if (s == k.parenthesized_expression && !node_is_null(parenthesized_inner(expr)))
+    return host_receiver(model, parenthesized_inner(expr), depth + 1, stored);
   if (s == k.subscript) return host_receiver(model, field(expr, k.f_value), depth + 1, stored);
   if (s == k.call) {
     const CallSite* c = model.call_at(expr);

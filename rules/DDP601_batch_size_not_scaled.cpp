@@ -15,8 +15,8 @@ bool multiplies_by_gpu_count(const SemanticModel& model, TSNode expr, int depth 
   if (node_is_null(expr) || depth > 8) return false;
   const Kinds& k = kinds();
   TSSymbol s = node_symbol(expr);
-  if (s == k.parenthesized_expression && ts_node_named_child_count(expr) == 1)
-    return multiplies_by_gpu_count(model, ts_node_named_child(expr, 0), depth + 1);
+  if (s == k.parenthesized_expression && !node_is_null(parenthesized_inner(expr)))
+    return multiplies_by_gpu_count(model, parenthesized_inner(expr), depth + 1);
   if (s == k.binary_operator) {
     TSNode l = field(expr, k.f_left), r = field(expr, k.f_right);
     if (model.text(field(expr, k.f_operator)) == "*" &&

@@ -649,8 +649,8 @@ bool tensor_valued(const SemanticModel& model, TSNode expr, int depth) {
   if (node_is_null(expr) || depth > 8) return false;
   const Kinds& k = kinds();
   TSSymbol s = node_symbol(expr);
-  if (s == k.parenthesized_expression && ts_node_named_child_count(expr) == 1)
-    return tensor_valued(model, ts_node_named_child(expr, 0), depth + 1);
+  if (s == k.parenthesized_expression && !node_is_null(parenthesized_inner(expr)))
+    return tensor_valued(model, parenthesized_inner(expr), depth + 1);
   if (s == k.call) {
     const CallSite* c = model.call_at(expr);
     if (!c) return false;
@@ -774,7 +774,8 @@ bool launches_step_work(const SemanticModel& model, const CallSite& c, const std
 }
 
 // The step loop around `region` in its function (an inner loop over a dict
-// of losses is part of the step), else its innermost loop, or -1.
+// of losses is part of the step), else its innermost loop, else the function
+// whose body holds it outside any loop, or -1.
 int step_loop_of(const SemanticModel& model, int region) {
   int innermost = model.innermost_loop(region);
   for (int loop = innermost; loop > 0; loop = model.innermost_loop(model.regions()[loop].parent))
@@ -784,6 +785,10 @@ int step_loop_of(const SemanticModel& model, int region) {
   if (innermost < 0 && scope > 0 && model.regions()[scope].kind == Region::Kind::Function &&
       model.is_lightning_step_hook(model.regions()[scope].function))
     return scope;
+  // a function body outside any loop (a helper the step loop calls, in this
+  // file or another): its statements run in order, so a second sync right
+  // after a first one waits for nothing (`return (a.item() + b.item()) ** 0.5`)
+  if (innermost < 0 && scope > 0 && model.regions()[scope].kind == Region::Kind::Function) return scope;
   return innermost;
 }
 

@@ -2,7 +2,8 @@
 // *.slurm, ...), Jupyter notebook and Markdown file (but the folders' README.md) under fixtures/ and examples/
 // is linted; each finding must be marked on the line where it starts with
 // `# expect: CODE[, CODE...]` (in a notebook, on the cell's line: the marks
-// are read from its virtual source), and each mark must be found. A first-line
+// are read from its virtual source), and each mark must be found. Marks
+// count: two findings of one rule on one line need the code marked twice. A first-line
 // directive `# fixture-select: CODES` restricts the rules run on that file.
 // Opt-in rules (RuleInfo::opt_in) run on the files that name them: those of
 // their own folder (fixtures/DDP603/) and those with a mark of their code, so
@@ -86,17 +87,17 @@ std::string check_file(const fs::path& path) {
   std::optional<SourceFile> read = source_of(path, error);
   if (!read) return "cannot read: " + error;
   std::string text(read->text());  // the marks: a notebook's on its cells' lines
-  std::set<Finding> expected;
+  std::map<Finding, int> expected;  // each mark, with how many times it is written
   std::vector<std::string> select;
   std::istringstream in(text);
   std::string line;
   for (std::uint32_t row = 1; std::getline(in, line); ++row) {
     if (row <= 3 && line.find("# fixture-select:") != std::string::npos) select = codes_after(line, "# fixture-select:");
-    for (auto& code : codes_after(line, "# expect:")) expected.emplace(row, code);
+    for (auto& code : codes_after(line, "# expect:")) ++expected[Finding{row, code}];
   }
   std::vector<std::string> named;  // the codes this file is about: its folder's and its marks'
   named.push_back(path.parent_path().filename().string());
-  for (const auto& f : expected) named.push_back(f.second);
+  for (const auto& [f, n] : expected) named.push_back(f.second);
   std::vector<std::string> opt_in;
   for (const Rule& r : rules::all())
     if (r.info.opt_in && std::find(named.begin(), named.end(), r.info.code) != named.end())
@@ -106,19 +107,25 @@ std::string check_file(const fs::path& path) {
   SourceFile& source = *read;
   LintResult result = lint(source, rules::all(), selection, RuleOptions{}, true, facts_of(path));
   if (!result.error.empty()) return "not linted: " + result.error;
-  std::set<Finding> actual;
+  std::map<Finding, int> actual;
   std::map<Finding, std::string> messages;
   for (const Diagnostic& d : result.diagnostics) {
     Finding f{source.lines().position(d.start).row, std::string(d.rule->code)};
-    actual.insert(f);
+    ++actual[f];
     messages[f] = d.message;
   }
   std::ostringstream diff;
-  for (const auto& f : expected)
-    if (!actual.contains(f)) diff << "  " << path.string() << ":" << f.first << ": missing " << f.second << "\n";
-  for (const auto& f : actual)
-    if (!expected.contains(f))
-      diff << "  " << path.string() << ":" << f.first << ": unexpected " << f.second << " (" << messages[f] << ")\n";
+  for (const auto& [f, n] : expected) {
+    int got = actual.contains(f) ? actual.at(f) : 0;
+    if (got < n) diff << "  " << path.string() << ":" << f.first << ": missing " << f.second << (got > 0 ? " (found " + std::to_string(got) + " of " + std::to_string(n) + ")" : "") << "\n";
+  }
+  for (const auto& [f, n] : actual) {
+    int want = expected.contains(f) ? expected.at(f) : 0;
+    if (n > want)
+      diff << "  " << path.string() << ":" << f.first << ": unexpected " << f.second
+           << (want > 0 ? " (" + std::to_string(n) + " on the line, " + std::to_string(want) + " marked)" : "") << " ("
+           << messages[f] << ")\n";
+  }
   return diff.str();
 }
 

@@ -309,4 +309,68 @@ FrameworkObject SemanticModel::framework_object(TSNode expr) const {
   return found;
 }
 
+
+namespace {
+ParallelWrapper wrapper_named(std::string_view canonical) {
+  if (canonical == "torch.nn.parallel.DistributedDataParallel") return ParallelWrapper::Ddp;
+  if (canonical == "torch.distributed.fsdp.FullyShardedDataParallel") return ParallelWrapper::Fsdp;
+  return ParallelWrapper::Unknown;
+}
+}  // namespace
+
+ParallelWrapper SemanticModel::parallel_wrapper_rec(TSNode expr, int depth) const {
+  const Kinds& k = kinds();
+  if (node_is_null(expr) || depth > 4) return ParallelWrapper::Unknown;
+  TSSymbol s = node_symbol(expr);
+  if (s == k.call) {
+    const CallSite* c = call_at(expr);
+    if (c == nullptr) return ParallelWrapper::Unknown;
+    if (ParallelWrapper w = wrapper_named(c->canonical); w != ParallelWrapper::Unknown) return w;
+    auto targets = resolve_local_function(*c);
+    if (targets.size() != 1) return ParallelWrapper::Unknown;
+    TSNode def = functions_[targets[0]].node;
+    // `def setup_fsdp(model) -> FSDP:`
+    TSNode annotation = ts_node_child_by_field_name(def, "return_type", 11);
+    if (!ts_node_is_null(annotation) && ts_node_named_child_count(annotation) == 1) {
+      if (ParallelWrapper w = wrapper_named(canonical_name(ts_node_named_child(annotation, 0)));
+          w != ParallelWrapper::Unknown)
+        return w;
+    }
+    // every return of the function's own body returns one wrapper
+    ParallelWrapper found = ParallelWrapper::Unknown;
+    std::vector<TSNode> stack{field(def, k.f_body)};
+    while (!stack.empty()) {
+      TSNode n = stack.back();
+      stack.pop_back();
+      if (node_is_null(n)) continue;
+      TSSymbol ns = node_symbol(n);
+      if (ns == k.function_definition || ns == k.class_definition || ns == k.lambda) continue;
+      if (ns == k.return_statement) {
+        ParallelWrapper w = ts_node_named_child_count(n) == 1 ? parallel_wrapper_rec(ts_node_named_child(n, 0), depth + 1)
+                                                              : ParallelWrapper::Unknown;
+        if (w == ParallelWrapper::Unknown || (found != ParallelWrapper::Unknown && w != found))
+          return ParallelWrapper::Unknown;
+        found = w;
+        continue;
+      }
+      for (TSNode ch : children(n)) stack.push_back(ch);
+    }
+    return found;
+  }
+  if (s != k.identifier && s != k.attribute) return ParallelWrapper::Unknown;
+  std::string path = path_of(expr);
+  if (path.empty()) return ParallelWrapper::Unknown;
+  BindingList bound = bindings_of(path, region_of(expr));
+  const Binding* last = nullptr;
+  std::uint32_t at = node_start_byte(expr);
+  for (const Binding* b : bound) {
+    if (b->kind != Binding::Kind::Assign) return ParallelWrapper::Unknown;  // a parameter, a loop target: unknown
+    if (node_start_byte(b->target) < at && (last == nullptr || node_start_byte(b->target) > node_start_byte(last->target)))
+      last = b;
+  }
+  if (last == nullptr && bound.size() == 1) last = bound[0];
+  if (last == nullptr || node_is_null(last->value)) return ParallelWrapper::Unknown;
+  return parallel_wrapper_rec(last->value, depth + 1);
+}
+
 }  // namespace ddplint

@@ -38,8 +38,8 @@ GuardMask SemanticModel::classify_rec(TSNode c, bool neg, int depth) const {
   const Kinds& k = kinds();
   if (node_is_null(c) || depth > kMaxDepth) return 0;
   TSSymbol s = node_symbol(c);
-  if (s == k.parenthesized_expression && ts_node_named_child_count(c) == 1)
-    return classify_rec(ts_node_named_child(c, 0), neg, depth + 1);
+  if (s == k.parenthesized_expression && !node_is_null(parenthesized_inner(c)))
+    return classify_rec(parenthesized_inner(c), neg, depth + 1);
   if (s == k.not_operator) {
     TSNode arg = ts_node_named_child(c, 0);
     std::string name = lower(last_name(arg));
@@ -86,8 +86,8 @@ GuardMask SemanticModel::classify_rec(TSNode c, bool neg, int depth) const {
     auto has_mod = [&](TSNode x) {
       for (int guard = 0; guard < 8 && !node_is_null(x); ++guard) {
         TSSymbol xs = node_symbol(x);
-        if (xs == k.parenthesized_expression && ts_node_named_child_count(x) == 1) {
-          x = ts_node_named_child(x, 0);
+        if (xs == k.parenthesized_expression && !node_is_null(parenthesized_inner(x))) {
+          x = parenthesized_inner(x);
           continue;
         }
         if (xs != k.binary_operator) return false;
@@ -101,8 +101,8 @@ GuardMask SemanticModel::classify_rec(TSNode c, bool neg, int depth) const {
     if (has_mod(operands[0]) || has_mod(operands[1])) {
       // `rank % ngpus_per_node == 0`: the first process of each node, not a step interval
       TSNode m = has_mod(operands[0]) ? operands[0] : operands[1];
-      while (node_symbol(m) == k.parenthesized_expression && ts_node_named_child_count(m) == 1)
-        m = ts_node_named_child(m, 0);
+      while (node_symbol(m) == k.parenthesized_expression && !node_is_null(parenthesized_inner(m)))
+        m = parenthesized_inner(m);
       if (node_symbol(m) == k.binary_operator && is_rank_value(field(m, k.f_left)))
         return positive ? (kGuardMainProcess | kGuardRankDependent) : kGuardRankDependent;
       return positive ? kGuardPeriodic : 0;
@@ -179,6 +179,11 @@ GuardMask SemanticModel::classify_rec(TSNode c, bool neg, int depth) const {
   if (s == k.identifier || s == k.attribute) {
     std::string_view name = last_name(c);
     if (is_main_process_name(name)) return neg ? kGuardRankDependent : (kGuardMainProcess | kGuardRankDependent);
+    // a parameter its callers pass a test to: `launch_evals(launch_evaluate=it % freq == 0)`
+    if (s == k.identifier && depth < 6) {
+      GuardMask via = parameter_guard(c, neg, depth);
+      if (via != 0) return via;
+    }
     // a name bound once to a test: `g_regularize = i % g_reg_every == 0`,
     // `args.save_logs = args.logs and is_master(args)`; the test decides
     TSNode bound = single_assignment(c);
@@ -202,6 +207,75 @@ GuardMask SemanticModel::classify_rec(TSNode c, bool neg, int depth) const {
   return 0;
 }
 
+// The guard a test of parameter `name` carries, from the calls of its function:
+// `def launch_evals(launch_evaluate, ...): if launch_evaluate: evaluate(...)`
+// called as `launch_evals(launch_evaluate=(it % eval_freq == 0) and it != 0)`
+// in a step loop runs the evaluation on the steps that test holds on. The
+// answer is what every call's argument tests (the intersection of their
+// guards): a call that passes a constant the branch never takes (`False` for
+// `if flag:`, or leaves out a parameter that defaults to one) adds nothing,
+// and when no call takes it the branch is off by default; a call made once
+// per epoch or once at module level adds nothing either (the question is how
+// often in steps);
+// a call whose argument is unknown, that unpacks `*args`/`**kwargs`, or a
+// function that another file of the project calls (its arguments are not
+// seen here), or one with no call in this file, makes it unknown (0). The
+// parameter must be bound only as the parameter (not reassigned in the body).
+GuardMask SemanticModel::parameter_guard(TSNode name, bool neg, int depth) const {
+  std::string_view id = text(name);
+  BindingList bound = bindings_of(id, region_of(name));
+  if (bound.size() != 1 || bound[0]->kind != Binding::Kind::Parameter) return 0;
+  const Region& scope = regions_[bound[0]->scope];
+  if (scope.kind != Region::Kind::Function) return 0;
+  int f = scope.function;
+  if (f < 0 || static_cast<std::size_t>(f) >= callers_.size() || callers_[f].empty()) return 0;
+  if (project_ != nullptr && is_top_level_function(f)) {
+    std::string_view fname = functions_[f].name;
+    if (project_->step_entries.count(fname) != 0 || project_->loop_entries.count(fname) != 0) return 0;
+  }
+  auto params = parameters_of(f);
+  int position = -1;
+  TSNode fallback{};
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    if (params[i].first == id) {
+      position = static_cast<int>(i);
+      fallback = params[i].second;
+    }
+  }
+  if (position < 0) return 0;
+  std::uint64_t key = (static_cast<std::uint64_t>(f) << 32) | (static_cast<std::uint64_t>(position) << 1) | (neg ? 1u : 0u);
+  if (auto m = parameter_guard_memo_.find(key); m != parameter_guard_memo_.end()) return m->second;
+  parameter_guard_memo_[key] = 0;  // a recursive question meets "unknown"
+  constexpr GuardMask kAll = 0x7F;
+  GuardMask acc = kAll;
+  bool any = false, rare_elsewhere = false;
+  for (int ci : callers_[f]) {
+    const CallSite& call = calls_[ci];
+    if (has_unpacked_arguments(call)) return 0;
+    TSNode arg = argument(call, id, position);
+    if (node_is_null(arg)) arg = fallback;
+    if (node_is_null(arg)) return 0;
+    Value v = value_of(arg);
+    if (v.known() && v.truthy() == neg) continue;  // this call never takes the branch
+    // a call in an epoch loop (a training loop around the step loop), or at
+    // module level outside any loop, runs once per epoch or once: it cannot
+    // make the branch run every step
+    int loop = innermost_loop(call.region);
+    if (loop >= 0 ? (training_loop_[loop] && !step_loop_[loop]) : regions_[call.region].scope == 0) {
+      rare_elsewhere = true;
+      continue;
+    }
+    acc = static_cast<GuardMask>(acc & classify_rec(arg, neg, depth + 1) & ~kNeutral);
+    any = true;
+    if (acc == 0) return 0;
+  }
+  // no call takes the branch (each passes, or defaults to, a constant that
+  // fails the test): off unless code this file does not show passes one
+  GuardMask out = any ? acc : rare_elsewhere ? 0 : kGuardOffByDefault;
+  parameter_guard_memo_[key] = out;
+  return out;
+}
+
 // True when every value function `f` returns is a periodic test (or False/None):
 // `return step % n == 0`, `test = state.step % freq == 0; test = test and ...;
 // return test`, `return step < 3 or step % 10 == 0`. Such a predicate holds on
@@ -216,7 +290,7 @@ bool SemanticModel::periodic_predicate(int f, int depth) const {
   std::function<bool(TSNode, int)> rare = [&](TSNode e, int d) -> bool {
     if (node_is_null(e) || d > 12) return false;
     TSSymbol es = node_symbol(e);
-    if (es == k.parenthesized_expression && ts_node_named_child_count(e) == 1) return rare(ts_node_named_child(e, 0), d + 1);
+    if (es == k.parenthesized_expression && !node_is_null(parenthesized_inner(e))) return rare(parenthesized_inner(e), d + 1);
     if (es == k.false_ || es == k.none) return true;  // never
     if (es == k.boolean_operator) {
       bool conj = text(field(e, k.f_operator)) == "and";

@@ -105,9 +105,6 @@ int function_of(std::span<const Region> regions, int region) {
 void SemanticModel::analyse_loops() {
   step_loop_.assign(regions_.size(), 0);
   training_loop_.assign(regions_.size(), 0);
-  for (Region& r : regions_) {
-    if (r.kind == Region::Kind::Branch) r.guard = classify_condition(r.condition, r.negated);
-  }
   std::vector<std::uint8_t> trains_direct(functions_.size(), 0), trains_any(functions_.size(), 0);
   callers_.assign(functions_.size(), {});
   std::vector<std::pair<int, std::vector<int>>> local_calls;  // call index -> callee functions
@@ -176,6 +173,11 @@ void SemanticModel::analyse_loops() {
       int f = mark(calls_[ci].region, direct);
       if (f >= 0) work.push_back(f);
     }
+  }
+  // branch guards after the call graph and the loops: a test of a parameter
+  // is what its callers pass (parameter_guard)
+  for (Region& r : regions_) {
+    if (r.kind == Region::Kind::Branch) r.guard = classify_condition(r.condition, r.negated);
   }
   // a Lightning training_step is the body of the Trainer's step loop
   for (std::size_t f = 0; f < functions_.size(); ++f)

@@ -80,8 +80,8 @@ RankSet SemanticModel::rank_set_rec(TSNode c, bool neg, int depth) const {
   const Kinds& k = kinds();
   if (node_is_null(c) || depth > kMaxDepth) return unknown();
   TSSymbol s = node_symbol(c);
-  if (s == k.parenthesized_expression && ts_node_named_child_count(c) == 1)
-    return rank_set_rec(ts_node_named_child(c, 0), neg, depth + 1);
+  if (s == k.parenthesized_expression && !node_is_null(parenthesized_inner(c)))
+    return rank_set_rec(parenthesized_inner(c), neg, depth + 1);
   if (s == k.not_operator) return rank_set_rec(ts_node_named_child(c, 0), !neg, depth + 1);
   // a condition the guard classifier sees no rank in holds alike on every rank:
   // it is kept by its text, as a condition both of a pair of branches must share

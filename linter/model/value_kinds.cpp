@@ -39,8 +39,8 @@ bool SemanticModel::rank_rec(TSNode expr, int depth) const {
   if (node_is_null(expr) || depth > kMaxDepth) return false;
   const Kinds& k = kinds();
   TSSymbol s = node_symbol(expr);
-  if (s == k.parenthesized_expression && ts_node_named_child_count(expr) == 1)
-    return rank_rec(ts_node_named_child(expr, 0), depth + 1);
+  if (s == k.parenthesized_expression && !node_is_null(parenthesized_inner(expr)))
+    return rank_rec(parenthesized_inner(expr), depth + 1);
   std::string env = env_var_read(expr);
   if (!env.empty()) return env == "RANK" || env == "LOCAL_RANK" || env == "SLURM_PROCID" || env == "SLURM_LOCALID";
   if (s == k.call) {
@@ -79,8 +79,8 @@ bool SemanticModel::world_rec_uncached(TSNode expr, int depth) const {
   if (node_is_null(expr) || depth > kMaxDepth) return false;
   const Kinds& k = kinds();
   TSSymbol s = node_symbol(expr);
-  if (s == k.parenthesized_expression && ts_node_named_child_count(expr) == 1)
-    return world_rec(ts_node_named_child(expr, 0), depth + 1);
+  if (s == k.parenthesized_expression && !node_is_null(parenthesized_inner(expr)))
+    return world_rec(parenthesized_inner(expr), depth + 1);
   std::string env = env_var_read(expr);
   if (!env.empty()) return env == "WORLD_SIZE" || env == "SLURM_NTASKS" || env == "LOCAL_WORLD_SIZE";
   if (s == k.call) {
@@ -121,8 +121,8 @@ bool SemanticModel::divides_rec_uncached(TSNode expr, int depth, TSNode* divisio
   if (node_is_null(expr) || depth > kMaxDepth) return false;
   const Kinds& k = kinds();
   TSSymbol s = node_symbol(expr);
-  if (s == k.parenthesized_expression && ts_node_named_child_count(expr) == 1)
-    return divides_rec(ts_node_named_child(expr, 0), depth + 1, division);
+  if (s == k.parenthesized_expression && !node_is_null(parenthesized_inner(expr)))
+    return divides_rec(parenthesized_inner(expr), depth + 1, division);
   if (s == k.binary_operator || s == k.augmented_assignment) {
     std::string_view op = text(field(expr, k.f_operator));
     // the divisor is the world size, or a product with it as a factor: `total // (world_size * accum)`
@@ -130,8 +130,8 @@ bool SemanticModel::divides_rec_uncached(TSNode expr, int depth, TSNode* divisio
       for (int guard = 0; guard < 8 && !node_is_null(d); ++guard) {
         if (world_rec(d, 0)) return true;
         TSSymbol ds = node_symbol(d);
-        if (ds == k.parenthesized_expression && ts_node_named_child_count(d) == 1) {
-          d = ts_node_named_child(d, 0);
+        if (ds == k.parenthesized_expression && !node_is_null(parenthesized_inner(d))) {
+          d = parenthesized_inner(d);
         } else if (ds == k.binary_operator && text(field(d, k.f_operator)) == "*") {
           if (world_rec(field(d, k.f_right), 0)) return true;
           d = field(d, k.f_left);
@@ -182,8 +182,8 @@ bool SemanticModel::indexed_device_rec_uncached(TSNode expr, int depth) const {
   if (node_is_null(expr) || depth > kMaxDepth) return true;
   const Kinds& k = kinds();
   TSSymbol s = node_symbol(expr);
-  if (s == k.parenthesized_expression && ts_node_named_child_count(expr) == 1)
-    return indexed_device_rec(ts_node_named_child(expr, 0), depth + 1);
+  if (s == k.parenthesized_expression && !node_is_null(parenthesized_inner(expr)))
+    return indexed_device_rec(parenthesized_inner(expr), depth + 1);
   if (s == k.integer) return true;
   if (s == k.string) {
     for (TSNode c : children(expr)) {
@@ -357,8 +357,8 @@ bool SemanticModel::host_parameter_rec(TSNode expr, int depth, int& budget) cons
       expr = field(fn, k.f_object);
     } else if (s == k.attribute) {
       expr = field(expr, k.f_object);
-    } else if (s == k.parenthesized_expression && ts_node_named_child_count(expr) == 1) {
-      expr = ts_node_named_child(expr, 0);
+    } else if (s == k.parenthesized_expression && !node_is_null(parenthesized_inner(expr))) {
+      expr = parenthesized_inner(expr);
     } else {
       break;
     }
