@@ -86,6 +86,12 @@ struct Diagnostic {
   std::optional<Fix> fix;
   /// Places in other files the finding depends on, outermost first.
   std::vector<RelatedLocation> related;
+  /// This finding's severity where the rule decides it per finding (from what
+  /// the model knows: a path the launched configuration does not take is
+  /// info); empty: the rule's own (RuleInfo::severity).
+  std::optional<Severity> severity_override;
+  /// The severity this finding is reported at.
+  Severity severity() const { return severity_override ? *severity_override : rule->severity; }
 };
 
 /// Options of rules that have some, set in configuration files.
@@ -114,6 +120,13 @@ class RuleContext {
   /// Reports a finding over bytes [start, end).
   void report(std::uint32_t start, std::uint32_t end, std::string message, std::optional<Fix> fix = std::nullopt) {
     out_.push_back(Diagnostic{&rule_, start, end, std::move(message), std::move(fix)});
+  }
+  /// Reports a finding over bytes [start, end) at `severity` instead of the
+  /// rule's (the finding's own cost, decided from the model).
+  void report_at(Severity severity, std::uint32_t start, std::uint32_t end, std::string message,
+                 std::optional<Fix> fix = std::nullopt) {
+    out_.push_back(Diagnostic{&rule_, start, end, std::move(message), std::move(fix)});
+    if (severity != rule_.severity) out_.back().severity_override = severity;
   }
   const RuleInfo& rule() const { return rule_; }
 

@@ -18,7 +18,14 @@ struct RunPlan {
   enum Run : std::uint8_t { kOff, kOn, kIfCatalogMayFire };  // kIfCatalogMayFire: needs = "*" (DDP001)
   Prefilter prefilter;
   std::vector<Run> run;  // per rule, in order
+  RuleSelection selection;  // for the least severity reported (RuleSelection::reports)
 };
+
+// Drops the findings below the least severity reported: a rule that runs
+// (its own severity is high enough) may report some findings lower.
+void drop_below_severity(std::vector<Diagnostic>& found, const RuleSelection& selection) {
+  std::erase_if(found, [&](const Diagnostic& d) { return !selection.reports(d.severity()); });
+}
 
 const RunPlan& plan_for(std::span<const Rule> rules, const RuleSelection& selection) {
   struct Entry {
@@ -45,7 +52,7 @@ const RunPlan& plan_for(std::span<const Rule> rules, const RuleSelection& select
     if (!selection.enabled(r.info)) run.push_back(RunPlan::kOff);
     else run.push_back(r.info.needs == "*" ? RunPlan::kIfCatalogMayFire : RunPlan::kOn);
   }
-  cache.push_back(Entry{std::move(needs), selection, RunPlan{Prefilter(rules, selection), std::move(run)}});
+  cache.push_back(Entry{std::move(needs), selection, RunPlan{Prefilter(rules, selection), std::move(run), selection}});
   return cache.back().plan;
 }
 
@@ -132,6 +139,7 @@ LintResult lint_decoded(const SourceFile& source, const SyntaxTree& tree, std::s
     RuleContext ctx(rules[i].info, found, options);
     rules[i].check(model, ctx);
   }
+  drop_below_severity(found, plan.selection);
   const bool noqa_rules = checks_noqa(rules, run);
   if (found.empty() && !noqa_rules) return result;  // no `# noqa` to read, no line index to build
   Suppressions noqa = Suppressions::collect(model);
@@ -194,6 +202,7 @@ LintResult lint_launch(const SourceFile& source, const SyntaxTree& tree, std::sp
     RuleContext ctx(rules[i].info, found, options);
     rules[i].check_launch(model, ctx);
   }
+  drop_below_severity(found, plan.selection);
   const bool noqa_rules = checks_noqa(rules, plan.run);
   if (found.empty() && !noqa_rules) return result;
   Suppressions noqa = Suppressions::collect(model);

@@ -50,6 +50,8 @@ std::string fingerprint(const ProjectFacts* facts) {
   json forwarding = json::object();
   for (const auto& [name, args] : facts->forwarding_calls) forwarding[name] = json(std::vector<std::string>(args.begin(), args.end()));
   j["forwarding_calls"] = std::move(forwarding);
+  j["device_selecting_calls"] = json(std::vector<std::string>(facts->device_selecting_calls.begin(),
+                                                               facts->device_selecting_calls.end()));
   j["cuda"] = facts->cuda;
   json launched = json::array();
   for (const LaunchedScript& l : facts->launched)
@@ -104,6 +106,7 @@ std::string encode_lint_result(const LintResult& result) {
     out.number(d.start);
     out.number(d.end);
     out.text(d.message);
+    out.number(d.severity_override ? 1 + static_cast<std::uint64_t>(*d.severity_override) : 0);
     out.number(d.related.size());
     for (const RelatedLocation& r : d.related) {
       out.text(r.path);
@@ -144,6 +147,9 @@ std::optional<LintResult> decode_lint_result(std::string_view bytes, std::span<c
     d.start = offset();
     d.end = offset();
     d.message = in.text();
+    std::uint64_t severity = in.number();
+    if (severity > 1 + static_cast<std::uint64_t>(Severity::Info)) return std::nullopt;
+    if (severity > 0) d.severity_override = static_cast<Severity>(severity - 1);
     for (std::uint64_t k = in.count(3 * 8); k > 0 && !in.failed(); --k) {
       RelatedLocation rel;
       rel.path = in.text();

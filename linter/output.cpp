@@ -114,7 +114,7 @@ std::string finding_line(const SourceFile& file, const Diagnostic& d, bool color
   const char* cyan = color ? "\x1b[36m" : "";
   const char* sev = "";
   if (color)
-    sev = d.rule->severity == Severity::Error ? "\x1b[1;31m" : d.rule->severity == Severity::Warning ? "\x1b[1;33m" : "\x1b[1;34m";
+    sev = d.severity() == Severity::Error ? "\x1b[1;31m" : d.severity() == Severity::Warning ? "\x1b[1;33m" : "\x1b[1;34m";
   std::uint32_t cell = 0;
   Position p = shown_position(file, d.start, cell);
   std::string out;
@@ -147,7 +147,7 @@ std::string finding_line(const SourceFile& file, const Diagnostic& d, bool color
   if (d.fix && (d.fix->applicability == Fix::Applicability::Safe || unsafe_fixes)) out += " [*]";
   out += " [";
   out += sev;
-  out += to_string(d.rule->severity);
+  out += to_string(d.severity());
   out += reset;
   out += "] ";
   out += message;
@@ -177,7 +177,7 @@ nlohmann::ordered_json to_json(const SourceFile& file, const Diagnostic& d) {
   nlohmann::ordered_json j;
   j["code"] = d.rule->code;
   j["name"] = d.rule->name;
-  j["severity"] = to_string(d.rule->severity);
+  j["severity"] = to_string(d.severity());
   j["message"] = d.message;
   j["short_message"] = short_message(d.message);
   j["filename"] = file.path();
@@ -373,7 +373,7 @@ std::string format_github(const SourceFile& file, const std::vector<Diagnostic>&
   std::string out;
   for (const Diagnostic& d : diagnostics) {
     Position a = file.lines().position(d.start), b = file.lines().position(d.end);
-    const char* command = d.rule->severity == Severity::Error ? "error" : d.rule->severity == Severity::Warning ? "warning" : "notice";
+    const char* command = d.severity() == Severity::Error ? "error" : d.severity() == Severity::Warning ? "warning" : "notice";
     if (file.notebook()) {
       // a notebook's rows are not the lines of its file: the annotation is on
       // the line of the file where the row is written, and the message says
@@ -436,7 +436,7 @@ nlohmann::ordered_json sarif_result(const SourceFile& file, const Diagnostic& d,
     nlohmann::ordered_json result = {
         {"ruleId", d.rule->code},
         {"ruleIndex", rule_index},
-        {"level", sarif_level(d.rule->severity)},
+        {"level", sarif_level(d.severity())},
         {"message", {{"text", d.message}}},
         {"locations", {{{"physicalLocation", std::move(location)}}}},
         {"partialFingerprints", {{"ddplintLineHash/v1", fingerprint}}},
@@ -451,7 +451,7 @@ nlohmann::ordered_json sarif_result(const SourceFile& file, const Diagnostic& d,
   nlohmann::ordered_json result = {
       {"ruleId", d.rule->code},
       {"ruleIndex", rule_index},
-      {"level", sarif_level(d.rule->severity)},
+      {"level", sarif_level(d.severity())},
       {"message", {{"text", d.message}}},
       {"locations",
        {{{"physicalLocation",

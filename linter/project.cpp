@@ -6,6 +6,7 @@
 #include <string_view>
 #include <system_error>
 #include <unordered_map>
+#include <unordered_set>
 
 #include <climits>
 #include <optional>
@@ -382,9 +383,16 @@ FileSummary summarize(const SemanticModel& model, const std::function<bool(std::
     else if (c.method == "forward" && !node_is_null(c.receiver) && node_symbol(c.receiver) == k.identifier)
       called_as_model[f].insert(std::string(model.text(c.receiver)));
   }
+  // the top-level functions that select a GPU for the process (by function index)
+  std::unordered_set<int> selects_device;
+  for (const CallSite& c : model.calls()) {
+    int f = model.top_level_function_of(c.node);
+    if (f >= 0 && model.selects_process_gpu(c)) selects_device.insert(f);
+  }
   for (std::size_t f = 0; f < model.functions().size(); ++f) {
     if (!model.is_top_level_function(static_cast<int>(f))) continue;
     FileSummary::Function fn{std::string(model.functions()[f].name), model.function_trains(static_cast<int>(f)), {}, {}, {}};
+    fn.selects_device = selects_device.contains(static_cast<int>(f));
     auto called = called_as_model.find(static_cast<int>(f));
     for (const auto& [p, default_value] : model.parameters_of(static_cast<int>(f))) {
       fn.parameters.emplace_back(p);
@@ -473,6 +481,7 @@ FileSummary summarize(const SemanticModel& model, const std::function<bool(std::
     }
   }
   for (const auto& [local, target] : model.imports().entries()) s.imports.emplace_back(local, target);
+  for (std::string_view module : model.star_imports()) s.imports.emplace_back("*", module);
   return s;
 }
 
@@ -592,6 +601,16 @@ class Solver {
       if (f.name == name) return {file, name};
     for (const auto& [local, target] : m.summary.imports)
       if (local == name && target != canonical) return function_of(static_cast<std::size_t>(file), target, depth + 1);
+    // `from .dist import *` in a package's `__init__.py`: the name may come from any of them
+    for (const auto& [local, target] : m.summary.imports) {
+      if (local != "*") continue;
+      std::string through = target;
+      if (through.empty() || through.back() != '.') through += '.';
+      through += name;
+      if (through == canonical) continue;
+      auto found = function_of(static_cast<std::size_t>(file), through, depth + 1);
+      if (found.first >= 0) return found;
+    }
     return {-1, {}};
   }
 
@@ -636,6 +655,7 @@ class Solver {
         if (f == nullptr) continue;
         ProjectFacts& callee = out[static_cast<std::size_t>(b)];
         if (f->trains != ProjectFacts::Trains::None) out[a].callees.emplace(call.canonical, f->trains);
+        if (f->selects_device) out[a].device_selecting_calls.insert(call.canonical);
         for (std::size_t i = 0; i < f->parameters.size() && i < f->forwarded.size(); ++i) {
           if (!f->forwarded[i]) continue;
           auto& forwarded = out[a].forwarding_calls[call.canonical];
@@ -726,6 +746,7 @@ std::string encode_summary(const FileSummary* s) {
       out.flag(f.host_default[i]);
       out.flag(f.forwarded[i]);
     }
+    out.flag(f.selects_device);
   }
   out.number(s->calls.size());
   for (const FileSummary::Call& c : s->calls) {
@@ -776,6 +797,7 @@ std::optional<std::optional<FileSummary>> decode_summary(std::string_view bytes)
       f.host_default.push_back(in.flag());
       f.forwarded.push_back(in.flag());
     }
+    f.selects_device = in.flag();
     s.functions.push_back(std::move(f));
   }
   for (std::uint64_t n = in.count(8 * 8); n > 0 && !in.failed(); --n) {

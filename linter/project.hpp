@@ -38,6 +38,9 @@ struct FileSummary {
     /// Per parameter: the function calls it as a model (`p(x)`, `p.forward(x)`),
     /// anywhere in its body: given a DDP model, it runs that model's forward.
     std::vector<bool> forwarded;
+    /// The function selects a GPU for the process, itself or through a callee
+    /// (SemanticModel::selects_process_gpu on a call of its body).
+    bool selects_device = false;
   };
   /// Calls whose callee has a canonical name (through the file's imports):
   /// one entry per name, at its first call; the flags ORed over its calls.
@@ -75,7 +78,8 @@ struct FileSummary {
   };
   std::vector<Function> functions;
   std::vector<Call> calls;
-  /// The file's imports (local name -> target), for names other modules import from it.
+  /// The file's imports (local name -> target), for names other modules import from it;
+  /// `from MODULE import *` as ("*", MODULE).
   std::vector<std::pair<std::string, std::string>> imports;
   bool cuda = false;  ///< SemanticModel::uses_cuda(), project facts included
 };

@@ -148,6 +148,11 @@ struct ProjectFacts {
   /// by the call's canonical name: the arguments they forward as a model
   /// (`#0`, `#1` by position, and the parameters' names for keywords).
   std::map<std::string, std::set<std::string, std::less<>>, std::less<>> forwarding_calls;
+  /// This file's calls of other files' top-level functions that select a GPU
+  /// for the process (SemanticModel::selects_process_gpu: `torch.cuda.set_device(local_rank)`
+  /// in their body or in a callee's, as `init_distributed_mode(args)` does),
+  /// by the call's canonical name.
+  std::set<std::string, std::less<>> device_selecting_calls;
   /// A file that moves work to CUDA calls into this one (transitively).
   bool cuda = false;
   /// For a launch script: the project's Python scripts it starts, one entry
@@ -168,7 +173,8 @@ struct ProjectFacts {
 
   bool empty() const {
     return callees.empty() && step_entries.empty() && loop_entries.empty() && host_parameters.empty() &&
-           ddp_parameters.empty() && logged_calls.empty() && result_uses.empty() && forwarding_calls.empty() && !cuda &&
+           ddp_parameters.empty() && logged_calls.empty() && result_uses.empty() && forwarding_calls.empty() &&
+           device_selecting_calls.empty() && !cuda &&
            launched.empty() && launched_by.empty();
   }
   bool operator==(const ProjectFacts&) const = default;

@@ -45,6 +45,10 @@ class RuleSelection {
     return (!min_severity_ || rule.severity <= *min_severity_) && enabled(rule.code, rule.opt_in);
   }
 
+  /// True if a finding of severity `s` is reported: a rule may report some
+  /// findings below its own severity (Diagnostic::severity_override).
+  bool reports(Severity s) const { return !min_severity_ || s <= *min_severity_; }
+
   /// Only rules of `least` severity or higher run (`--min-severity warning`:
   /// errors and warnings; Severity orders error < warning < info).
   RuleSelection& require_severity(Severity least) {

@@ -259,6 +259,13 @@ struct ValueUse {
   const ProjectCaller* caller = nullptr;
 };
 
+/// What a loaded checkpoint (`torch.load(...)`) restores (SemanticModel::loaded_state).
+enum class LoadedState : std::uint8_t {
+  Unknown,      ///< not seen restoring state: features, arguments, a cache, or a flow ddplint does not follow
+  DeviceState,  ///< restored by `load_state_dict` into a model, an optimizer or another holder of tensors
+  HostState,    ///< restored only into holders of Python numbers: LR schedulers, GradScalers, samplers
+};
+
 /// A training framework whose calls mean something in DDP terms
 /// (linter/model/frameworks.cpp).
 enum class Framework : std::uint8_t {
@@ -393,6 +400,14 @@ class SemanticModel {
   /// What the value of expression `node` (a call's result) goes on to feed,
   /// as value_use follows it.
   ValueUse result_use(TSNode node) const;
+  /// What the result of the load call `load` restores: its value, a
+  /// subscript or `.get()` of it, or a name bound to one of those in the same
+  /// function after the load (two hops at most), passed to
+  /// `x.load_state_dict(...)`. DeviceState when some `x` may hold tensors (a
+  /// model, an optimizer: their saved state is on the device they trained on);
+  /// HostState when every `x` is an LR scheduler, a GradScaler or a sampler
+  /// (by its constructor, else its name); Unknown when nothing restores it.
+  LoadedState loaded_state(const CallSite& load) const;
   /// True when `word` occurs in the code itself: in a name, an attribute, a
   /// string used as a value (`os.environ["CUDA_VISIBLE_DEVICES"]`), anything
   /// but a comment or a docstring (a string standing alone as a statement).
@@ -420,6 +435,9 @@ class SemanticModel {
   }
   /// The file's imports: local name -> imported module or object.
   const AliasTable& imports() const { return aliases_; }
+  /// The modules of the file's `from MODULE import *` statements, as written
+  /// (relative ones with their dots), in document order.
+  std::span<const std::string_view> star_imports() const { return star_imports_; }
   /// Dotted path of a plain name or attribute chain (`args.batch_size`), or empty.
   std::string path_of(TSNode expr) const;
   /// path_of(expr) as a view: into the text when the chain is written plainly
@@ -523,6 +541,12 @@ class SemanticModel {
   GuardMask classify_condition(TSNode condition, bool negated) const;
   /// Guards of every enclosing branch of `node` within its function, ORed.
   GuardMask enclosing_guards(TSNode node) const;
+  /// True when `node` is an option the configuration does not choose, within
+  /// its expression: the value of a dictionary literal indexed by a known key
+  /// that is another (`{"bf16": a, "fp16": b}[args.precision]` with
+  /// --precision "bf16" by default and in every launch), or the arm of a
+  /// conditional expression whose test is off by default (kGuardOffByDefault).
+  bool unselected_option(TSNode node) const;
   /// The ranks on which `condition` holds (its else branch when `negated`),
   /// decided by the set of ranks each comparison holds on, not by its
   /// spelling: `rank != 0`, `rank > 0`, `rank not in (-1, 0)` and `not
@@ -560,6 +584,13 @@ class SemanticModel {
   /// `"cuda:1"`, `torch.device("cuda", i)`, `f"cuda:{rank}"`), or is unknown
   /// (a parameter, an attribute set elsewhere): the model cannot rule out that it does.
   bool may_be_indexed_device(TSNode expr) const;
+  /// True if call `c` selects a GPU for this process by something other than a
+  /// constant index: `torch.cuda.set_device(x)` or `torch.cuda.device(x)`,
+  /// `init_process_group(..., device_id=...)`, `deepspeed.initialize(...)`
+  /// (DeepSpeedEngine._set_distributed_vars sets the device from the local
+  /// rank), or a call of another file's function that does one of these in
+  /// its body or a callee's (ProjectFacts::device_selecting_calls).
+  bool selects_process_gpu(const CallSite& c) const;
 
   /// The expression of every decorator (`torch.no_grad()` in `@torch.no_grad()`,
   /// `custom_bwd` in `@custom_bwd`), in document order.
@@ -779,6 +810,7 @@ class SemanticModel {
   friend struct FlowAccess;
   // local name -> dotted module path (views into the text or the arena)
   AliasTable aliases_{arena_.get()};
+  std::vector<std::string_view> star_imports_;
   std::pmr::vector<FunctionInfo> functions_{arena_.get()};
   std::pmr::unordered_map<std::string_view, std::pmr::vector<int>> functions_by_name_{arena_.get()};
   std::pmr::vector<TSNode> comments_{arena_.get()};

@@ -598,7 +598,7 @@ json Server::range_of(const Document& doc, std::uint32_t start, std::uint32_t en
 
 json Server::to_lsp(const Document& doc, const Diagnostic& d) const {
   json out = {{"range", range_of(doc, d.start, d.end)},
-              {"severity", lsp_severity(d.rule->severity)},
+              {"severity", lsp_severity(d.severity())},
               {"code", d.rule->code},
               {"source", "ddplint"},
               {"message", d.message}};

@@ -12,6 +12,10 @@ void check(const SemanticModel& model, RuleContext& ctx) {
     // torch.load(f, map_location=None, ...)
     if (!node_is_null(model.argument(*call, "map_location", 1))) continue;  // any value
     if (model.has_unpacked_arguments(*call)) continue;
+    // Only a checkpoint restored into a holder of tensors (a model, an optimizer)
+    // is known to hold tensors saved from a GPU. Features saved with .cpu(), an
+    // argparse Namespace, a scheduler's numbers: nothing returns to cuda:0.
+    if (model.loaded_state(*call) != LoadedState::DeviceState) continue;
     // `if rank in [-1, 0]: torch.load(p)`: only the main process loads, onto its own GPU
     if (model.enclosing_guards(call->node) & kGuardMainProcess) continue;
     // `if args.gpu is None: torch.load(p) else: torch.load(p, map_location=loc)`:
@@ -29,9 +33,9 @@ void check(const SemanticModel& model, RuleContext& ctx) {
     if (mapped_other_arm) continue;
     auto [start, end] = first_line_range(model, call->node);
     ctx.report(start, end,
-               "torch.load without map_location in a distributed CUDA script: tensors return to the device "
-               "they were saved from (usually cuda:0), so every rank allocates on GPU 0; pass "
-               "map_location=\"cpu\" or this rank's device");
+               "torch.load without map_location of a checkpoint that load_state_dict restores, in a distributed "
+               "CUDA script: its tensors return to the device they were saved from (usually cuda:0), so every "
+               "rank allocates on GPU 0; pass map_location=\"cpu\" or this rank's device");
   }
 }
 }  // namespace

@@ -133,6 +133,15 @@ void check(const SemanticModel& model, RuleContext& ctx) {
     if (!trains_in_scope(model, call.node) && !model.runs_every_step(call.node, kRareGuards)) continue;
     if (!scaler_checked) scaler = has_grad_scaler(model), scaler_checked = true;
     if (scaler) return;
+    // A float16 path the launched configuration does not take (`--precision`
+    // defaults to bf16): a certain gap in an option, whose cost depends on the run.
+    if ((model.enclosing_guards(call.node) & kGuardOffByDefault) || model.unselected_option(call.node)) {
+      ctx.report_at(Severity::Info, node_start_byte(call.callee), node_end_byte(call.callee),
+                    "float16 autocast with no GradScaler on a path the configuration does not take by default: "
+                    "a run that chooses it underflows small gradients to zero; scale the loss with "
+                    "torch.amp.GradScaler(\"cuda\") there, or offer bfloat16 only");
+      continue;
+    }
     ctx.report(node_start_byte(call.callee), node_end_byte(call.callee),
                "float16 autocast in a training loop with no GradScaler: small gradients underflow to zero in "
                "float16; scale the loss with torch.amp.GradScaler(\"cuda\"), or use dtype=torch.bfloat16");

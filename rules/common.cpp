@@ -484,6 +484,10 @@ Pins collect_pins(const SemanticModel& model) {
   // (DeepSpeedEngine._set_distributed_vars: get_accelerator().set_device(local_rank))
   CallRange deepspeed = model.calls_to("deepspeed.initialize");
   if (!deepspeed.empty()) pins.add(model, (*deepspeed.begin())->node);
+  // a function of another file that selects the device (`init_distributed_mode(args)`)
+  if (!model.project().device_selecting_calls.empty())
+    for (const CallSite& c : model.calls())
+      if (model.project().device_selecting_calls.contains(c.canonical)) pins.add(model, c.node);
   return pins;
 }
 

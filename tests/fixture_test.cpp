@@ -3,7 +3,10 @@
 // is linted; each finding must be marked on the line where it starts with
 // `# expect: CODE[, CODE...]` (in a notebook, on the cell's line: the marks
 // are read from its virtual source), and each mark must be found. Marks
-// count: two findings of one rule on one line need the code marked twice. A first-line
+// count: two findings of one rule on one line need the code marked twice. A
+// finding reported at a severity other than its rule's (a per-finding severity,
+// Diagnostic::severity_override) is marked with it: `# expect: DDP503@info`;
+// an unmarked one must be at the rule's severity. A first-line
 // directive `# fixture-select: CODES` restricts the rules run on that file.
 // Opt-in rules (RuleInfo::opt_in) run on the files that name them: those of
 // their own folder (fixtures/DDP603/) and those with a mark of their code, so
@@ -88,12 +91,17 @@ std::string check_file(const fs::path& path) {
   if (!read) return "cannot read: " + error;
   std::string text(read->text());  // the marks: a notebook's on its cells' lines
   std::map<Finding, int> expected;  // each mark, with how many times it is written
+  std::map<Finding, std::string> marked_severity;  // `CODE@info`: the severity it is reported at
   std::vector<std::string> select;
   std::istringstream in(text);
   std::string line;
   for (std::uint32_t row = 1; std::getline(in, line); ++row) {
     if (row <= 3 && line.find("# fixture-select:") != std::string::npos) select = codes_after(line, "# fixture-select:");
-    for (auto& code : codes_after(line, "# expect:")) ++expected[Finding{row, code}];
+    for (auto& mark : codes_after(line, "# expect:")) {
+      std::string code = mark.substr(0, mark.find('@'));
+      if (code.size() < mark.size()) marked_severity[Finding{row, code}] = mark.substr(code.size() + 1);
+      ++expected[Finding{row, code}];
+    }
   }
   std::vector<std::string> named;  // the codes this file is about: its folder's and its marks'
   named.push_back(path.parent_path().filename().string());
@@ -109,12 +117,17 @@ std::string check_file(const fs::path& path) {
   if (!result.error.empty()) return "not linted: " + result.error;
   std::map<Finding, int> actual;
   std::map<Finding, std::string> messages;
+  std::ostringstream diff;
   for (const Diagnostic& d : result.diagnostics) {
     Finding f{source.lines().position(d.start).row, std::string(d.rule->code)};
     ++actual[f];
     messages[f] = d.message;
+    std::string want = marked_severity.contains(f) ? marked_severity.at(f) : std::string(to_string(d.rule->severity));
+    std::string got(to_string(d.severity()));
+    if (expected.contains(f) && got != want)
+      diff << "  " << path.string() << ":" << f.first << ": " << f.second << " reported at " << got << ", marked "
+           << want << "\n";
   }
-  std::ostringstream diff;
   for (const auto& [f, n] : expected) {
     int got = actual.contains(f) ? actual.at(f) : 0;
     if (got < n) diff << "  " << path.string() << ":" << f.first << ": missing " << f.second << (got > 0 ? " (found " + std::to_string(got) + " of " + std::to_string(n) + ")" : "") << "\n";

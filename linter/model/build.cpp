@@ -274,6 +274,10 @@ class ModelBuilder {
     for (TSNode child : children(stmt)) {
       if (from && node_eq(child, mod)) continue;
       TSSymbol s = node_symbol(child);
+      if (from && s == k_.wildcard_import) {
+        m_.star_imports_.push_back(kept(module));
+        continue;
+      }
       std::string_view target, local;
       if (s == k_.dotted_name) {
         std::string_view name = node_text(child, text);

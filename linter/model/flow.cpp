@@ -271,4 +271,86 @@ ValueUse SemanticModel::value_use(std::string_view name, int region, std::uint32
   return st.result;
 }
 
+namespace {
+// `ckpt`, `ckpt["model"]`, `ckpt.get("model")`, `(ckpt)`: the expression whose
+// value `e` reads a part of.
+TSNode state_base(const SemanticModel& m, TSNode e) {
+  const Kinds& k = kinds();
+  for (int i = 0; i < 8 && !node_is_null(e); ++i) {
+    TSSymbol s = node_symbol(e);
+    if (s == k.subscript) {
+      e = field(e, k.f_value);
+    } else if (s == k.parenthesized_expression) {
+      TSNode inner = parenthesized_inner(e);
+      if (node_is_null(inner)) return e;
+      e = inner;
+    } else if (s == k.call) {
+      const CallSite* c = m.call_at(e);
+      if (c == nullptr || node_is_null(c->receiver) || (c->method != "get" && c->method != "pop")) return e;
+      e = c->receiver;
+    } else {
+      return e;
+    }
+  }
+  return e;
+}
+
+// A holder whose state_dict() is Python numbers, not tensors: an LR scheduler
+// (torch.optim.lr_scheduler, transformers' get_*_schedule*), a GradScaler
+// (its state_dict() holds the scale as a float), a sampler.
+bool host_state_holder(const SemanticModel& m, TSNode receiver) {
+  TSNode bound = m.single_assignment(receiver);
+  if (!node_is_null(bound) && node_symbol(bound) == kinds().call) {
+    if (const CallSite* made = m.call_at(bound)) {
+      std::string_view c = made->canonical;
+      if (contains(c, "lr_scheduler") || contains(c, "GradScaler") || contains(c, "Sampler")) return true;
+      std::string method = lower(made->method);
+      if (contains(method, "schedule") || contains(method, "scaler") || contains(method, "sampler")) return true;
+    }
+  }
+  std::string name = lower(m.last_name(receiver));
+  return contains(name, "sched") || contains(name, "scaler") || contains(name, "sampler");
+}
+}  // namespace
+
+LoadedState SemanticModel::loaded_state(const CallSite& load) const {
+  const Kinds& k = kinds();
+  const int scope = regions_[static_cast<std::size_t>(load.region)].scope;
+  // the names that hold the loaded value or a part of it, in the load's function
+  std::vector<std::string_view> holders;
+  TSNode target = assigned_to(load.node);
+  if (!node_is_null(target) && node_symbol(target) == k.identifier) holders.push_back(text(target));
+  for (int hop = 0; hop < 2 && !holders.empty(); ++hop) {
+    for (const Binding& b : bindings_) {
+      if (b.kind != Binding::Kind::Assign || b.scope != scope || node_is_null(b.value) ||
+          node_symbol(b.target) != k.identifier || node_start_byte(b.value) < node_end_byte(load.node))
+        continue;
+      TSNode base = state_base(*this, b.value);
+      if (node_is_null(base) || node_symbol(base) != k.identifier) continue;
+      std::string_view from = text(base), to = text(b.target);
+      if (std::find(holders.begin(), holders.end(), from) != holders.end() &&
+          std::find(holders.begin(), holders.end(), to) == holders.end())
+        holders.push_back(to);
+    }
+  }
+  bool device = false, host = false;
+  for (const CallSite* c : calls_named("load_state_dict")) {
+    if (node_is_null(c->receiver)) continue;
+    TSNode arg = argument(*c, "state_dict", 0);
+    if (node_is_null(arg)) continue;
+    TSNode base = state_base(*this, arg);
+    if (node_is_null(base)) continue;
+    bool restores = node_eq(base, load.node);
+    if (!restores && node_symbol(base) == k.identifier && node_start_byte(c->node) > node_end_byte(load.node) &&
+        regions_[static_cast<std::size_t>(c->region)].scope == scope) {
+      std::string_view name = text(base);
+      restores = std::find(holders.begin(), holders.end(), name) != holders.end();
+    }
+    if (!restores) continue;
+    (host_state_holder(*this, c->receiver) ? host : device) = true;
+  }
+  if (device) return LoadedState::DeviceState;
+  return host ? LoadedState::HostState : LoadedState::Unknown;
+}
+
 }  // namespace ddplint

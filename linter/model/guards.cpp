@@ -134,6 +134,39 @@ GuardMask SemanticModel::classify_rec(TSNode c, bool neg, int depth) const {
       Value v = value_of(other);
       if (v.kind == Value::Kind::Int && v.i == 1 && ((op == "==" && !neg) || (op == "<=" && !neg))) return kNeutral;
     }
+    // a configuration choice the launched configuration does not make:
+    // `if args.precision == "fp16":` where --precision defaults to "bf16" (and
+    // no launch script gives another), `if mode in ("debug", "profile"):`
+    // with `mode = "train"`. Strings only: a rank or a step is never a constant.
+    if (eq || ne) {
+      for (int side = 0; side < 2; ++side) {
+        TSNode config = operands[side], choice = operands[1 - side];
+        Value cv = value_of(config);
+        if (cv.kind != Value::Kind::Str || node_symbol(config) == k.string) continue;
+        bool member = false, known = true;
+        if (op == "in" || op == "not in") {
+          if (side != 0) continue;  // `"fp16" in args.precision`: a substring test
+          TSSymbol cs = node_symbol(choice);
+          if (cs != k.tuple && cs != k.list) continue;
+          int n = 0;
+          for (TSNode element : children(choice)) {
+            Value e = value_of(element);
+            if (e.kind != Value::Kind::Str) known = false;
+            else if (e.s == cv.s) member = true;
+            ++n;
+          }
+          if (n == 0) known = false;
+        } else {
+          Value lv = value_of(choice);
+          if (lv.kind != Value::Kind::Str) known = false;
+          else member = lv.s == cv.s;
+        }
+        if (!known) break;
+        bool holds = member == eq;
+        if (neg) holds = !holds;
+        return holds ? GuardMask{0} : static_cast<GuardMask>(kGuardOffByDefault);
+      }
+    }
     // one iteration: `if batch_idx == 0:`, `if i == 3:` on a counter of the loop
     // around it (a loop target) or the batch index a Lightning hook is given
     if (positive && op == "==") {
@@ -384,6 +417,34 @@ GuardMask SemanticModel::enclosing_guards(TSNode node) const {
     if (reg.kind == Region::Kind::Branch) g |= reg.guard;
   }
   return g;
+}
+
+bool SemanticModel::unselected_option(TSNode node) const {
+  const Kinds& k = kinds();
+  TSNode child = node;
+  for (TSNode p = ts_node_parent(node); !node_is_null(p); child = p, p = ts_node_parent(p)) {
+    TSSymbol s = node_symbol(p);
+    if (s == k.block || s == k.module || s == k.expression_statement || s == k.lambda) return false;
+    if (s == k.pair && node_eq(field(p, k.f_value), child)) {
+      // `{"bf16": autocast(torch.bfloat16), "fp16": autocast(torch.float16)}[args.precision]`
+      TSNode dict = ts_node_parent(p);
+      TSNode sub = node_is_null(dict) ? TSNode{} : ts_node_parent(dict);
+      if (node_symbol(dict) != k.dictionary || node_is_null(sub) || node_symbol(sub) != k.subscript ||
+          !node_eq(field(sub, k.f_value), dict))
+        continue;
+      Value key = value_of(ts_node_named_child(p, 0));
+      Value chosen = value_of(field(sub, k.f_subscript));
+      if (key.kind == Value::Kind::Str && chosen.kind == Value::Kind::Str && key.s != chosen.s) return true;
+      if (key.kind == Value::Kind::Int && chosen.kind == Value::Kind::Int && key.i != chosen.i) return true;
+    } else if (s == k.conditional_expression && ts_node_named_child_count(p) == 3) {
+      // `autocast(torch.float16) if args.precision == "fp16" else nullcontext()`
+      TSNode condition = ts_node_named_child(p, 1);
+      if (node_eq(condition, child)) continue;
+      bool taken_when_true = node_eq(ts_node_named_child(p, 0), child);
+      if (classify_condition(condition, !taken_when_true) & kGuardOffByDefault) return true;
+    }
+  }
+  return false;
 }
 
 }  // namespace ddplint

@@ -173,6 +173,19 @@ bool SemanticModel::divides_rec_uncached(TSNode expr, int depth, TSNode* divisio
 
 bool SemanticModel::may_be_indexed_device(TSNode expr) const { return indexed_device_rec(expr, 0); }
 
+bool SemanticModel::selects_process_gpu(const CallSite& c) const {
+  std::string_view name = c.canonical;
+  if (name.empty()) return false;
+  if (name == "torch.cuda.set_device" || name == "torch.cuda.device") {
+    TSNode device = argument(c, "device", 0);
+    if (node_is_null(device)) return has_unpacked_arguments(c);
+    return value_of(device).kind != Value::Kind::Int;  // set_device(0) pins every rank to GPU 0
+  }
+  if (name == "torch.distributed.init_process_group") return !node_is_null(argument(c, "device_id"));
+  if (name == "deepspeed.initialize") return true;
+  return project().device_selecting_calls.contains(name);
+}
+
 bool SemanticModel::indexed_device_rec(TSNode expr, int depth) const {
   if (node_is_null(expr)) return true;
   return memoized(3, expr, [&] { return indexed_device_rec_uncached(expr, depth); });
