@@ -48,7 +48,7 @@ def build_loaders(args, num_gpus):
     train_loader = DataLoader(train_set, batch_size=args.batch_size, shuffle=True,  # expect: DDP601
                               num_workers=args.workers, pin_memory=True,
                               persistent_workers=True, drop_last=True)
-    val_loader = DataLoader(val_set, batch_size=args.eval_batch_size * num_gpus, shuffle=False,  # expect: DDP102
+    val_loader = DataLoader(val_set, batch_size=args.eval_batch_size * num_gpus, shuffle=False,
                             num_workers=4, persistent_workers=True)
     return train_loader, val_loader, len(train_set.classes)
 

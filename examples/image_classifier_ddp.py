@@ -217,7 +217,7 @@ def main():
         drop_last=True,
         persistent_workers=True,
     )
-    val_loader = DataLoader(  # expect: DDP103, DDP102
+    val_loader = DataLoader(  # expect: DDP103
         val_set,
         batch_size=args.batch_size * 2,
         sampler=val_sampler,

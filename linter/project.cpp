@@ -32,10 +32,14 @@ constexpr GuardMask kAnyGuard = kGuardPeriodic | kGuardFinalStep | kGuardMainPro
 
 bool is_project_marker_folder(const fs::path& dir) {
   std::error_code ec;
-  for (const char* marker : {"pyproject.toml", "setup.py", "setup.cfg", ".git"}) {
+  for (const char* marker : {"pyproject.toml", ".git"}) {
     if (fs::exists(dir / marker, ec)) return true;
   }
-  return false;
+  // a `setup.py` inside a package (beside its `__init__.py`) is one of its
+  // modules (`pkg/apps/setup.py` defining `setup_dist_env`), not a
+  // distribution's build script
+  if (fs::exists(dir / "__init__.py", ec)) return false;
+  return fs::exists(dir / "setup.py", ec) || fs::exists(dir / "setup.cfg", ec);
 }
 
 std::vector<std::string> split_dots(std::string_view name) {

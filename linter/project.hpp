@@ -90,7 +90,8 @@ struct FileSummary {
 FileSummary summarize(const SemanticModel& model, const std::function<bool(std::string_view)>& project_call = {});
 
 /// The project of `file`: the nearest folder at or above the file's folder
-/// holding `pyproject.toml`, `setup.py`, `setup.cfg` or `.git`, else the
+/// holding `pyproject.toml` or `.git`, or `setup.py` or `setup.cfg` where it
+/// is no package (no `__init__.py`: a package's `setup.py` is a module), else the
 /// file's own folder, or the folder above its top package when that folder
 /// is a package (has `__init__.py`). Absolute and lexically normal.
 std::filesystem::path project_root(const std::filesystem::path& file);

@@ -547,6 +547,11 @@ class SemanticModel {
   /// --precision "bf16" by default and in every launch), or the arm of a
   /// conditional expression whose test is off by default (kGuardOffByDefault).
   bool unselected_option(TSNode node) const;
+  /// True when `node` runs only where CUDA is unavailable: in the `else` of a
+  /// test `torch.cuda.is_available()` (or a name bound once to it), in an
+  /// `elif` after one, or under `if not torch.cuda.is_available():`. A claim
+  /// about CUDA runs is not made there (the `gloo` group of a CPU or MPS fallback).
+  bool on_path_without_cuda(TSNode node) const;
   /// The ranks on which `condition` holds (its else branch when `negated`),
   /// decided by the set of ranks each comparison holds on, not by its
   /// spelling: `rank != 0`, `rank > 0`, `rank not in (-1, 0)` and `not

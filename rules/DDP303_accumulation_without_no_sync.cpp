@@ -3,6 +3,7 @@
 #include "linter/node_access.hpp"
 #include "rules/common.hpp"
 
+#include <array>
 #include <map>
 #include <set>
 #include <string>
@@ -27,7 +28,8 @@ int periodic_branch(const SemanticModel& model, TSNode node, int loop) {
 }
 
 // The script already skips the all-reduce on micro-steps some way, or may:
-// a `no_sync()` context (DDP's, or a framework's `no_backward_sync`), an
+// a `no_sync()` context (DDP's, or a framework's `no_backward_sync`, called
+// or bound to a name to be entered later), an
 // `accelerator.accumulate(...)`, an assignment to DDP's
 // `require_backward_grad_sync`, or a `with` over a callable of this project
 // given the DDP model (edm's `misc.ddp_sync(ddp, last_round)`, which enters
@@ -35,6 +37,32 @@ int periodic_branch(const SemanticModel& model, TSNode node, int loop) {
 // file. Code, not text: a comment naming no_sync changes nothing.
 // Returns where each such use is: the top-level function that holds it
 // (top_level_function_of), -1 at module level or in a method or nested function.
+// True when `expr` holds a test `isinstance(x, FullyShardedDataParallel)`.
+bool tests_fsdp(const SemanticModel& model, TSNode expr, int depth = 0) {
+  if (node_is_null(expr) || depth > 8) return false;
+  if (node_symbol(expr) == kinds().call) {
+    const CallSite* c = model.call_at(expr);
+    if (c != nullptr && node_symbol(c->callee) == kinds().identifier && model.text(c->callee) == "isinstance") {
+      TSNode cls = model.argument(*c, "", 1);
+      if (!node_is_null(cls) && model.canonical_name(cls).ends_with("FullyShardedDataParallel")) return true;
+    }
+  }
+  for (TSNode child : children(expr))
+    if (ts_node_is_named(child) && tests_fsdp(model, child, depth + 1)) return true;
+  return false;
+}
+
+// True when `node` runs only where the model is FSDP: in the branch of a test
+// `isinstance(model, FSDP)` (a no_sync chosen there is not DDP's).
+bool only_under_fsdp(const SemanticModel& model, TSNode node) {
+  for (int r = model.region_of(node); r > 0; r = model.regions()[r].parent) {
+    const Region& region = model.regions()[r];
+    if (region.kind == Region::Kind::Function) return false;
+    if (region.kind == Region::Kind::Branch && !region.negated && tests_fsdp(model, region.condition)) return true;
+  }
+  return false;
+}
+
 std::vector<int> selective_syncs(const SemanticModel& model, const std::vector<std::string>& ddp_paths) {
   const Kinds& k = kinds();
   std::vector<int> out;
@@ -54,6 +82,19 @@ std::vector<int> selective_syncs(const SemanticModel& model, const std::vector<s
         for (const std::string& p : ddp_paths)
           if (!path.empty() && path == p) out.push_back(model.top_level_function_of(region.node));
       }
+    }
+  }
+  // the context chosen into a name, entered later: `ctx = model.no_sync if
+  // not last else contextlib.nullcontext`, then `with ctx():`
+  for (const Binding& b : model.bindings()) {
+    if (node_is_null(b.value) || only_under_fsdp(model, b.target)) continue;
+    std::array<TSNode, 2> arms{b.value, TSNode{}};
+    if (node_symbol(b.value) == k.conditional_expression && ts_node_named_child_count(b.value) == 3)
+      arms = {ts_node_named_child(b.value, 0), ts_node_named_child(b.value, 2)};
+    for (TSNode arm : arms) {
+      if (node_is_null(arm) || node_symbol(arm) != k.attribute) continue;
+      std::string_view name = model.last_name(arm);
+      if (name == "no_sync" || name == "no_backward_sync") out.push_back(model.top_level_function_of(b.target));
     }
   }
   constexpr std::string_view kFlag = "require_backward_grad_sync";

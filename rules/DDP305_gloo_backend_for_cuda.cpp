@@ -60,9 +60,11 @@ int windows_test(const SemanticModel& model, TSNode expr, int depth = 0) {
   return 0;
 }
 
-// True when `node` runs only on Windows: in the branch of an `if` that a
-// Windows platform test takes (PyTorch ships no NCCL there).
+// True when `node` runs only on Windows (in the branch of an `if` that a
+// Windows platform test takes: PyTorch ships no NCCL there) or only where
+// CUDA is unavailable (SemanticModel::on_path_without_cuda).
 bool platform_branch(const SemanticModel& model, TSNode node) {
+  if (model.on_path_without_cuda(node)) return true;  // a CPU or MPS fallback
   for (int r = model.region_of(node); r > 0; r = model.regions()[r].parent) {
     const Region& region = model.regions()[r];
     if (region.kind != Region::Kind::Branch || node_is_null(region.condition)) continue;

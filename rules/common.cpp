@@ -373,8 +373,70 @@ bool within(TSNode outer, TSNode inner) {
 }
 }  // namespace
 
+namespace {
+// True when a name's words (split at `_`, `.`, `-`, digits and case changes)
+// name an evaluation split and none names training: `val_loader`,
+// `_test_dataloader`, `"validation"`; not `train_val`.
+bool names_evaluation_split(std::string_view name, bool& train) {
+  static constexpr std::array<std::string_view, 10> eval_words = {
+      "val", "valid", "validation", "eval", "evaluation", "test", "testing", "predict", "prediction", "inference"};
+  bool eval = false;
+  std::size_t i = 0;
+  while (i < name.size()) {
+    while (i < name.size() && !std::isalpha(static_cast<unsigned char>(name[i]))) ++i;
+    std::size_t j = i;
+    std::string word;
+    while (j < name.size() && std::isalpha(static_cast<unsigned char>(name[j]))) {
+      if (j > i && std::isupper(static_cast<unsigned char>(name[j])) && std::islower(static_cast<unsigned char>(name[j - 1])))
+        break;  // camelCase: `valLoader`
+      word += static_cast<char>(std::tolower(static_cast<unsigned char>(name[j])));
+      ++j;
+    }
+    if (word == "train" || word == "training") train = true;
+    if (std::find(eval_words.begin(), eval_words.end(), word) != eval_words.end()) eval = true;
+    i = j;
+  }
+  return eval;
+}
+
+// The words of the names and string keys in `expr` (`self.datasets["validation"]`).
+void split_words_of(const SemanticModel& model, TSNode expr, bool& eval, bool& train, int depth) {
+  if (node_is_null(expr) || depth > 6) return;
+  const Kinds& k = kinds();
+  TSSymbol s = node_symbol(expr);
+  if (s == k.identifier) {
+    eval |= names_evaluation_split(model.text(expr), train);
+    return;
+  }
+  if (s == k.string) {
+    Value v = model.value_of(expr);
+    if (v.kind == Value::Kind::Str) eval |= names_evaluation_split(v.s, train);
+    return;
+  }
+  if (s == k.call) return;  // what a call returns is not named by its arguments
+  for (TSNode child : children(expr))
+    if (ts_node_is_named(child)) split_words_of(model, child, eval, train, depth + 1);
+}
+}  // namespace
+
+bool loader_for_evaluation(const SemanticModel& model, const CallSite& call) {
+  bool eval = false, train = false;
+  split_words_of(model, model.argument(call, "dataset", 0), eval, train, 0);
+  TSNode target = model.assigned_to(call.node);
+  if (!node_is_null(target)) split_words_of(model, target, eval, train, 0);
+  // the function that builds it: `def _val_dataloader(self):`, `build_test_loader`
+  for (int r = call.region; r > 0; r = model.regions()[r].parent) {
+    if (model.regions()[r].kind != Region::Kind::Function) continue;
+    for (const FunctionInfo& f : model.functions())
+      if (f.region == r) eval |= names_evaluation_split(f.name, train);
+    break;
+  }
+  return eval && !train;
+}
+
 bool loader_feeds_no_training(const SemanticModel& model, const CallSite& call) {
   const Kinds& k = kinds();
+  if (loader_for_evaluation(model, call)) return true;
   TSNode target = model.assigned_to(call.node);
   if (node_is_null(target) || node_symbol(target) != k.identifier) return false;
   std::string_view name = model.text(target);
@@ -411,7 +473,10 @@ bool loader_feeds_no_training(const SemanticModel& model, const CallSite& call) 
       if (node_is_null(a.value) || node_symbol(a.value) != k.identifier || model.text(a.value) != name) continue;
       bool in_loop = std::any_of(iterables.begin(), iterables.end(), [&](TSNode it) { return within(it, c.node); });
       bool prepared = c.method == "prepare";
-      if (!in_loop && !prepared) return false;
+      // `len(loader)`: the number of batches, none of them loaded
+      bool counted = node_symbol(c.callee) == k.identifier && model.text(c.callee) == "len" &&
+                     model.bindings_of("len", c.region).empty();
+      if (!in_loop && !prepared && !counted) return false;
     }
   }
   return true;

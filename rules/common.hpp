@@ -140,10 +140,19 @@ bool evaluation_loader(const SemanticModel& model, const CallSite& call);
 /// (directly or through tqdm/enumerate-like wrappers), no such loop runs a
 /// backward or an optimizer step or sits in a training loop, and the name is
 /// used nowhere else but in those loops' iterables and in
-/// `name = accelerator.prepare(name)`. Example: the prompt loader a DreamBooth
-/// script iterates once to generate class images before training. Any other
-/// use (passed to a function, len(), stored) gives false.
+/// `name = accelerator.prepare(name)` or `len(name)`. Example: the prompt
+/// loader a DreamBooth script iterates once to generate class images before
+/// training. Any other use (passed to a function, stored) gives false.
+/// Also true for a loader_for_evaluation().
 bool loader_feeds_no_training(const SemanticModel& model, const CallSite& call);
+/// True when the DataLoader built by `call` is named for an evaluation split
+/// and nothing in its names says training: the dataset argument's names and
+/// string keys (`self.datasets["validation"]`), the name it is assigned to
+/// (`val_loader`) or the function that builds it (`_test_dataloader`), split
+/// into words: val, valid, validation, eval, evaluation, test, testing,
+/// predict, prediction, inference. (Lightning's own hooks are named
+/// val_dataloader, test_dataloader and predict_dataloader.)
+bool loader_for_evaluation(const SemanticModel& model, const CallSite& call);
 
 /// Precision an autocast call selects on CUDA: "fp16", "bf16", or empty when
 /// the call is not a CUDA autocast or its dtype cannot be resolved.

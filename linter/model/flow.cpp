@@ -109,12 +109,28 @@ static void follow_name(const SemanticModel& m, std::string_view name, int regio
   if (depth > kMaxFlowDepth) return st.computation({});
   int scope = m.regions()[region].scope;
   TSNode scope_node = m.regions()[scope].node;
-  // the reads of `name` in the scope after `after`, until it is bound again
+  // the reads of `name` in the scope after `after`, until it is certainly
+  // bound again: by a binding that runs whenever `after` did (in no branch,
+  // loop or handler that does not also hold `after`: the `else` that rebinds
+  // it on the other path kills nothing), after its right-hand side, which
+  // may read the old value (`x = x.flatten(0, 1)`)
+  auto certain = [&](const Binding* b) {
+    for (int r = m.region_of(b->target); r != scope && r > 0; r = m.regions()[r].parent) {
+      if (m.regions()[r].kind == Region::Kind::With) continue;
+      bool holds_after = false;
+      for (int a = region; a >= 0; a = m.regions()[a].parent)
+        if (a == r) holds_after = true;
+      if (!holds_after) return false;
+    }
+    return true;
+  };
   std::uint32_t until = node_end_byte(scope_node);
   for (const Binding* b : m.bindings_of(name, region)) {
     if (b->scope != scope || node_is_null(b->target)) continue;
     std::uint32_t at = node_start_byte(b->target);
-    if (at > after && at < until && b->kind != Binding::Kind::Augmented) until = at;
+    if (!node_is_null(b->value) && node_end_byte(b->value) > at) at = node_end_byte(b->value);
+    if (node_start_byte(b->target) > after && at < until && b->kind != Binding::Kind::Augmented && certain(b))
+      until = at;
   }
   TSNode root = m.regions()[0].node;
   for (const auto& o : FlowAccess::occurrences(m, name)) {

@@ -57,6 +57,10 @@ GuardMask SemanticModel::classify_rec(TSNode c, bool neg, int depth) const {
     // `step % log_every == 0 or last_batch`: either side rare makes a rare branch
     constexpr GuardMask rare = kGuardPeriodic | kGuardFinalStep | kGuardMainProcess;
     if ((a & rare) && (b & rare)) return static_cast<GuardMask>(((a | b) & rare) | (a & b));
+    // `stop_requested or step % save_every == 0` with the flag off by default:
+    // as configured, the other side decides
+    if (a == kGuardOffByDefault && b != 0) return b;
+    if (b == kGuardOffByDefault && a != 0) return a;
     return static_cast<GuardMask>(a & b);
   }
   if (s == k.comparison_operator) {
@@ -222,8 +226,9 @@ GuardMask SemanticModel::classify_rec(TSNode c, bool neg, int depth) const {
     TSNode bound = single_assignment(c);
     if (!node_is_null(bound)) {
       TSSymbol bs = node_symbol(bound);
+      // (or to a call: `log_now = self.should_log()`, a periodic predicate)
       if (bs == k.comparison_operator || bs == k.boolean_operator || bs == k.not_operator ||
-          bs == k.parenthesized_expression) {
+          bs == k.parenthesized_expression || bs == k.call) {
         GuardMask via = classify_rec(bound, neg, depth + 1);
         if (via != 0) return via;  // else the name may still say (`last_batch = i == n_batches`)
       }
@@ -443,6 +448,52 @@ bool SemanticModel::unselected_option(TSNode node) const {
       bool taken_when_true = node_eq(ts_node_named_child(p, 0), child);
       if (classify_condition(condition, !taken_when_true) & kGuardOffByDefault) return true;
     }
+  }
+  return false;
+}
+
+namespace {
+// +1: `expr` is true exactly when CUDA is available (`torch.cuda.is_available()`,
+// parenthesized, or a name bound once to it); -1: its negation; 0: anything else.
+int cuda_available_test(const SemanticModel& model, TSNode expr, int depth = 0) {
+  if (node_is_null(expr) || depth > 6) return 0;
+  const Kinds& k = kinds();
+  TSSymbol s = node_symbol(expr);
+  if (s == k.parenthesized_expression) return cuda_available_test(model, parenthesized_inner(expr), depth + 1);
+  if (s == k.not_operator) return -cuda_available_test(model, field(expr, k.f_argument), depth + 1);
+  if (s == k.identifier) {
+    TSNode bound = model.single_assignment(expr);
+    return node_is_null(bound) ? 0 : cuda_available_test(model, bound, depth + 1);
+  }
+  if (s == k.call) {
+    const CallSite* c = model.call_at(expr);
+    if (c != nullptr && c->canonical == "torch.cuda.is_available") return 1;
+  }
+  return 0;
+}
+}  // namespace
+
+bool SemanticModel::on_path_without_cuda(TSNode node) const {
+  const Kinds& k = kinds();
+  for (int r = region_of(node); r > 0; r = regions_[r].parent) {
+    const Region& region = regions_[r];
+    if (region.kind == Region::Kind::Function) return false;
+    if (region.kind != Region::Kind::Branch) continue;
+    TSSymbol s = node_symbol(region.node);
+    if (s == k.if_statement) {
+      if (cuda_available_test(*this, region.condition) < 0) return true;
+      continue;
+    }
+    // an elif or else: every test before it in its `if` statement was false
+    TSNode statement = ts_node_parent(region.node);
+    if (node_is_null(statement) || node_symbol(statement) != k.if_statement) continue;
+    if (cuda_available_test(*this, field(statement, k.f_condition)) > 0) return true;
+    for (TSNode clause : children(statement)) {
+      if (node_eq(clause, region.node)) break;
+      if (node_symbol(clause) == k.elif_clause && cuda_available_test(*this, field(clause, k.f_condition)) > 0)
+        return true;
+    }
+    if (s == k.elif_clause && cuda_available_test(*this, region.condition) < 0) return true;
   }
   return false;
 }
