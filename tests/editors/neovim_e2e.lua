@@ -75,7 +75,7 @@ end
 for k, _ in pairs(want) do fail("missing diagnostic " .. k) end
 note(#expected .. " diagnostics match the command line, ranges included")
 
--- 2. fix the eval loader's line by typing `pin_memory=True, ` into the buffer
+-- 2. fix the unlabeled loader's line by typing `pin_memory=True, ` into the buffer
 local function lines_with(code)
   local out = {}
   for _, d in ipairs(ddplint_diagnostics()) do
@@ -85,9 +85,9 @@ local function lines_with(code)
 end
 local target
 for i, l in ipairs(lines) do
-  if l:find("^eval_loader = DataLoader%(") then target = i - 1 end
+  if l:find("^unlabeled_loader = DataLoader%(") then target = i - 1 end
 end
-if not target or not lines_with("DDP102")[target] then fail("no DDP102 on the eval loader line") end
+if not target or not lines_with("DDP102")[target] then fail("no DDP102 on the unlabeled loader line") end
 local col = lines[target + 1]:find("batch_size") - 1
 vim.api.nvim_buf_set_text(bufnr, target, col, target, col, { "pin_memory=True, " })
 wait_until("the fixed line's diagnostic to clear", function() return not lines_with("DDP102")[target] end)
