@@ -66,7 +66,7 @@ bool feeds_finiteness_check(const SemanticModel& model, const CallSite& call) {
 
 void check(const SemanticModel& model, RuleContext& ctx) {
   if (!model.uses_cuda()) return;
-  std::unordered_set<const CallSite*> drained;
+  DrainedSyncs drained;
   ByteRanges lambdas;
   bool drained_known = false;
   std::optional<BlockingLoaderSteps> blocking;

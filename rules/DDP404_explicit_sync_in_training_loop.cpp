@@ -41,7 +41,7 @@ void check(const SemanticModel& model, RuleContext& ctx) {
   if (!model.uses_cuda()) return;
   std::unordered_set<int> timing;
   bool timing_known = false;
-  std::unordered_set<const CallSite*> drained;
+  DrainedSyncs drained;
   bool drained_known = false;
   for (std::string_view name : {"torch.cuda.synchronize", "torch.cuda.empty_cache"}) {
     for (const CallSite* call : model.calls_to(name)) {

@@ -3,6 +3,8 @@
 #include "linter/node_access.hpp"
 #include "rules/common.hpp"
 
+#include <optional>
+
 namespace ddplint::rules {
 
 namespace {
@@ -14,31 +16,10 @@ void report(const SemanticModel& model, RuleContext& ctx, TSNode at, const std::
                     "(a host-device sync); keep the test on the GPU (torch.where, masks) or do it every N steps");
 }
 
-// A condition that needs a tensor's value on the host: a tensor compared, or a tensor itself.
-bool tensor_condition(const SemanticModel& model, TSNode cond, int depth = 0) {
-  if (node_is_null(cond) || depth > 8) return false;
-  const Kinds& k = kinds();
-  TSSymbol s = node_symbol(cond);
-  if (s == k.parenthesized_expression || s == k.not_operator) {
-    return ts_node_named_child_count(cond) > 0 && tensor_condition(model, ts_node_named_child(cond, 0), depth + 1);
-  }
-  if (s == k.boolean_operator)
-    return tensor_condition(model, field(cond, k.f_left), depth + 1) ||
-           tensor_condition(model, field(cond, k.f_right), depth + 1);
-  if (s == k.comparison_operator) {
-    // `t is None` / `t is not None` test identity, not the value: no sync
-    for (TSNode op : children(cond, false))
-      if (!ts_node_is_named(op) && model.text(op).starts_with("is")) return false;
-    for (TSNode operand : children(cond))
-      if (tensor_valued(model, operand)) return true;
-    return false;
-  }
-  return tensor_valued(model, cond);
-}
-
 void check(const SemanticModel& model, RuleContext& ctx) {
   if (!model.uses_cuda()) return;
   BlockingLoaderSteps blocking(model);
+  std::optional<DrainedSyncs> drained;
   for (const CallSite& c : model.calls()) {
     if (!node_is_null(c.receiver) || (c.method != "float" && c.method != "int" && c.method != "bool")) continue;
     if (!model.bindings_of(c.method, c.region).empty()) continue;  // a shadowed builtin
@@ -52,6 +33,10 @@ void check(const SemanticModel& model, RuleContext& ctx) {
     // (the step-loop test first: memoised per region, cheaper than following the condition's names)
     if (!model.runs_every_step(r.condition, kRareGuards) || !tensor_condition(model, r.condition)) continue;
     if (blocking.in_region(r.parent)) continue;
+    // right after another sync of the step with no work queued between (the
+    // first of two NaN checks): one stall, reported once, at the first
+    if (!drained) drained = syncs_after_sync(model, ddp_wraps(model), lambda_ranges(model));
+    if (drained->contains_condition(r.condition)) continue;
     report(model, ctx, r.condition, "an `if` condition");
   }
 }

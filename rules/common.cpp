@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <limits>
 #include <unordered_set>
 
 namespace ddplint::rules {
@@ -854,10 +855,11 @@ int step_loop_of(const SemanticModel& model, int region) {
   if (innermost < 0 && scope > 0 && model.regions()[scope].kind == Region::Kind::Function &&
       model.is_lightning_step_hook(model.regions()[scope].function))
     return scope;
-  // a function body outside any loop (a helper the step loop calls, in this
+  // a function body with no step loop (a helper the step loop calls, in this
   // file or another): its statements run in order, so a second sync right
-  // after a first one waits for nothing (`return (a.item() + b.item()) ** 0.5`)
-  if (innermost < 0 && scope > 0 && model.regions()[scope].kind == Region::Kind::Function) return scope;
+  // after a first one waits for nothing (`return (a.item() + b.item()) ** 0.5`),
+  // and a loop in it over a dict of metrics is part of the same step
+  if (scope > 0 && model.regions()[scope].kind == Region::Kind::Function) return scope;
   return innermost;
 }
 
@@ -894,33 +896,107 @@ bool in_lambda(const ByteRanges& lambdas, TSNode node) {
 // `loss_reduced[k].mean().item()` in a row; `a.item(), b.item()` in a tuple).
 // One pass over the calls in file order, keeping the syncs since the last
 // step work (the most recent 64).
-std::unordered_set<const CallSite*> syncs_after_sync(const SemanticModel& model, const std::vector<DdpWrap>& wraps,
-                                                     const ByteRanges& lambdas) {
-  std::unordered_set<const CallSite*> drained;
-  std::vector<const CallSite*> recent;
+bool tensor_condition(const SemanticModel& model, TSNode cond, int depth) {
+  if (node_is_null(cond) || depth > 8) return false;
+  const Kinds& k = kinds();
+  TSSymbol s = node_symbol(cond);
+  if (s == k.parenthesized_expression || s == k.not_operator) {
+    return ts_node_named_child_count(cond) > 0 && tensor_condition(model, ts_node_named_child(cond, 0), depth + 1);
+  }
+  if (s == k.boolean_operator)
+    return tensor_condition(model, field(cond, k.f_left), depth + 1) ||
+           tensor_condition(model, field(cond, k.f_right), depth + 1);
+  if (s == k.comparison_operator) {
+    for (TSNode op : children(cond, false))
+      if (!ts_node_is_named(op) && model.text(op).starts_with("is")) return false;
+    for (TSNode operand : children(cond))
+      if (tensor_valued(model, operand)) return true;
+    return false;
+  }
+  return tensor_valued(model, cond);
+}
+
+DrainedSyncs syncs_after_sync(const SemanticModel& model, const std::vector<DdpWrap>& wraps, const ByteRanges& lambdas) {
+  DrainedSyncs drained;
+  // a sync seen: where it ends, and the region it runs in
+  struct Seen {
+    std::uint32_t end;
+    int region;
+  };
+  std::vector<Seen> recent;
   int recent_loop = -2;
+  // the branch conditions on a tensor in a step, in file order (merged with the calls)
+  std::vector<const Region*> conditions;
+  const Kinds& k = kinds();
+  for (const Region& r : model.regions()) {
+    if (r.kind != Region::Kind::Branch || r.negated || node_is_null(r.condition)) continue;
+    if (node_symbol(r.node) != k.if_statement && node_symbol(r.node) != k.elif_clause) continue;
+    if (step_loop_of(model, r.parent) < 0 || !tensor_condition(model, r.condition)) continue;
+    conditions.push_back(&r);
+  }
+  std::sort(conditions.begin(), conditions.end(), [](const Region* a, const Region* b) {
+    return node_start_byte(a->condition) < node_start_byte(b->condition);
+  });
+  std::size_t next_condition = 0;
+  // the loops inside a step whose body queues work: a sync in one follows its
+  // previous iteration's work, whatever came before the loop
+  std::unordered_set<int> loops_with_work;
   for (const CallSite& c : model.calls()) {
+    if (!launches_step_work(model, c, wraps)) continue;
+    for (int l = model.innermost_loop(c.region); l > 0 && loops_with_work.insert(l).second;
+         l = model.innermost_loop(model.regions()[l].parent)) {
+    }
+  }
+  auto in_loop_with_work = [&](int region, int outer) {
+    for (int l = model.innermost_loop(region); l > 0 && region_within(model, l, outer) && l != outer;
+         l = model.innermost_loop(model.regions()[l].parent))
+      if (loops_with_work.contains(l)) return true;
+    return false;
+  };
+  // one sync at `node` in `region`: drained when an earlier one of the step holds it
+  auto visit = [&](TSNode node, int region, bool counts) -> bool {
+    int loop = step_loop_of(model, region);
+    if (loop < 0) return false;
+    if (loop != recent_loop) recent.clear(), recent_loop = loop;
+    std::uint32_t start = node_start_byte(node);
+    bool after = false;
+    // a loop inside a helper (per parameter, per metric) makes one round trip
+    // per iteration: hundreds of them are a cost of their own, not a copy
+    int inner = model.innermost_loop(region);
+    bool helper_loop = model.regions()[loop].kind == Region::Kind::Function && inner > 0 &&
+                       region_within(model, inner, loop);
+    for (const Seen& s : helper_loop ? std::vector<Seen>{} : recent)
+      if (s.end <= start && region_within(model, region, s.region) && !in_loop_with_work(region, s.region))
+        after = true;
+    if (counts && model.runs_every_step(node, kRareGuards)) {
+      if (recent.size() == 64) recent.erase(recent.begin());
+      recent.push_back({node_end_byte(node), region});
+    }
+    return after;
+  };
+  auto conditions_before = [&](std::uint32_t at) {
+    for (; next_condition < conditions.size() && node_start_byte(conditions[next_condition]->condition) < at;
+         ++next_condition) {
+      const Region& r = *conditions[next_condition];
+      if (visit(r.condition, r.parent, true)) drained.conditions.insert(node_start_byte(r.condition));
+    }
+  };
+  for (const CallSite& c : model.calls()) {
+    std::uint32_t start = node_start_byte(c.node);
+    conditions_before(start);
     int loop = step_loop_of(model, c.region);
     if (loop < 0) continue;
-    if (loop != recent_loop) recent.clear(), recent_loop = loop;
-    std::uint32_t start = node_start_byte(c.node);
     if (launches_step_work(model, c, wraps)) {
+      if (loop != recent_loop) recent.clear(), recent_loop = loop;
       // work queued after those syncs: they no longer drain what comes next
-      std::erase_if(recent, [&](const CallSite* s) { return node_end_byte(s->node) <= start; });
+      std::erase_if(recent, [&](const Seen& s) { return s.end <= start; });
       continue;
     }
     if (!sync_call(model, c) || in_lambda(lambdas, c.node)) continue;
-    for (const CallSite* s : recent) {
-      if (node_end_byte(s->node) <= start && region_within(model, c.region, s->region)) {
-        drained.insert(&c);
-        break;
-      }
-    }
-    if (!model.runs_every_step(c.node, kRareGuards) || (!node_is_null(c.receiver) && host_tensor(model, c.receiver)))
-      continue;
-    if (recent.size() == 64) recent.erase(recent.begin());
-    recent.push_back(&c);
+    bool counts = node_is_null(c.receiver) || !host_tensor(model, c.receiver);
+    if (visit(c.node, c.region, counts)) drained.calls.insert(&c);
   }
+  conditions_before(std::numeric_limits<std::uint32_t>::max());
   return drained;
 }
 

@@ -254,14 +254,30 @@ ByteRanges lambda_ranges(const SemanticModel& model);
 /// True when `node` starts inside one of `lambdas`.
 bool in_lambda(const ByteRanges& lambdas, TSNode node);
 
+/// True when the branch condition `cond` needs a tensor's value on the host:
+/// a tensor compared (`loss > 5`), or a tensor itself (`torch.isnan(loss)`),
+/// through `not`, `and`/`or` and parentheses; `t is None` tests identity, not
+/// the value.
+bool tensor_condition(const SemanticModel& model, TSNode cond, int depth = 0);
+
+/// The syncs of a step that wait for nothing (syncs_after_sync): the calls,
+/// and the branch conditions on a tensor, keyed by their first byte.
+struct DrainedSyncs {
+  std::unordered_set<const CallSite*> calls;
+  std::unordered_set<std::uint32_t> conditions;
+  bool contains(const CallSite* c) const { return calls.contains(c); }
+  bool contains_condition(TSNode cond) const { return conditions.contains(ts_node_start_byte(cond)); }
+};
+
 /// The host-device syncs (`.item()`, `.tolist()`, `.cpu()`,
-/// torch.cuda.synchronize()) that follow an earlier sync of the same step
+/// torch.cuda.synchronize(), an `if` on a tensor such as
+/// `if torch.isnan(loss): raise`) that follow an earlier sync of the same step
 /// which always runs before them (its region holds theirs, within the step
 /// loop), with no backward, optimizer step or model forward queued between:
 /// the queue is already drained, so each is a small copy or a no-op, not a
-/// stall of its own. One pass over the calls in file order. `wraps`: the DDP
-/// wraps (ddp_wraps), whose calls are forwards; `lambdas`: lambda_ranges.
-std::unordered_set<const CallSite*> syncs_after_sync(const SemanticModel& model, const std::vector<DdpWrap>& wraps,
-                                                     const ByteRanges& lambdas);
+/// stall of its own. One pass over the calls and the tensor conditions in
+/// file order. `wraps`: the DDP wraps (ddp_wraps), whose calls are forwards;
+/// `lambdas`: lambda_ranges.
+DrainedSyncs syncs_after_sync(const SemanticModel& model, const std::vector<DdpWrap>& wraps, const ByteRanges& lambdas);
 
 }  // namespace ddplint::rules

@@ -27,7 +27,23 @@ bool is_main_process_name(std::string_view raw) {
 
 namespace {
 constexpr GuardMask kNeutral = 0x80;  // single-process check inside an `or`
+
+// `step < 3`, `global_step <= 10`, `3 > it`: a bound (a constant integer) on a
+// step or iteration counter holds on the first few steps of a run only, so a
+// branch on it is as rare as a periodic one. `operands` are the comparison's
+// two operands and `op` its operator.
+bool first_steps_test(const SemanticModel& model, const NodeList& operands, std::string_view op) {
+  if (operands.size() != 2) return false;
+  int counter_side;
+  if (op == "<" || op == "<=") counter_side = 0;
+  else if (op == ">" || op == ">=") counter_side = 1;
+  else return false;
+  Value bound = model.value_of(operands[1 - counter_side]);
+  if (bound.kind != Value::Kind::Int) return false;
+  std::string counter = lower(model.last_name(operands[counter_side]));
+  return contains(counter, "step") || contains(counter, "iter");
 }
+}  // namespace
 
 GuardMask SemanticModel::classify_condition(TSNode cond, bool negated) const {
   return static_cast<GuardMask>(classify_rec(cond, negated, 0) & ~kNeutral);
@@ -111,6 +127,11 @@ GuardMask SemanticModel::classify_rec(TSNode c, bool neg, int depth) const {
         return positive ? (kGuardMainProcess | kGuardRankDependent) : kGuardRankDependent;
       return positive ? kGuardPeriodic : 0;
     }
+    // the first few steps: `step < 3` (a bound that does not hold, `step >= 3`,
+    // is every later step and stays unclassified)
+    if (op_count == 1 && !neg && first_steps_test(*this, operands, op)) return kGuardPeriodic;
+    // the test that breaks the loop: `step >= stop_at` beside `if step >= stop_at: break`
+    if (!neg && (op == ">=" || op == ">" || op == "==") && ends_enclosing_loop(c)) return kGuardFinalStep;
     GuardMask g = 0;
     bool r0 = is_rank_value(operands[0]), r1 = is_rank_value(operands[1]);
     if (r0 || r1) {
@@ -337,19 +358,6 @@ bool SemanticModel::periodic_predicate(int f, int depth) const {
     }
     if (es == k.comparison_operator) {
       if (classify_rec(e, false, depth + 1) & (kGuardPeriodic | kGuardFinalStep)) return true;
-      // `step < 3`: the first few steps of a counter
-      NodeList operands;
-      std::string_view op;
-      for (TSNode ch : children(e, false)) {
-        if (ts_node_is_named(ch)) operands.push_back(ch);
-        else op = text(ch);
-      }
-      if (operands.size() == 2 && (op == "<" || op == "<=")) {
-        Value bound = value_of(operands[1]);
-        std::string counter = lower(last_name(operands[0]));
-        if (bound.kind == Value::Kind::Int && (contains(counter, "step") || contains(counter, "iter")))
-          return true;
-      }
       return false;
     }
     if (es == k.identifier) {
@@ -380,7 +388,12 @@ bool SemanticModel::periodic_predicate(int f, int depth) const {
     TSSymbol ns = node_symbol(n);
     if (ns == k.function_definition || ns == k.class_definition || ns == k.lambda) continue;
     if (ns == k.return_statement) {
-      if (ts_node_named_child_count(n) == 0 || !rare(ts_node_named_child(n, 0), 0)) return false;
+      // a bare `return` gives None; a return inside the function's own periodic
+      // branch (`if step % n == 0: return True`) gives its value on few steps,
+      // whatever that value is
+      bool few = ts_node_named_child_count(n) == 0 || rare(ts_node_named_child(n, 0), 0) ||
+                 (enclosing_guards(n) & (kGuardPeriodic | kGuardFinalStep)) != 0;
+      if (!few) return false;
       any = true;
       continue;
     }
@@ -389,9 +402,10 @@ bool SemanticModel::periodic_predicate(int f, int depth) const {
   return any;
 }
 
-// True when the flag `name` (an identifier) ends the loop that holds it: that
-// loop's body has a statement `if name: break` at its top level, so the flag is
-// true on the loop's last iteration only (`done = cur >= total ... if done: break`).
+// True when the test `name` (a flag, or a comparison such as `step >= stop_at`)
+// ends the loop that holds it: that loop's body has a statement `if name: break`
+// with the same test at its top level, so the test is true on the loop's last
+// iteration only (`done = cur >= total ... if done: break`).
 bool SemanticModel::ends_enclosing_loop(TSNode name) const {
   const Kinds& k = kinds();
   int r = region_of(name);
@@ -407,7 +421,8 @@ bool SemanticModel::ends_enclosing_loop(TSNode name) const {
     if (node_symbol(stmt) != k.if_statement) continue;
     TSNode cond = field(stmt, k.f_condition);
     TSNode then = field(stmt, k.f_consequence);
-    if (node_is_null(cond) || node_is_null(then) || node_symbol(cond) != k.identifier || text(cond) != flag) continue;
+    if (node_is_null(cond) || node_is_null(then) || node_symbol(cond) != node_symbol(name) || text(cond) != flag)
+      continue;
     if (ts_node_named_child_count(then) >= 1 && node_symbol(ts_node_named_child(then, 0)) == k.break_statement)
       return true;
   }
