@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <functional>
+#include <limits>
 #include <vector>
 
 namespace ddplint {
@@ -27,19 +28,25 @@ bool is_main_process_name(std::string_view raw) {
 
 namespace {
 constexpr GuardMask kNeutral = 0x80;  // single-process check inside an `or`
+// the largest bound of a branch on the first steps (`if step < 10:`): a guess
+// at "a few", far below any run's length; a predicate that returns such a
+// test (`return step < warmup or step % n == 0`) is trusted with any bound
+constexpr std::int64_t kFirstStepsBound = 100;
 
-// `step < 3`, `global_step <= 10`, `3 > it`: a bound (a constant integer) on a
-// step or iteration counter holds on the first few steps of a run only, so a
-// branch on it is as rare as a periodic one. `operands` are the comparison's
-// two operands and `op` its operator.
-bool first_steps_test(const SemanticModel& model, const NodeList& operands, std::string_view op) {
+// `step < 3`, `global_step <= 10`, `3 > it`: a bound (a constant integer, at
+// most `max_bound`) on a step or iteration counter holds on the first few steps
+// of a run only, so a branch on it is as rare as a periodic one (`it < max_iter`
+// with a large bound is most of the run: not one). `operands` are the
+// comparison's two operands and `op` its operator.
+bool first_steps_test(const SemanticModel& model, const NodeList& operands, std::string_view op,
+                      std::int64_t max_bound) {
   if (operands.size() != 2) return false;
   int counter_side;
   if (op == "<" || op == "<=") counter_side = 0;
   else if (op == ">" || op == ">=") counter_side = 1;
   else return false;
   Value bound = model.value_of(operands[1 - counter_side]);
-  if (bound.kind != Value::Kind::Int) return false;
+  if (bound.kind != Value::Kind::Int || bound.i > max_bound) return false;
   std::string counter = lower(model.last_name(operands[counter_side]));
   return contains(counter, "step") || contains(counter, "iter");
 }
@@ -129,7 +136,7 @@ GuardMask SemanticModel::classify_rec(TSNode c, bool neg, int depth) const {
     }
     // the first few steps: `step < 3` (a bound that does not hold, `step >= 3`,
     // is every later step and stays unclassified)
-    if (op_count == 1 && !neg && first_steps_test(*this, operands, op)) return kGuardPeriodic;
+    if (op_count == 1 && !neg && first_steps_test(*this, operands, op, kFirstStepsBound)) return kGuardPeriodic;
     // the test that breaks the loop: `step >= stop_at` beside `if step >= stop_at: break`
     if (!neg && (op == ">=" || op == ">" || op == "==") && ends_enclosing_loop(c)) return kGuardFinalStep;
     GuardMask g = 0;
@@ -358,7 +365,15 @@ bool SemanticModel::periodic_predicate(int f, int depth) const {
     }
     if (es == k.comparison_operator) {
       if (classify_rec(e, false, depth + 1) & (kGuardPeriodic | kGuardFinalStep)) return true;
-      return false;
+      // `step < 3`: the first few steps of a counter
+      NodeList operands;
+      std::string_view op;
+      int ops = 0;
+      for (TSNode ch : children(e, false)) {
+        if (ts_node_is_named(ch)) operands.push_back(ch);
+        else op = text(ch), ++ops;
+      }
+      return ops == 1 && first_steps_test(*this, operands, op, std::numeric_limits<std::int64_t>::max());
     }
     if (es == k.identifier) {
       std::string_view name = text(e);
