@@ -569,8 +569,17 @@ class SemanticModel {
 
   // --- value kinds -----------------------------------------------------------
   /// A rank value: `rank`, `local_rank`, `args.rank`, `dist.get_rank()`,
-  /// `os.environ["RANK"]`, or a name bound to one of these.
+  /// `os.environ["RANK"]`, the process index a spawned function is given
+  /// (spawned_process_index), or a name bound to one of these
+  /// (`args.gpu = gpu` in `def main_worker(gpu, ...)` that mp.spawn starts).
   bool is_rank_value(TSNode expr) const;
+  /// True for the first parameter of a function of this file that
+  /// torch.multiprocessing.spawn (or start_processes) starts
+  /// (`mp.spawn(worker, ...)`, `def worker(gpu, ...)`) when nothing else binds
+  /// it: the index of the process on its machine, 0 to nprocs - 1, whatever
+  /// the parameter is called (spawn passes `i` as fn's first argument:
+  /// torch/multiprocessing/spawn.py, _wrap). A local rank, never a global one.
+  bool spawned_process_index(TSNode expr) const;
   /// A world-size value: `dist.get_world_size()`, `torch.cuda.device_count()`,
   /// `os.environ["WORLD_SIZE"]`, names such as `world_size` / `ngpus_per_node`,
   /// or names bound to one of these.

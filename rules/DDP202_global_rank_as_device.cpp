@@ -9,12 +9,6 @@ namespace ddplint::rules {
 
 namespace {
 
-// True for the first parameter of a function that mp.spawn starts
-// (`mp.spawn(worker, ...)`, `def worker(rank, ...)`) when nothing else binds
-// it: the index of the process on this machine, 0 to nprocs - 1, whatever the
-// parameter is called. On every node it is the local process index, so it is
-// never a global rank (torch.multiprocessing.spawn passes `i` as fn's first
-// argument: torch/multiprocessing/spawn.py, _wrap).
 // A name that is a parameter of a function of this file: the function, the
 // parameter's position among its parameters (self included), and whether the
 // function takes `self` first. std::nullopt otherwise.
@@ -44,20 +38,6 @@ std::optional<ParameterOf> parameter_of(const SemanticModel& model, TSNode expr)
   }
   out.method = index > 0 && model.text(ts_node_named_child(params, 0)).rfind("self", 0) == 0;
   return out;
-}
-
-bool spawn_index(const SemanticModel& model, TSNode expr) {
-  const Kinds& k = kinds();
-  std::optional<ParameterOf> param = parameter_of(model, expr);
-  if (!param || param->position != 0) return false;
-  for (std::string_view spawn : {"torch.multiprocessing.spawn", "torch.multiprocessing.start_processes"}) {
-    for (const CallSite* c : model.calls_to(spawn)) {
-      TSNode target = model.argument(*c, "fn", 0);
-      if (!node_is_null(target) && node_symbol(target) == k.identifier && model.text(target) == param->fn->name)
-        return true;
-    }
-  }
-  return false;
 }
 
 bool global_rank(const SemanticModel& model, TSNode expr, int depth);
@@ -138,7 +118,7 @@ bool global_rank(const SemanticModel& model, TSNode expr, int depth) {
       for (const Binding* b : bindings)
         if (b->kind == Binding::Kind::Augmented || (b->kind == Binding::Kind::Assign && local_rank_value(model, b->value)))
           return false;
-    if (name.find("local") != std::string::npos || spawn_index(model, expr)) return false;
+    if (name.find("local") != std::string::npos || model.spawned_process_index(expr)) return false;
     if (std::optional<bool> passed = parameter_global_rank(model, expr, depth)) return *passed;
     return name == "rank" || name == "global_rank" || name == "world_rank" || name == "ddp_rank" ||
            name == "proc_rank" || name == "process_rank";

@@ -35,6 +35,28 @@ bool is_rank_name(std::string_view raw) {
 
 bool SemanticModel::is_rank_value(TSNode expr) const { return rank_rec(expr, 0); }
 
+bool SemanticModel::spawned_process_index(TSNode expr) const {
+  const Kinds& k = kinds();
+  if (node_is_null(expr) || node_symbol(expr) != k.identifier) return false;
+  BindingList bindings = bindings_of(text(expr), region_of(expr));
+  if (bindings.size() != 1 || bindings[0]->kind != Binding::Kind::Parameter || bindings[0]->scope == 0) return false;
+  const Region& scope = regions_[bindings[0]->scope];
+  if (scope.kind != Region::Kind::Function || scope.function < 0) return false;
+  const FunctionInfo& fn = functions_[scope.function];
+  TSNode params = field(fn.node, k.f_parameters);
+  if (node_is_null(params) || ts_node_named_child_count(params) == 0) return false;
+  TSNode first = ts_node_named_child(params, 0);
+  std::uint32_t at = node_start_byte(bindings[0]->target);
+  if (at < node_start_byte(first) || at >= node_end_byte(first)) return false;
+  for (std::string_view spawn : {"torch.multiprocessing.spawn", "torch.multiprocessing.start_processes"}) {
+    for (const CallSite* c : calls_to(spawn)) {
+      TSNode target = argument(*c, "fn", 0);
+      if (!node_is_null(target) && node_symbol(target) == k.identifier && text(target) == fn.name) return true;
+    }
+  }
+  return false;
+}
+
 bool SemanticModel::rank_rec(TSNode expr, int depth) const {
   if (node_is_null(expr) || depth > kMaxDepth) return false;
   const Kinds& k = kinds();
@@ -52,6 +74,7 @@ bool SemanticModel::rank_rec(TSNode expr, int depth) const {
   }
   if (s == k.identifier || s == k.attribute) {
     if (is_rank_name(last_name(expr))) return true;
+    if (s == k.identifier && spawned_process_index(expr)) return true;
     TSNode v = single_assignment(expr);
     return !node_is_null(v) && rank_rec(v, depth + 1);
   }
