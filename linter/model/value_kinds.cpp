@@ -38,6 +38,9 @@ bool SemanticModel::is_rank_value(TSNode expr) const { return rank_rec(expr, 0);
 bool SemanticModel::spawned_process_index(TSNode expr) const {
   const Kinds& k = kinds();
   if (node_is_null(expr) || node_symbol(expr) != k.identifier) return false;
+  // (a file that spawns nothing answers at once: most files)
+  if (calls_to("torch.multiprocessing.spawn").empty() && calls_to("torch.multiprocessing.start_processes").empty())
+    return false;
   BindingList bindings = bindings_of(text(expr), region_of(expr));
   if (bindings.size() != 1 || bindings[0]->kind != Binding::Kind::Parameter || bindings[0]->scope == 0) return false;
   const Region& scope = regions_[bindings[0]->scope];
