@@ -22,6 +22,7 @@ DEBS=(
   "libdtl-dev:-"
   "libgit2-dev:-"
   "libxxhash-dev:-"
+  "libyaml-cpp-dev:-"
   "python3-jsonschema:-"
   "pre-commit:pre-commit"
   "dpkg-dev:dpkg-shlibdeps"

@@ -64,6 +64,17 @@ int show_settings(Discovery& discovery, Configurations& configs, std::span<const
                   display_path(settings.line_length_origin).c_str());
     else
       std::printf("line-length: (none: fixed lines are not wrapped)\n");
+    // the torch releases supported: target-torch, and what the project declares
+    if (config && config->target_torch)
+      std::printf("target-torch: %s (from %s)\n", config->target_torch->lowest->to_string().c_str(),
+                  display_path(config->target_torch->origin).c_str());
+    else
+      std::printf("target-torch: (none: the project's declaration)\n");
+    if (settings.declared_torch.declared())
+      std::printf("declared torch: %s (%s)\n", settings.declared_torch.written.c_str(),
+                  settings.declared_torch.origin.c_str());
+    else
+      std::printf("declared torch: (none: the current release is assumed)\n");
     if (config) std::printf("respect-gitignore: %s\n", config->respect_gitignore ? "true" : "false");
     first = false;
   }

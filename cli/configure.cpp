@@ -106,9 +106,20 @@ std::shared_ptr<const RuffLineLength> Configurations::ruff_of(const Config* conf
   return last_ruff_folder_->second;
 }
 
+std::shared_ptr<const TorchSupport> Configurations::torch_of(const std::string& path) {
+  std::size_t slash = path.rfind('/');
+  std::string_view folder = std::string_view(path).substr(0, slash == std::string::npos ? 0 : slash + 1);
+  std::string_view name = std::string_view(path).substr(folder.size());
+  if (name.empty() || name == "." || name == "..") return resolver_.torch_declared_for(path);
+  if (!last_torch_folder_ || folder != last_torch_folder_->first)
+    last_torch_folder_.emplace(std::string(folder), resolver_.torch_declared_for(path));
+  return last_torch_folder_->second;
+}
+
 FileSettings Configurations::settings_of(const Config* config, const std::string& path) {
   std::shared_ptr<const RuffLineLength> ruff = ruff_of(config, path);
-  FileSettings settings = settings_for(config, path, select_, ignore_, extend_select_, ruff.get());
+  std::shared_ptr<const TorchSupport> torch = torch_of(path);
+  FileSettings settings = settings_for(config, path, select_, ignore_, extend_select_, ruff.get(), torch.get());
   const std::string& least = options_.min_severity;
   if (!least.empty())
     settings.selection.require_severity(least == "error" ? Severity::Error : least == "warning" ? Severity::Warning : Severity::Info);
@@ -120,7 +131,9 @@ std::shared_ptr<const FileSettings> Configurations::shared_settings_of(const std
   if (config && !config->per_file_ignores.empty()) return std::make_shared<const FileSettings>(settings_of(config.get(), path));
   // the resolver keeps each Ruff configuration it found: its address names it for the run
   std::shared_ptr<const RuffLineLength> ruff = ruff_of(config.get(), path);
-  auto& shared = shared_settings_[{config.get(), ruff.get()}];
+  // so does the torch declaration
+  std::shared_ptr<const TorchSupport> torch = torch_of(path);
+  auto& shared = shared_settings_[{config.get(), ruff.get(), torch.get()}];
   if (!shared) shared = std::make_shared<const FileSettings>(settings_of(config.get(), path));
   return shared;
 }

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <map>
+#include <tuple>
 #include <memory>
 #include <optional>
 #include <span>
@@ -55,11 +56,16 @@ class Configurations {
   std::optional<std::pair<std::string, Answer>> last_folder_;  // the last folder's answer
   // the last folder's Ruff configuration (as last_folder_)
   std::optional<std::pair<std::string, std::shared_ptr<const RuffLineLength>>> last_ruff_folder_;
-  std::map<std::pair<const Config*, const RuffLineLength*>, std::shared_ptr<const FileSettings>> shared_settings_;
+  // the last folder's torch declaration (as last_folder_)
+  std::optional<std::pair<std::string, std::shared_ptr<const TorchSupport>>> last_torch_folder_;
+  std::map<std::tuple<const Config*, const RuffLineLength*, const TorchSupport*>, std::shared_ptr<const FileSettings>>
+      shared_settings_;
 
   /// Ruff's configuration closest to `path` (nullptr: none, or --isolated),
   /// when `config` (nullable) sets no line-length.
   std::shared_ptr<const RuffLineLength> ruff_of(const Config* config, const std::string& path);
+  /// What the project of `path` declares about torch (ConfigResolver::torch_declared_for; nullptr: nothing).
+  std::shared_ptr<const TorchSupport> torch_of(const std::string& path);
 };
 
 }  // namespace ddplint::cli

@@ -25,6 +25,7 @@
 #include <toml++/toml.h>
 
 #include "linter/source.hpp"
+#include "linter/torch_version.hpp"
 
 namespace ddplint {
 
@@ -135,6 +136,24 @@ std::optional<ConfigError> read_table(const fs::path& file, const toml::table& t
         return error_at(file, node.source(), "`line-length` must be an integer from 1 to 1000");
       config.options.line_length = static_cast<std::uint32_t>(i->get());
       config.line_length_file = file;
+    } else if (k == "target-torch") {
+      const auto* v = node.as_string();
+      // one to three numbers separated by dots, nothing else
+      bool well_formed = v != nullptr && !v->get().empty() && v->get().size() <= 16;
+      int dots = 0;
+      for (std::size_t i = 0; well_formed && i < v->get().size(); ++i) {
+        char c = v->get()[i];
+        if (c == '.') well_formed = ++dots <= 2 && i > 0 && i + 1 < v->get().size() && v->get()[i - 1] != '.';
+        else well_formed = c >= '0' && c <= '9';
+      }
+      std::optional<TorchVersion> version = well_formed ? TorchVersion::parse(v->get()) : std::nullopt;
+      if (!version)
+        return error_at(file, node.source(), "`target-torch` must be a PyTorch release such as \"2.1\" or \"1.13.1\"");
+      TorchSupport target;
+      target.lowest = *version;
+      target.written = "target-torch = \"" + v->get() + "\"";
+      target.origin = file.string() + ":" + std::to_string(node.source().begin.line);
+      config.target_torch = std::move(target);
     } else if (k == "tiny-batch-threshold") {
       const auto* i = node.as_integer();
       if (i == nullptr || i->get() < 1 || i->get() > 1'000'000)
@@ -144,8 +163,8 @@ std::optional<ConfigError> read_table(const fs::path& file, const toml::table& t
       return error_at(file, key.source(),
                       "unknown key `" + shown(k) +
                           "` (known: extend, select, extend-select, ignore, per-file-ignores, exclude, extend-exclude, "
-                          "include, extend-include, respect-gitignore, tiny-batch-threshold, line-length, output-format, fixable, "
-                          "unfixable)");
+                          "include, extend-include, respect-gitignore, tiny-batch-threshold, line-length, target-torch, "
+                          "output-format, fixable, unfixable)");
     }
     if (err) return err;
   }
@@ -317,6 +336,76 @@ std::string RuffLineLength::describe() const {
   return file.filename() == "pyproject.toml" ? file.string() + " [tool.ruff]" : file.string();
 }
 
+// The torch requirements of a pyproject.toml (linter/torch_version.hpp):
+// `[project]` dependencies and optional-dependencies, `[dependency-groups]`,
+// and Poetry's `[tool.poetry.dependencies]` (and its groups'). Here because
+// toml++'s code is compiled into this file.
+std::optional<TorchSupport> pyproject_torch(const fs::path& file, const std::string& shown) {
+  std::error_code ec;
+  if (!fs::is_regular_file(file, ec)) return std::nullopt;
+  std::string error;
+  std::optional<std::string> text = read_file(file.string(), error);
+  if (!text || text->find("torch") == std::string::npos || too_deep_line(*text) != 0) return std::nullopt;
+  toml::table doc;
+  try {
+    doc = toml::parse(*text, file.string());
+  } catch (const toml::parse_error&) {
+    return std::nullopt;
+  }
+  std::optional<TorchSupport> out;
+  auto add = [&](std::optional<TorchSupport> s, const toml::node& where) {
+    if (!s) return;
+    s->origin = shown + ":" + std::to_string(where.source().begin.line);
+    if (!out) {
+      out = std::move(s);
+      return;
+    }
+    if (!out->lowest || !s->lowest) out->lowest.reset();
+    else out->lowest = std::min(*out->lowest, *s->lowest);
+    if (!out->below || !s->below) out->below.reset();
+    else out->below = std::max(*out->below, *s->below);
+  };
+  auto pep508_list = [&](const toml::node* list) {
+    if (list == nullptr || !list->is_array()) return;
+    for (const toml::node& item : *list->as_array())
+      if (const auto* str = item.as_string()) add(torch_requirement(str->get()), item);
+  };
+  auto lists_of = [&](const toml::node* table) {
+    if (table == nullptr || !table->is_table()) return;
+    for (const auto& [name, list] : *table->as_table()) pep508_list(&list);
+  };
+  if (const toml::node* project = doc.get("project"); project != nullptr && project->is_table()) {
+    pep508_list(project->as_table()->get("dependencies"));
+    lists_of(project->as_table()->get("optional-dependencies"));
+  }
+  lists_of(doc.get("dependency-groups"));
+  auto poetry_table = [&](const toml::node* deps) {
+    if (deps == nullptr || !deps->is_table()) return;
+    const toml::node* torch = deps->as_table()->get("torch");
+    if (torch == nullptr) return;
+    if (const auto* str = torch->as_string()) {
+      std::optional<TorchSupport> s = poetry_constraint(str->get());
+      if (s) s->written = "torch = \"" + s->written + "\"";
+      add(std::move(s), *torch);
+    } else if (const toml::table* t = torch->as_table()) {
+      const toml::node* version = t->get("version");
+      std::optional<TorchSupport> s =
+          version != nullptr && version->is_string() ? poetry_constraint(version->as_string()->get()) : poetry_constraint("*");
+      if (s) s->written = "torch = \"" + s->written + "\"";
+      add(std::move(s), *torch);
+    }
+  };
+  if (const toml::node* tool = doc.get("tool"); tool != nullptr && tool->is_table()) {
+    if (const toml::node* poetry = tool->as_table()->get("poetry"); poetry != nullptr && poetry->is_table()) {
+      poetry_table(poetry->as_table()->get("dependencies"));
+      if (const toml::node* groups = poetry->as_table()->get("group"); groups != nullptr && groups->is_table())
+        for (const auto& [name, group] : *groups->as_table())
+          if (group.is_table()) poetry_table(group.as_table()->get("dependencies"));
+    }
+  }
+  return out;
+}
+
 std::optional<RuffLineLength> load_ruff_line_length(const fs::path& file) {
   std::error_code ec;
   if (!fs::is_regular_file(file, ec)) return std::nullopt;
@@ -371,7 +460,7 @@ RuleSelection selection_for(const Config* config, const fs::path& file, const st
 
 FileSettings settings_for(const Config* config, const fs::path& file, const std::vector<std::string>& select,
                           const std::vector<std::string>& ignore, const std::vector<std::string>& extend_select,
-                          const RuffLineLength* ruff) {
+                          const RuffLineLength* ruff, const TorchSupport* declared) {
   RuleSelection fixable;  // every rule's fixes by default
   if (config != nullptr) fixable.add_layer(config->fixable, {}, config->unfixable, true);
   FileSettings settings{selection_for(config, file, select, ignore, extend_select), config ? config->options : RuleOptions{},
@@ -383,6 +472,9 @@ FileSettings settings_for(const Config* config, const fs::path& file, const std:
     settings.options.line_length = ruff->length;
     settings.line_length_origin = ruff->describe();
   }
+  if (declared != nullptr) settings.declared_torch = *declared;
+  if (config != nullptr && config->target_torch) settings.options.torch = *config->target_torch;
+  else settings.options.torch = settings.declared_torch;
   return settings;
 }
 
@@ -458,8 +550,34 @@ std::shared_ptr<const RuffLineLength> ConfigResolver::ruff_line_length_for(const
   return ruff_for_directory(absolute.parent_path());
 }
 
+std::shared_ptr<const TorchSupport> ConfigResolver::torch_for_directory(const fs::path& start) {
+  using Result = std::shared_ptr<const TorchSupport>;
+  std::error_code ec;
+  fs::path cwd = fs::current_path(ec);
+  return walk_up(start, kMaxAncestors, mutex_, torch_by_directory_, [&](const fs::path& dir) -> std::optional<Result> {
+    if (auto found = declared_torch_in(dir, ec ? fs::path() : cwd)) return std::make_shared<const TorchSupport>(std::move(*found));
+    // the project's root (as project_root() finds it): nothing declared; a
+    // setup.py inside a package (`__init__.py` beside it) is a module
+    std::error_code e;
+    for (const char* marker : {"pyproject.toml", ".git"})
+      if (fs::exists(dir / marker, e)) return Result{};
+    if (!fs::exists(dir / "__init__.py", e))
+      for (const char* marker : {"setup.py", "setup.cfg"})
+        if (fs::exists(dir / marker, e)) return Result{};
+    return std::nullopt;
+  });
+}
+
+std::shared_ptr<const TorchSupport> ConfigResolver::torch_declared_for(const fs::path& file) {
+  std::error_code ec;
+  fs::path absolute = fs::absolute(file, ec).lexically_normal();
+  if (ec) return nullptr;
+  return torch_for_directory(absolute.parent_path());
+}
+
 void ConfigResolver::clear() {
   std::lock_guard lock(mutex_);
+  torch_by_directory_.clear();
   by_directory_.clear();
   ruff_by_directory_.clear();
 }

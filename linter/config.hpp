@@ -43,6 +43,10 @@ struct Config {
   /// The file whose `line-length` options.line_length is (this one or one it
   /// extends); empty when no ddplint configuration sets it.
   std::filesystem::path line_length_file;
+  /// `target-torch`: the oldest PyTorch release the project supports
+  /// (options.torch, lowest set, no upper bound); it wins over what the
+  /// project declares. Unset: the declaration.
+  std::optional<TorchSupport> target_torch;
   /// `output-format`: the report's format when the command line gives none
   /// (read from the configuration of the working folder, or --config).
   std::optional<std::string> output_format;
@@ -132,15 +136,22 @@ struct FileSettings {
   /// Where options.line_length came from (`/p/ddplint.toml`,
   /// `/p/pyproject.toml [tool.ruff]`); empty when it is 0 (not set).
   std::string line_length_origin;
+  /// What the project declares about torch (ConfigResolver::torch_declared_for),
+  /// shown by --show-settings beside `target-torch`; empty when nothing is declared.
+  TorchSupport declared_torch;
 };
 
 /// selection_for() and the configuration's rule options (defaults without
 /// one). The line length is the configuration's `line-length`, else that of
 /// `ruff` (nullable: Ruff's configuration closest to the file,
 /// ConfigResolver::ruff_line_length_for), else none (0).
+///
+/// options.torch is the configuration's `target-torch`, else `declared`
+/// (nullable: nothing declared; ConfigResolver::torch_declared_for).
 FileSettings settings_for(const Config* config, const std::filesystem::path& file,
                           const std::vector<std::string>& select, const std::vector<std::string>& ignore,
-                          const std::vector<std::string>& extend_select = {}, const RuffLineLength* ruff = nullptr);
+                          const std::vector<std::string>& extend_select = {}, const RuffLineLength* ruff = nullptr,
+                          const TorchSupport* declared = nullptr);
 
 /// Finds and caches the configuration closest to each linted file: the first
 /// folder, from the file's own upwards, holding `.ddplint.toml`,
@@ -159,12 +170,19 @@ class ConfigResolver {
   /// when the closest one sets no `line-length`. The same pointer for every
   /// file under one Ruff configuration, until clear().
   std::shared_ptr<const RuffLineLength> ruff_line_length_for(const std::filesystem::path& file);
+  /// What the project of `file` declares about torch: the first folder, from
+  /// the file's own upwards, whose files declare it (declared_torch_in),
+  /// stopping after the project's root (a folder holding pyproject.toml,
+  /// .git, setup.py or setup.cfg). nullptr when nothing on the way does. The
+  /// same pointer for every file under one declaration, until clear().
+  std::shared_ptr<const TorchSupport> torch_declared_for(const std::filesystem::path& file);
   /// Forgets everything read (a configuration file changed).
   void clear();
 
  private:
   std::variant<std::shared_ptr<const Config>, ConfigError> for_directory(const std::filesystem::path& dir);
   std::shared_ptr<const RuffLineLength> ruff_for_directory(const std::filesystem::path& dir);
+  std::shared_ptr<const TorchSupport> torch_for_directory(const std::filesystem::path& dir);
 
   /// Folders looked at above a file, at most (a path from a file system is
   /// far shorter; an editor may send any URI).
@@ -174,6 +192,7 @@ class ConfigResolver {
   std::mutex mutex_;
   std::map<std::filesystem::path, std::variant<std::shared_ptr<const Config>, ConfigError>> by_directory_;
   std::map<std::filesystem::path, std::shared_ptr<const RuffLineLength>> ruff_by_directory_;
+  std::map<std::filesystem::path, std::shared_ptr<const TorchSupport>> torch_by_directory_;
 };
 
 }  // namespace ddplint

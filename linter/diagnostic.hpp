@@ -7,6 +7,8 @@
 #include <string_view>
 #include <vector>
 
+#include "linter/torch_version.hpp"
+
 namespace ddplint {
 
 class SemanticModel;
@@ -103,6 +105,12 @@ struct RuleOptions {
   /// line, when the line would grow past this many characters (`line-length`
   /// in [tool.ddplint], else [tool.ruff]'s in the same pyproject.toml); 0: never.
   std::uint32_t line_length = 0;
+  /// The PyTorch releases the file's project supports: `target-torch` when
+  /// set (its lowest release), else what the project declares
+  /// (declared_torch_in, the closest folder above the file that declares
+  /// torch, up to the project's root); empty (not declared): the current
+  /// release is assumed.
+  TorchSupport torch;
 };
 
 /// Where a rule's check reports findings. Holds the rule being run and the

@@ -92,6 +92,16 @@ CacheKey lint_key(const SourceFile& source, std::span<const Rule> rules, const R
   h.add(enabled);
   h.add_number(static_cast<std::uint64_t>(options.tiny_batch_threshold));
   h.add_number(options.line_length);
+  // the torch releases supported: the bounds and how messages name them
+  auto version = [](const std::optional<TorchVersion>& v) {
+    return v ? (static_cast<std::uint64_t>(v->major) << 40 | static_cast<std::uint64_t>(v->minor) << 20 |
+                static_cast<std::uint64_t>(v->patch)) + 1
+             : 0;
+  };
+  h.add_number(version(options.torch.lowest));
+  h.add_number(version(options.torch.below));
+  h.add(options.torch.written);
+  h.add(options.torch.origin);
   h.add(fingerprint(facts));
   return h.finish();
 }

@@ -438,7 +438,9 @@ std::pair<RuleSelection, RuleOptions> Server::settings_for_document(const Docume
   // without a ddplint line-length, that of Ruff's configuration closest to the file (as the command line)
   std::shared_ptr<const RuffLineLength> ruff;
   if (on_disk && (!config || config->options.line_length == 0)) ruff = configs_.ruff_line_length_for(path);
-  FileSettings file = settings_for(config.get(), path, settings_.select, settings_.ignore, settings_.extend_select, ruff.get());
+  std::shared_ptr<const TorchSupport> torch = on_disk ? configs_.torch_declared_for(path) : nullptr;
+  FileSettings file =
+      settings_for(config.get(), path, settings_.select, settings_.ignore, settings_.extend_select, ruff.get(), torch.get());
   if (excluded != nullptr) *excluded = on_disk && config && excluded_by(*config, path);
   return {std::move(file.selection), file.options};
 }

@@ -47,13 +47,43 @@ std::optional<Fix> rewrite(const SemanticModel& model, TSNode callee, const Call
   return fix;
 }
 
+// The releases that matter for NAME: the first that warns on the old
+// spelling, and the first that has the replacement (linter/torch_version.hpp).
+struct Releases {
+  TorchVersion warns;
+  TorchVersion replacement;
+};
+Releases releases_of(std::string_view name) {
+  if (name == "GradScaler") return {torch_release::kAmpGradScaler, torch_release::kAmpGradScaler};
+  if (name == "autocast") return {torch_release::kCudaAmpDeprecated, torch_release::kAmpAutocast};
+  return {torch_release::kCudaAmpDeprecated, torch_release::kAmpCustomFwd};
+}
+
+// Reports NAME at `at` as the project's PyTorch makes it: nothing where no
+// supported release warns; info, with the fix unsafe, where some supported
+// release lacks the replacement; else the rule's severity.
 void report(RuleContext& ctx, TSNode at, std::string_view name, std::optional<Fix> fix) {
+  const TorchSupport& torch = ctx.options().torch;
+  Releases r = releases_of(name);
+  if (!torch.reaches(r.warns)) return;  // every supported release takes the old spelling silently
   std::string instead = name == "autocast"     ? "torch.amp.autocast(\"cuda\", ...)"
                         : name == "GradScaler" ? "torch.amp.GradScaler(\"cuda\", ...)"
                                                : "torch.amp." + std::string(name) + "(device_type=\"cuda\", ...)";
-  ctx.report(node_start_byte(at), node_end_byte(at),
-             "torch.cuda.amp." + std::string(name) + " is deprecated (a FutureWarning since PyTorch 2.4): use " +
-                 instead,
+  std::string old = "torch.cuda.amp." + std::string(name);
+  std::string since = name == "GradScaler" ? "PyTorch 2.3 warns, a FutureWarning from 2.4" : "a FutureWarning since PyTorch 2.4";
+  if (!torch.all_at_least(r.replacement)) {
+    if (fix) fix->applicability = Fix::Applicability::Unsafe;
+    ctx.report_at(Severity::Info, node_start_byte(at), node_end_byte(at),
+                  old + " is deprecated (" + since + "), but the project supports " + torch.describe() +
+                      " and torch.amp." + std::string(name) + " needs " + r.replacement.to_string() +
+                      ": switch to " + instead + " when the project requires it",
+                  std::move(fix));
+    return;
+  }
+  std::string assumed = torch.bounded()    ? ""
+                        : torch.declared() ? " (torch is declared with no version: the current release is assumed)"
+                                           : " (no PyTorch release declared: the current one is assumed)";
+  ctx.report(node_start_byte(at), node_end_byte(at), old + " is deprecated (" + since + "): use " + instead + assumed,
              std::move(fix));
 }
 

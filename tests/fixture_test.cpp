@@ -19,6 +19,7 @@
 #include <set>
 #include <sstream>
 
+#include "linter/config.hpp"
 #include "linter/fixes.hpp"
 #include "linter/lint.hpp"
 #include "linter/notebook.hpp"
@@ -72,6 +73,15 @@ const ProjectFacts* facts_of(const fs::path& path) {
   return project->facts_for(absolute);
 }
 
+// The rule options the CLI lints `path` with, where a fixture needs them: the
+// torch releases its project declares (fixtures/projects/torch_*).
+RuleOptions options_of(const fs::path& path) {
+  static ConfigResolver resolver(rules::all());
+  RuleOptions options;
+  if (auto torch = resolver.torch_declared_for(path)) options.torch = *torch;
+  return options;
+}
+
 // The source the CLI lints for `path`: its bytes, or a notebook's virtual
 // source with its index; std::nullopt and `error` set when it cannot be read.
 std::optional<SourceFile> source_of(const fs::path& path, std::string& error) {
@@ -113,7 +123,7 @@ std::string check_file(const fs::path& path) {
   RuleSelection selection(select, {});
   if (!opt_in.empty()) selection.add_layer({}, opt_in, {});
   SourceFile& source = *read;
-  LintResult result = lint(source, rules::all(), selection, RuleOptions{}, true, facts_of(path));
+  LintResult result = lint(source, rules::all(), selection, options_of(path), true, facts_of(path));
   if (!result.error.empty()) return "not linted: " + result.error;
   std::map<Finding, int> actual;
   std::map<Finding, std::string> messages;
@@ -166,7 +176,8 @@ std::string check_fixes(const fs::path& path, std::size_t& fixes_checked) {
   for (const Rule& r : rules::all()) every.emplace_back(r.info.code);
   all.add_layer({}, every, {});
   const ProjectFacts* facts = facts_of(path);
-  LintResult before = lint(source, rules::all(), all, RuleOptions{}, true, facts);
+  const RuleOptions options = options_of(path);
+  LintResult before = lint(source, rules::all(), all, options, true, facts);
   std::ostringstream out;
   bool had_syntax_error = count_code(before, "DDP001") > 0;
   for (const Diagnostic& d : before.diagnostics) {
@@ -175,7 +186,7 @@ std::string check_fixes(const fs::path& path, std::size_t& fixes_checked) {
     std::vector<Edit> edits = d.fix->edits;
     std::sort(edits.begin(), edits.end(), [](const Edit& a, const Edit& b) { return a.start < b.start; });
     SourceFile fixed(path.string(), apply_edits(source.text(), edits));
-    LintResult after = lint(fixed, rules::all(), all, RuleOptions{}, true, facts);
+    LintResult after = lint(fixed, rules::all(), all, options, true, facts);
     auto row = source.lines().position(d.start).row;
     if (!had_syntax_error && count_code(after, "DDP001") > 0)
       out << "  " << path.string() << ":" << row << ": fix of " << d.rule->code << " makes a syntax error\n";
@@ -185,12 +196,12 @@ std::string check_fixes(const fs::path& path, std::size_t& fixes_checked) {
   // what --fix (and --fix --unsafe-fixes) does: every applicable fix, re-linted until stable
   for (bool unsafe : {false, true}) {
     FixOutcome fixed = fix_source(with_cells(std::string(source.text()), source), rules::all(), all, unsafe,
-                                  RuleOptions{}, facts);
+                                  options, facts);
     if (!fixed.changed) continue;
     if (!had_syntax_error && count_code(fixed.remaining, "DDP001") > 0)
       out << "  " << path.string() << ": all fixes together make a syntax error (unsafe: " << unsafe << ")\n";
     FixOutcome again = fix_source(with_cells(std::string(fixed.source.text()), fixed.source), rules::all(), all,
-                                  unsafe, RuleOptions{}, facts);
+                                  unsafe, options, facts);
     if (again.changed)
       out << "  " << path.string() << ": a second --fix still changes the file (unsafe: " << unsafe << ")\n";
   }

@@ -1,0 +1,448 @@
+#include "linter/torch_version.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cctype>
+#include <vector>
+
+#include "linter/source.hpp"
+#include "linter/syntax.hpp"
+
+namespace ddplint {
+
+namespace fs = std::filesystem;
+
+// pyproject.toml is read with toml++, whose code lives in linter/config.cpp.
+std::optional<TorchSupport> pyproject_torch(const fs::path& file, const std::string& shown);
+
+namespace {
+
+constexpr std::size_t kMaxDeclarationBytes = 1 << 20;  // a requirements file of a megabyte is not one
+constexpr int kMaxIncludeDepth = 3;                    // `-r` chains followed at most
+
+std::string trim(std::string_view s) {
+  std::size_t b = 0, e = s.size();
+  while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
+  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
+  return std::string(s.substr(b, e - b));
+}
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+TorchVersion next_patch(TorchVersion v) { return {v.major, v.minor, v.patch + 1}; }
+TorchVersion next_minor(TorchVersion v) { return {v.major, v.minor + 1, 0}; }
+TorchVersion next_major(TorchVersion v) { return {v.major + 1, 0, 0}; }
+
+// How many release components `text` spells (`2.1` -> 2, `2.1.*` -> 2 and wildcard).
+int components(std::string_view text, bool& wildcard) {
+  int n = 0;
+  wildcard = false;
+  std::size_t i = 0;
+  while (i < text.size()) {
+    if (text[i] == '*') {
+      wildcard = true;
+      break;
+    }
+    if (!std::isdigit(static_cast<unsigned char>(text[i]))) break;
+    while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) ++i;
+    ++n;
+    if (i < text.size() && text[i] == '.') ++i;
+    else break;
+  }
+  return n;
+}
+
+void raise_lowest(TorchSupport& s, TorchVersion v) {
+  if (!s.lowest || *s.lowest < v) s.lowest = v;
+}
+void lower_below(TorchSupport& s, TorchVersion v) {
+  if (!s.below || v < *s.below) s.below = v;
+}
+
+// One clause: `>=1.8`, `==2.1.*`, `~=2.1.0`, `<2`. False when it cannot be read.
+bool apply_clause(TorchSupport& s, std::string_view clause) {
+  std::string c = trim(clause);
+  if (c.empty()) return true;
+  static constexpr std::string_view kOps[] = {"===", "~=", "==", "!=", ">=", "<=", ">", "<", "="};
+  std::string_view op;
+  for (std::string_view o : kOps)
+    if (c.starts_with(o)) {
+      op = o;
+      break;
+    }
+  std::string version = trim(std::string_view(c).substr(op.size()));
+  if (op == "!=") return true;  // excludes releases; the range stays
+  bool wildcard = false;
+  int n = components(version, wildcard);
+  if (version == "*") return true;  // any release
+  std::optional<TorchVersion> v = TorchVersion::parse(version);
+  if (!v) return false;
+  if (op == ">=") raise_lowest(s, *v);
+  else if (op == ">") raise_lowest(s, next_patch(*v));
+  else if (op == "<") lower_below(s, *v);
+  else if (op == "<=") lower_below(s, next_patch(*v));
+  else if (op == "~=") {
+    raise_lowest(s, *v);
+    lower_below(s, n >= 3 ? next_minor(*v) : next_major(*v));
+  } else if (op == "==" || op == "===" || op == "=" || op.empty()) {
+    // `==2.1.*` and conda's `=2.1` / bare `2.1` match a prefix; `==2.1` one release
+    bool prefix = wildcard || op == "=" || op.empty();
+    raise_lowest(s, *v);
+    if (!prefix) lower_below(s, next_patch(*v));
+    else if (n <= 1) lower_below(s, next_major(*v));
+    else if (n == 2) lower_below(s, next_minor(*v));
+    else lower_below(s, next_patch(*v));
+  }
+  return true;
+}
+
+// A wheel's file name in a URL: `torch-1.8.0%2Bcu111-cp38-...whl` -> 1.8.0.
+std::optional<TorchVersion> version_in_url(std::string_view url) {
+  std::size_t slash = url.rfind('/');
+  std::string_view file = slash == std::string_view::npos ? url : url.substr(slash + 1);
+  if (!file.starts_with("torch-")) return std::nullopt;
+  return TorchVersion::parse(file.substr(6));
+}
+
+bool is_name_char(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
+}
+
+// The range of a list of clauses (`>=1.8,<2`); std::nullopt when one cannot be read.
+std::optional<TorchSupport> clauses(std::string_view spec) {
+  TorchSupport s;
+  std::size_t start = 0;
+  while (start <= spec.size()) {
+    std::size_t comma = spec.find(',', start);
+    std::string_view one = spec.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
+    if (!apply_clause(s, one)) return std::nullopt;
+    if (comma == std::string_view::npos) break;
+    start = comma + 1;
+  }
+  return s;
+}
+
+// The union of two declarations: the widest range (an unset bound is open).
+void unite(std::optional<TorchSupport>& into, TorchSupport more) {
+  if (!into) {
+    into = std::move(more);
+    return;
+  }
+  if (!into->lowest || !more.lowest) into->lowest.reset();
+  else into->lowest = std::min(*into->lowest, *more.lowest);
+  if (!into->below || !more.below) into->below.reset();
+  else into->below = std::max(*into->below, *more.below);
+  // the first declaration found names the union
+}
+
+std::string shown_path(const fs::path& file, const fs::path& from) {
+  if (from.empty()) return file.generic_string();
+  fs::path rel = file.lexically_relative(from);
+  if (rel.empty() || rel.native().starts_with("..")) return file.generic_string();
+  return rel.generic_string();
+}
+
+std::optional<std::string> read_small(const fs::path& file) {
+  std::error_code ec;
+  if (!fs::is_regular_file(file, ec)) return std::nullopt;
+  auto size = fs::file_size(file, ec);
+  if (ec || size > kMaxDeclarationBytes) return std::nullopt;
+  std::string error;
+  return read_file(file.string(), error);
+}
+
+void requirements_file(const fs::path& file, const fs::path& shown_from, int depth, std::optional<TorchSupport>& out) {
+  std::optional<std::string> text = read_small(file);
+  if (!text) return;
+  std::string_view t = *text;
+  std::uint32_t line_no = 0;
+  std::string joined;
+  std::uint32_t joined_line = 0;
+  std::size_t pos = 0;
+  while (pos <= t.size()) {
+    std::size_t nl = t.find('\n', pos);
+    std::string_view line = t.substr(pos, nl == std::string_view::npos ? std::string_view::npos : nl - pos);
+    pos = nl == std::string_view::npos ? t.size() + 1 : nl + 1;
+    ++line_no;
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (joined.empty()) joined_line = line_no;
+    if (!line.empty() && line.back() == '\\') {  // a continued line
+      joined += line.substr(0, line.size() - 1);
+      continue;
+    }
+    joined += line;
+    std::string l = trim(joined);
+    joined.clear();
+    // a comment starts at `#` at the line's start or after whitespace
+    for (std::size_t h = l.find('#'); h != std::string::npos; h = l.find('#', h + 1))
+      if (h == 0 || std::isspace(static_cast<unsigned char>(l[h - 1]))) {
+        l = trim(std::string_view(l).substr(0, h));
+        break;
+      }
+    if (l.empty()) continue;
+    if (l[0] == '-') {
+      for (std::string_view opt : {"-r", "--requirement"}) {
+        if (!l.starts_with(opt)) continue;
+        std::string rest = trim(std::string_view(l).substr(opt.size()));
+        if (!rest.empty() && rest[0] == '=') rest = trim(std::string_view(rest).substr(1));
+        if (rest.empty() || depth >= kMaxIncludeDepth) break;
+        requirements_file(file.parent_path() / rest, shown_from, depth + 1, out);
+        break;
+      }
+      continue;
+    }
+    if (auto s = torch_requirement(l)) {
+      s->origin = shown_path(file, shown_from) + ":" + std::to_string(joined_line);
+      unite(out, std::move(*s));
+    }
+  }
+}
+
+// setup.py: the string literals of the file (comments are not strings) that
+// are requirements on torch, wherever they sit (install_requires, a list
+// assigned first, extras_require).
+void setup_py(const fs::path& file, const fs::path& shown_from, std::optional<TorchSupport>& out) {
+  std::optional<std::string> text = read_small(file);
+  if (!text || text->find("torch") == std::string::npos) return;
+  SourceFile source(file.string(), std::move(*text));
+  SyntaxTree tree = parse_python(source);
+  if (!tree) return;
+  const Kinds& k = kinds();
+  std::vector<TSNode> stack{tree.root()};
+  while (!stack.empty()) {
+    TSNode n = stack.back();
+    stack.pop_back();
+    if (ts_node_symbol(n) == k.string) {
+      // one string_content child, no interpolation: a plain literal
+      std::string content;
+      bool plain = true;
+      std::uint32_t count = ts_node_named_child_count(n);
+      for (std::uint32_t i = 0; i < count; ++i) {
+        TSNode c = ts_node_named_child(n, i);
+        if (ts_node_symbol(c) == k.string_content) content += node_text(c, source.text());
+        else if (ts_node_symbol(c) == k.interpolation) plain = false;
+      }
+      if (plain && content.size() < 200) {
+        if (auto s = torch_requirement(content)) {
+          s->origin = shown_path(file, shown_from) + ":" + std::to_string(ts_node_start_point(n).row + 1);
+          unite(out, std::move(*s));
+        }
+      }
+      continue;
+    }
+    std::uint32_t count = ts_node_named_child_count(n);
+    for (std::uint32_t i = count; i > 0; --i) stack.push_back(ts_node_named_child(n, i - 1));
+  }
+}
+
+// setup.cfg: `install_requires` of `[options]` and the lists of
+// `[options.extras_require]`, one requirement a line (setuptools' format).
+void setup_cfg(const fs::path& file, const fs::path& shown_from, std::optional<TorchSupport>& out) {
+  std::optional<std::string> text = read_small(file);
+  if (!text) return;
+  std::string_view t = *text;
+  std::string section;
+  bool in_list = false;  // inside a value that lists requirements
+  std::uint32_t line_no = 0;
+  std::size_t pos = 0;
+  while (pos < t.size()) {
+    std::size_t nl = t.find('\n', pos);
+    std::string_view line = t.substr(pos, nl == std::string_view::npos ? std::string_view::npos : nl - pos);
+    pos = nl == std::string_view::npos ? t.size() : nl + 1;
+    ++line_no;
+    std::string l = trim(line);
+    if (l.empty() || l[0] == '#' || l[0] == ';') continue;
+    bool indented = !line.empty() && std::isspace(static_cast<unsigned char>(line[0]));
+    std::string value;
+    if (!indented) {
+      in_list = false;
+      if (l[0] == '[') {
+        section = lower(trim(std::string_view(l).substr(1, l.find(']') == std::string::npos ? l.size() - 1 : l.find(']') - 1)));
+        continue;
+      }
+      std::size_t eq = l.find_first_of("=:");
+      if (eq == std::string::npos) continue;
+      std::string key = lower(trim(std::string_view(l).substr(0, eq)));
+      in_list = (section == "options" && key == "install_requires") || section == "options.extras_require";
+      value = trim(std::string_view(l).substr(eq + 1));
+    } else if (in_list) {
+      value = l;
+    }
+    if (!in_list || value.empty()) continue;
+    if (auto s = torch_requirement(value)) {
+      s->origin = shown_path(file, shown_from) + ":" + std::to_string(line_no);
+      unite(out, std::move(*s));
+    }
+  }
+}
+
+// environment.yml: conda match specs in `dependencies`, and pip
+// requirements in its `pip:` list.
+void environment_yml(const fs::path& file, const fs::path& shown_from, std::optional<TorchSupport>& out) {
+  std::optional<std::string> text = read_small(file);
+  if (!text) return;
+  YAML::Node doc;
+  try {
+    doc = YAML::Load(*text);
+  } catch (const std::exception&) {
+    return;
+  }
+  try {
+    if (!doc.IsMap()) return;
+    YAML::Node deps = doc["dependencies"];
+    if (!deps || !deps.IsSequence()) return;
+    auto add = [&](const YAML::Node& item, bool conda) {
+      if (!item.IsScalar()) return;
+      if (auto s = torch_requirement(item.Scalar(), conda)) {
+        s->origin = shown_path(file, shown_from) + ":" + std::to_string(item.Mark().line + 1);
+        unite(out, std::move(*s));
+      }
+    };
+    for (const YAML::Node& item : deps) {
+      if (item.IsScalar()) {
+        add(item, true);
+      } else if (item.IsMap()) {
+        YAML::Node pip = item["pip"];
+        if (pip && pip.IsSequence())
+          for (const YAML::Node& p : pip) add(p, false);
+      }
+    }
+  } catch (const std::exception&) {
+    return;
+  }
+}
+
+}  // namespace
+
+std::string TorchVersion::to_string() const {
+  std::string s = std::to_string(major) + "." + std::to_string(minor);
+  if (patch != 0) s += "." + std::to_string(patch);
+  return s;
+}
+
+std::optional<TorchVersion> TorchVersion::parse(std::string_view text) {
+  int parts[3] = {0, 0, 0};
+  int n = 0;
+  std::size_t i = 0;
+  if (i < text.size() && (text[i] == 'v' || text[i] == 'V')) ++i;
+  while (n < 3 && i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) {
+    int value = 0;
+    std::size_t digits = 0;
+    while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) {
+      if (++digits > 4) return std::nullopt;
+      value = value * 10 + (text[i] - '0');
+      ++i;
+    }
+    parts[n++] = value;
+    if (i < text.size() && text[i] == '.' && i + 1 < text.size() && std::isdigit(static_cast<unsigned char>(text[i + 1])))
+      ++i;
+    else
+      break;
+  }
+  if (n == 0) return std::nullopt;
+  return TorchVersion{parts[0], parts[1], parts[2]};
+}
+
+std::optional<TorchSupport> torch_requirement(std::string_view requirement, bool conda) {
+  std::string r = trim(requirement);
+  if (std::size_t semi = r.find(';'); semi != std::string::npos) r = trim(std::string_view(r).substr(0, semi));
+  if (conda) {
+    if (std::size_t colons = r.rfind("::"); colons != std::string::npos) r = r.substr(colons + 2);
+  }
+  std::size_t end = 0;
+  while (end < r.size() && is_name_char(r[end])) ++end;
+  std::string name = lower(std::string_view(r).substr(0, end));
+  std::replace(name.begin(), name.end(), '_', '-');
+  if (!(name == "torch" || (conda && name == "pytorch"))) return std::nullopt;
+  std::string rest = trim(std::string_view(r).substr(end));
+  if (!rest.empty() && rest[0] == '[') {  // extras
+    std::size_t close = rest.find(']');
+    if (close == std::string::npos) return std::nullopt;
+    rest = trim(std::string_view(rest).substr(close + 1));
+  }
+  TorchSupport s;
+  s.written = r;
+  if (!rest.empty() && rest[0] == '@') {
+    if (auto v = version_in_url(trim(std::string_view(rest).substr(1)))) {
+      s.lowest = *v;
+      s.below = next_patch(*v);
+    }
+    return s;
+  }
+  if (!rest.empty() && rest[0] == '(' && rest.back() == ')') rest = trim(std::string_view(rest).substr(1, rest.size() - 2));
+  if (conda) {
+    // `=1.13.1=build`: the build string after the version's `=` is not a version
+    if (rest.starts_with("=") && !rest.starts_with("==")) {
+      std::size_t second = rest.find('=', 1);
+      if (second != std::string::npos) rest = rest.substr(0, second);
+    } else if (!rest.empty() && rest[0] != '<' && rest[0] != '>' && rest[0] != '!' && rest[0] != '~' && rest[0] != '=') {
+      std::size_t space = rest.find(' ');  // `pytorch 1.13.* build`
+      if (space != std::string::npos) rest = rest.substr(0, space);
+    }
+  } else if (!rest.empty() && std::isdigit(static_cast<unsigned char>(rest[0]))) {
+    return std::nullopt;  // not PEP 508
+  }
+  std::optional<TorchSupport> range = clauses(rest);
+  if (!range) return std::nullopt;
+  range->written = std::move(s.written);
+  return range;
+}
+
+std::optional<TorchSupport> poetry_constraint(std::string_view constraint) {
+  std::string c = trim(constraint);
+  TorchSupport s;
+  s.written = c;
+  if (c.empty() || c == "*") return s;
+  if (c[0] == '^' || (c[0] == '~' && (c.size() < 2 || c[1] != '='))) {
+    std::string version = trim(std::string_view(c).substr(1));
+    bool wildcard = false;
+    int n = components(version, wildcard);
+    std::optional<TorchVersion> v = TorchVersion::parse(version);
+    if (!v) return std::nullopt;
+    s.lowest = *v;
+    if (c[0] == '^') s.below = v->major != 0 ? next_major(*v) : next_minor(*v);
+    else s.below = n >= 2 ? next_minor(*v) : next_major(*v);
+    return s;
+  }
+  // a bare version is an exact pin in Poetry
+  if (std::isdigit(static_cast<unsigned char>(c[0])) && c.find_first_of(",<>=!") == std::string::npos) c = "==" + c;
+  std::optional<TorchSupport> range = clauses(c);
+  if (!range) return std::nullopt;
+  range->written = std::move(s.written);
+  return range;
+}
+
+std::optional<TorchSupport> declared_torch_in(const fs::path& dir, const fs::path& shown_from) {
+  std::optional<TorchSupport> out;
+  if (auto s = pyproject_torch(dir / "pyproject.toml", shown_path(dir / "pyproject.toml", shown_from))) unite(out, std::move(*s));
+  std::error_code exists_error;
+  if (!fs::exists(dir / "__init__.py", exists_error)) setup_py(dir / "setup.py", shown_from, out);  // else a module
+  setup_cfg(dir / "setup.cfg", shown_from, out);
+  // requirements*.txt and environment*.y(a)ml, in name order
+  std::vector<fs::path> requirements, environments;
+  std::error_code ec;
+  fs::directory_iterator it(dir, ec), last;
+  for (std::size_t seen = 0; !ec && it != last && seen < 4096; it.increment(ec), ++seen) {
+    std::string name = it->path().filename().string();
+    std::string l = lower(name);
+    if (l.starts_with("requirements") && l.ends_with(".txt")) requirements.push_back(it->path());
+    else if ((l.starts_with("environment") || l.starts_with("conda")) && (l.ends_with(".yml") || l.ends_with(".yaml")))
+      environments.push_back(it->path());
+  }
+  // requirements.txt first, then the others in name order
+  std::sort(requirements.begin(), requirements.end(), [](const fs::path& a, const fs::path& b) {
+    bool a_main = a.filename() == "requirements.txt", b_main = b.filename() == "requirements.txt";
+    return a_main != b_main ? a_main : a < b;
+  });
+  std::sort(environments.begin(), environments.end());
+  for (const fs::path& r : requirements) requirements_file(r, shown_from, 0, out);
+  for (const fs::path& e : environments) environment_yml(e, shown_from, out);
+  return out;
+}
+
+}  // namespace ddplint

@@ -1,0 +1,182 @@
+// The torch releases a project declares (linter/torch_version.hpp): each
+// declaration format, the ranges their specifiers give, the folder walk, and
+// `target-torch`.
+#include <doctest/doctest.h>
+
+#include <fstream>
+
+#include "linter/config.hpp"
+#include "linter/torch_version.hpp"
+#include "rules/registry.hpp"
+
+using namespace ddplint;
+namespace fs = std::filesystem;
+
+namespace {
+struct Scratch {
+  fs::path root;
+  Scratch() {
+    std::string tmpl = (fs::temp_directory_path() / "ddplint-torch-XXXXXX").string();
+    root = ::mkdtemp(tmpl.data());
+  }
+  ~Scratch() {
+    std::error_code ec;
+    fs::remove_all(root, ec);
+  }
+  fs::path write(const std::string& rel, const std::string& text) const {
+    fs::path p = root / rel;
+    fs::create_directories(p.parent_path());
+    std::ofstream(p) << text;
+    return p;
+  }
+};
+
+TorchVersion v(int a, int b, int c = 0) { return TorchVersion{a, b, c}; }
+}  // namespace
+
+TEST_CASE("torch versions: the release segment only") {
+  CHECK(TorchVersion::parse("2.3.1") == v(2, 3, 1));
+  CHECK(TorchVersion::parse("1.8.0+cu111") == v(1, 8, 0));
+  CHECK(TorchVersion::parse("2.1.0a0") == v(2, 1, 0));
+  CHECK(TorchVersion::parse("2") == v(2, 0, 0));
+  CHECK_FALSE(TorchVersion::parse("latest").has_value());
+  CHECK_FALSE(TorchVersion::parse("123456").has_value());
+  CHECK(v(2, 3).to_string() == "2.3");
+  CHECK(v(1, 13, 1).to_string() == "1.13.1");
+}
+
+TEST_CASE("torch requirements: PEP 508 specifiers give a range") {
+  auto r = torch_requirement("torch>=1.7.0,!=1.12.0");
+  REQUIRE(r);
+  CHECK(r->lowest == v(1, 7, 0));
+  CHECK_FALSE(r->below.has_value());
+  r = torch_requirement("torch==2.1.1");
+  REQUIRE(r);
+  CHECK(r->lowest == v(2, 1, 1));
+  CHECK(r->below == v(2, 1, 2));
+  r = torch_requirement("torch~=2.1.0");
+  REQUIRE(r);
+  CHECK(r->below == v(2, 2, 0));
+  r = torch_requirement("torch~=2.1");
+  REQUIRE(r);
+  CHECK(r->below == v(3, 0, 0));
+  r = torch_requirement("torch==2.1.*");
+  REQUIRE(r);
+  CHECK(r->lowest == v(2, 1, 0));
+  CHECK(r->below == v(2, 2, 0));
+  r = torch_requirement("Torch[opt-einsum] >= 2.0, < 2.4 ; python_version >= '3.8'");
+  REQUIRE(r);
+  CHECK(r->lowest == v(2, 0, 0));
+  CHECK(r->below == v(2, 4, 0));
+  CHECK(r->written == "Torch[opt-einsum] >= 2.0, < 2.4");
+  r = torch_requirement("torch @ https://download.pytorch.org/whl/cu118/torch-2.0.1%2Bcu118-cp310-linux_x86_64.whl");
+  REQUIRE(r);
+  CHECK(r->lowest == v(2, 0, 1));
+  r = torch_requirement("torch");  // no bound: pip installs the newest
+  REQUIRE(r);
+  CHECK_FALSE(r->bounded());
+  CHECK_FALSE(torch_requirement("torchvision==0.16").has_value());
+  CHECK_FALSE(torch_requirement("pytorch-lightning>=2").has_value());
+  CHECK_FALSE(torch_requirement("pytorch==1.13").has_value());  // a conda name, not a pip one
+}
+
+TEST_CASE("torch requirements: conda match specs and Poetry constraints") {
+  auto r = torch_requirement("pytorch=1.13.1=py3.9_cuda11.6_cudnn8.3.2_0", true);
+  REQUIRE(r);
+  CHECK(r->lowest == v(1, 13, 1));
+  CHECK(r->below == v(1, 13, 2));
+  r = torch_requirement("pytorch::pytorch=2.0", true);
+  REQUIRE(r);
+  CHECK(r->below == v(2, 1, 0));
+  r = torch_requirement("pytorch 1.13.*", true);
+  REQUIRE(r);
+  CHECK(r->lowest == v(1, 13, 0));
+  CHECK(r->below == v(1, 14, 0));
+  r = poetry_constraint("^2.1");
+  REQUIRE(r);
+  CHECK(r->lowest == v(2, 1, 0));
+  CHECK(r->below == v(3, 0, 0));
+  r = poetry_constraint("~2.1");
+  REQUIRE(r);
+  CHECK(r->below == v(2, 2, 0));
+  r = poetry_constraint("2.2.0");
+  REQUIRE(r);
+  CHECK(r->below == v(2, 2, 1));
+}
+
+TEST_CASE("torch support: which releases a claim needs") {
+  TorchSupport pinned;
+  pinned.lowest = v(2, 1, 1);
+  pinned.below = v(2, 1, 2);
+  CHECK_FALSE(pinned.reaches(v(2, 4)));
+  CHECK_FALSE(pinned.all_at_least(v(2, 3)));
+  TorchSupport from_old;
+  from_old.lowest = v(1, 7);
+  CHECK(from_old.reaches(v(2, 4)));
+  CHECK_FALSE(from_old.all_at_least(v(2, 3)));
+  TorchSupport none;  // nothing declared: the current release
+  CHECK(none.reaches(v(2, 4)));
+  CHECK(none.all_at_least(v(2, 4)));
+  TorchSupport capped;  // an upper bound only admits old releases
+  capped.below = v(2, 0);
+  CHECK_FALSE(capped.all_at_least(v(1, 13)));
+}
+
+TEST_CASE("torch declarations: the files of one folder, united; comments and modules are no declaration") {
+  Scratch s;
+  s.write("a/requirements.txt", "# torch>=2.6\n-r base.txt\nnumpy\n");
+  s.write("a/base.txt", "torch>=1.10 \\\n  ,<2.0  # pinned below 2\n");
+  s.write("a/requirements-extra.txt", "torch==2.2.0\n");
+  auto a = declared_torch_in(s.root / "a", s.root);
+  REQUIRE(a);
+  CHECK(a->lowest == v(1, 10, 0));  // the widest range over the files
+  CHECK(a->below == v(2, 2, 1));
+  CHECK(a->origin == "a/base.txt:1");
+  s.write("b/setup.py", "# install_requires=['torch>=9']\nsetup(install_requires=['torch>=2.3'])\n");
+  s.write("b/setup.cfg", "[metadata]\nname = x\n[options]\ninstall_requires =\n    numpy\n    torch>=2.2\n");
+  auto b = declared_torch_in(s.root / "b", s.root);
+  REQUIRE(b);
+  CHECK(b->lowest == v(2, 2, 0));
+  s.write("c/environment.yml", "dependencies:\n  - python=3.10\n  - pip:\n      - torch==2.0.1\n");
+  auto c = declared_torch_in(s.root / "c", s.root);
+  REQUIRE(c);
+  CHECK(c->lowest == v(2, 0, 1));
+  CHECK(c->origin == "c/environment.yml:4");
+  s.write("d/pyproject.toml", "[project]\ndependencies = []\n[tool.poetry.dependencies]\ntorch = { version = \"^2.1\" }\n");
+  auto d = declared_torch_in(s.root / "d", s.root);
+  REQUIRE(d);
+  CHECK(d->below == v(3, 0, 0));
+  s.write("e/__init__.py", "");
+  s.write("e/setup.py", "DEPS = ['torch==1.0']\n");  // a module of package e
+  CHECK_FALSE(declared_torch_in(s.root / "e", s.root).has_value());
+  s.write("f/environment.yml", "dependencies: [\n");  // malformed: adds nothing
+  CHECK_FALSE(declared_torch_in(s.root / "f", s.root).has_value());
+}
+
+TEST_CASE("torch declarations: the closest folder up to the project's root; target-torch wins") {
+  Scratch s;
+  s.write("outer/requirements.txt", "torch==1.4\n");  // above the project: not its declaration
+  s.write("outer/proj/pyproject.toml", "[project]\nname = \"p\"\n");
+  s.write("outer/proj/sub/environment.yml", "dependencies:\n  - pytorch=1.13.1\n");
+  fs::path deep = s.write("outer/proj/sub/pkg/train.py", "");
+  fs::path top = s.write("outer/proj/train.py", "");
+  ConfigResolver resolver(rules::all());
+  auto found = resolver.torch_declared_for(deep);
+  REQUIRE(found);
+  CHECK(found->lowest == v(1, 13, 1));
+  CHECK(resolver.torch_declared_for(top) == nullptr);
+  fs::path cfg = s.write("outer/proj/ddplint.toml", "target-torch = \"2.4\"\n");
+  auto loaded = load_config(cfg, rules::all());
+  REQUIRE(std::holds_alternative<std::optional<Config>>(loaded));
+  const Config& config = *std::get<std::optional<Config>>(loaded);
+  FileSettings settings = settings_for(&config, deep, {}, {}, {}, nullptr, found.get());
+  CHECK(settings.options.torch.lowest == v(2, 4, 0));
+  CHECK_FALSE(settings.options.torch.below.has_value());
+  CHECK(settings.declared_torch.lowest == v(1, 13, 1));
+  for (const char* bad : {"\"latest\"", "\"2.\"", "\"2..1\"", "2.1", "\"1.2.3.4\""}) {
+    fs::path p = s.write("bad/ddplint.toml", std::string("target-torch = ") + bad + "\n");
+    auto r = load_config(p, rules::all());
+    REQUIRE(std::holds_alternative<ConfigError>(r));
+    CHECK(std::get<ConfigError>(r).message.find("target-torch") != std::string::npos);
+  }
+}
