@@ -140,6 +140,11 @@ LintResult lint_decoded(const SourceFile& source, const SyntaxTree& tree, std::s
     rules[i].check(model, ctx);
   }
   drop_below_severity(found, plan.selection);
+  // code no run of the project reaches makes no cost: no claim there (the
+  // file's own checks, DDP0xx, stand)
+  std::erase_if(found, [&](const Diagnostic& d) {
+    return !std::string_view(d.rule->code).starts_with("DDP0") && model.unreached(d.start);
+  });
   const bool noqa_rules = checks_noqa(rules, run);
   if (found.empty() && !noqa_rules) return result;  // no `# noqa` to read, no line index to build
   Suppressions noqa = Suppressions::collect(model);
@@ -241,8 +246,10 @@ LintResult lint(const SourceFile& source, std::span<const Rule> rules, const Rul
   if (language_of(source.path(), source.text()) == Language::Shell)
     return lint_launch(source, parse_shell(source), rules, plan, options, project);
   Prefilter::Scan scan(plan.prefilter, source.text());
-  if (project != nullptr && project->empty()) project = nullptr;
-  if (prefilter && project == nullptr && !scan.may_fire()) {
+  // facts that say nothing but who imports the file (ProjectFacts::indexed)
+  // let the prefilter skip it as well: they only withdraw findings
+  const bool no_facts = project == nullptr || project->empty();
+  if (prefilter && no_facts && !scan.may_fire()) {
     LintResult skipped;
     skipped.skipped = true;
     return skipped;

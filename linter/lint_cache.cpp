@@ -53,6 +53,8 @@ std::string fingerprint(const ProjectFacts* facts) {
   j["device_selecting_calls"] = json(std::vector<std::string>(facts->device_selecting_calls.begin(),
                                                                facts->device_selecting_calls.end()));
   j["cuda"] = facts->cuda;
+  j["importers"] = json::array({facts->indexed, facts->package_module, facts->imported, facts->imported_whole,
+                                json(std::vector<std::string>(facts->imported_names.begin(), facts->imported_names.end()))});
   json launched = json::array();
   for (const LaunchedScript& l : facts->launched)
     launched.push_back(json::array({l.written, l.path, l.distributed, l.ddp_always, l.spawns, l.reads_local_rank_env,

@@ -536,6 +536,7 @@ struct ModuleFile {
   FileSummary summary;
   ProjectFacts facts;
   bool summarised = false;
+  std::vector<std::size_t> imports;  // the project files its import lines name (the scan's edges)
 };
 
 class Solver {
@@ -725,7 +726,59 @@ class Solver {
         if (call.in_training_loop) callee.loop_entries.emplace(name, std::move(here));
       }
     }
+    importers(out);
     return out;
+  }
+
+  // Who imports each file, and which of its names (ProjectFacts::imported*):
+  // from the importers' summaries, for every edge the scan found. An edge
+  // that no import of the importer's summary explains (its summary is
+  // missing, or the import names a parent package: `import pkg.sub.m` binds
+  // `pkg`) takes the module whole.
+  void importers(std::vector<ProjectFacts>& out) const {
+    for (std::size_t a = 0; a < files_.size(); ++a) {
+      const ModuleFile& importer = files_[a];
+      for (std::size_t b : importer.imports) {
+        if (b == a) continue;
+        ProjectFacts& imported = out[b];
+        imported.imported = true;
+        if (!importer.summarised) {
+          imported.imported_whole = true;
+          continue;
+        }
+        bool explained = false;
+        for (const auto& [local, target] : importer.summary.imports) {
+          long whole = module_file(a, target);
+          if (whole >= 0 && static_cast<std::size_t>(whole) == b) {
+            imported.imported_whole = true;  // `import m`, `from pkg import m`, `from m import *`
+            explained = true;
+            continue;
+          }
+          if (local == "*") continue;
+          std::size_t last = target.rfind('.');
+          if (last == std::string::npos || last + 1 >= target.size()) continue;
+          long from = module_file(a, target.substr(0, last));
+          if (from >= 0 && static_cast<std::size_t>(from) == b) {
+            imported.imported_names.insert(target.substr(last + 1));
+            explained = true;
+          }
+        }
+        if (!explained) imported.imported_whole = true;
+      }
+      if (!importer.summarised) continue;
+      // calls through a module (`m.f(...)`) and re-exports (`from pkg import f`
+      // where pkg/__init__.py imports f from .builder): the file defining f
+      for (const FileSummary::Call& call : importer.summary.calls) {
+        auto [b, name] = function_of(a, call.canonical);
+        if (b >= 0 && static_cast<std::size_t>(b) != a) out[static_cast<std::size_t>(b)].imported_names.insert(name);
+      }
+      // a name re-exported by a package's `__init__.py` is imported from the file defining it
+      for (const auto& [local, target] : importer.summary.imports) {
+        if (local == "*") continue;
+        auto [b, name] = function_of(a, target);
+        if (b >= 0 && static_cast<std::size_t>(b) != a) out[static_cast<std::size_t>(b)].imported_names.insert(name);
+      }
+    }
   }
 
  private:
@@ -971,9 +1024,15 @@ Project::Project(fs::path root, std::shared_ptr<const Cache> cache, SourceOverla
   for (std::size_t i = 0; i < files.size(); ++i) {
     auto bytes = read_module(files[i].path, state_->overlay);
     if (!bytes) continue;
+    // a module imported by a computed name (`importlib.import_module(name)`,
+    // `__import__(name)`) may be any file: who imports what is then not known
+    if (!dynamic_imports_ && (bytes->find("import_module(") != std::string::npos ||
+                              bytes->find("__import__(") != std::string::npos))
+      dynamic_imports_ = true;
     for (const std::string& module : imported_modules(*bytes)) {
       long target = state_->solver->module_file(i, module);
       if (target < 0 || static_cast<std::size_t>(target) == i) continue;
+      files[i].imports.push_back(static_cast<std::size_t>(target));
       files[i].on_edge = true;
       files[static_cast<std::size_t>(target)].on_edge = true;
       parent[find(i)] = find(static_cast<std::size_t>(target));
@@ -1014,6 +1073,7 @@ void Project::solve(std::size_t component) const {
     if (files[i].component != component) continue;
     if (files[i].summarised) summary_bytes_ += encode_summary(&files[i].summary).size();
     files[i].summary = FileSummary{};  // only the facts are kept
+    files[i].facts.indexed = !dynamic_imports_;
     if (!files[i].facts.empty()) facts_.emplace(files[i].path.native(), std::move(files[i].facts));
   }
 }
@@ -1028,14 +1088,33 @@ const ProjectFacts* Project::facts_for(const fs::path& file) const {
     state_->solved[m.component] = 1;
   }
   if (!launches_read_) read_launches();
+  const bool package_module = state_->index.contains((file.parent_path() / "__init__.py").native());
   if (auto launches = launches_of_.find(file.native()); launches != launches_of_.end()) {
     ProjectFacts& f = facts_[file.native()];  // (solved above: later solves are of other components)
     if (f.launched_by.empty()) f.launched_by = launches->second;
+    f.indexed = !dynamic_imports_;
+    f.package_module = package_module;
     return &f;
   }
-  if (!m.on_edge) return nullptr;
-  auto it = facts_.find(file.native());
-  return it == facts_.end() ? nullptr : &it->second;
+  // a file of the index with no facts: nothing imports it (known unless
+  // modules are imported by computed names)
+  static const ProjectFacts kIndexedAlone[2] = {[] {
+                                                  ProjectFacts f;
+                                                  f.indexed = true;
+                                                  return f;
+                                                }(),
+                                                [] {
+                                                  ProjectFacts f;
+                                                  f.indexed = true;
+                                                  f.package_module = true;
+                                                  return f;
+                                                }()};
+  auto it = m.on_edge ? facts_.find(file.native()) : facts_.end();
+  if (it != facts_.end()) {
+    it->second.package_module = package_module;
+    return &it->second;
+  }
+  return dynamic_imports_ ? nullptr : &kIndexedAlone[package_module ? 1 : 0];
 }
 
 std::optional<fs::path> Project::resolve_script(const fs::path& launch_script, std::string_view written) const {

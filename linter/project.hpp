@@ -195,6 +195,9 @@ class Project {
   mutable std::size_t summarised_ = 0;
   mutable std::size_t summary_bytes_ = 0;
   mutable int rounds_ = 0;
+  /// Some file imports a module by a computed name (`importlib.import_module`,
+  /// `__import__`): who imports which file is not known (ProjectFacts::indexed).
+  bool dynamic_imports_ = false;
 };
 
 /// The projects of a run, each indexed once, shared by the threads that lint

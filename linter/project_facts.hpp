@@ -155,6 +155,23 @@ struct ProjectFacts {
   std::set<std::string, std::less<>> device_selecting_calls;
   /// A file that moves work to CUDA calls into this one (transitively).
   bool cuda = false;
+  /// The project was indexed and its imports followed: `imported`,
+  /// `imported_whole` and `imported_names` are complete. False for a file
+  /// linted alone, in a project too large to index, or in one that imports
+  /// modules by computed names (`importlib.import_module(name)`).
+  bool indexed = false;
+  /// The file is a module of a package (an `__init__.py` beside it): part of
+  /// an API others may import, whatever the project itself imports.
+  bool package_module = false;
+  /// Some other file of the project imports this module.
+  bool imported = false;
+  /// Some importer takes the module itself (`import pkg.m`, `from pkg import
+  /// m`, `from m import *`) or imports it in a way the index does not follow:
+  /// any of its names may be used.
+  bool imported_whole = false;
+  /// The names other files import from this module (`from m import f`) or
+  /// call through it (`m.f(...)`, through re-exports too).
+  std::set<std::string, std::less<>> imported_names;
   /// For a launch script: the project's Python scripts it starts, one entry
   /// per distinct script word (in launch order), for those that resolve to a
   /// file of the project.
@@ -174,7 +191,7 @@ struct ProjectFacts {
   bool empty() const {
     return callees.empty() && step_entries.empty() && loop_entries.empty() && host_parameters.empty() &&
            ddp_parameters.empty() && logged_calls.empty() && result_uses.empty() && forwarding_calls.empty() &&
-           device_selecting_calls.empty() && !cuda &&
+           device_selecting_calls.empty() && !cuda && !imported && !imported_whole && imported_names.empty() &&
            launched.empty() && launched_by.empty();
   }
   bool operator==(const ProjectFacts&) const = default;

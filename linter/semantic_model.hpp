@@ -681,6 +681,20 @@ class SemanticModel {
   ProjectFacts::Trains function_trains(int f) const {
     return f >= 0 && static_cast<std::size_t>(f) < function_trains_.size() ? function_trains_[f] : ProjectFacts::Trains::None;
   }
+  /// True when the byte at `offset` lies in a definition that no run of the
+  /// project reaches, as far as this file and the project facts show: a
+  /// top-level function or class, undecorated and not a dunder, that no code
+  /// of this file names outside such definitions (its own body included) and
+  /// that no other file imports (ProjectFacts::imported_names). Asked only of
+  /// an entry file: one with a `__main__` guard, one a launch script starts,
+  /// or one the project imports by name. False (no claim) without project
+  /// facts, for a module of a package (its API is others' to call), when the
+  /// module is imported whole or by computed names, or when
+  /// the file reaches its names dynamically (`globals()`, `locals()`,
+  /// `vars()`, `eval`, `exec`, `fire.Fire()` with no arguments).
+  bool unreached(std::uint32_t offset) const;
+  /// True when the module runs code under `if __name__ == "__main__":` at its top level.
+  bool has_main_guard() const;
   /// True for a function defined at the top level of the module (not a method or a nested function).
   bool is_top_level_function(int f) const;
   /// The top-level function whose body holds `node` (index into functions()),
@@ -820,6 +834,11 @@ class SemanticModel {
   };
   mutable std::pmr::vector<NameOccurrence> name_occurrences_{arena_.get()};
   mutable bool name_occurrences_built_ = false;
+  /// The byte ranges of the unreached definitions (SemanticModel::unreached),
+  /// sorted; built on the first question (linter/model/reach.cpp).
+  mutable std::pmr::vector<std::pair<std::uint32_t, std::uint32_t>> unreached_{arena_.get()};
+  mutable bool unreached_built_ = false;
+  void build_unreached() const;
   void build_name_occurrences() const;
   friend struct FlowAccess;
   // local name -> dotted module path (views into the text or the arena)

@@ -1,0 +1,118 @@
+// What code a run of the project reaches: definitions no code names
+// (SemanticModel::unreached), from the file's name occurrences and the
+// project's imports (ProjectFacts::imported_names).
+#include <algorithm>
+
+#include "linter/model/internal.hpp"
+#include "linter/node_access.hpp"
+
+namespace ddplint {
+
+namespace {
+
+// `__name__ == "__main__"` (either side, either quote).
+bool main_test(const SemanticModel& m, TSNode condition) {
+  const Kinds& k = kinds();
+  while (!node_is_null(condition) && node_symbol(condition) == k.parenthesized_expression)
+    condition = parenthesized_inner(condition);
+  if (node_is_null(condition) || node_symbol(condition) != k.comparison_operator) return false;
+  bool name = false, main = false;
+  for (TSNode c : children(condition)) {
+    if (node_symbol(c) == k.identifier && m.text(c) == "__name__") name = true;
+    if (node_symbol(c) == k.string) {
+      std::string_view t = m.text(c);
+      main = main || t == "\"__main__\"" || t == "'__main__'";
+    }
+  }
+  return name && main;
+}
+
+}  // namespace
+
+bool SemanticModel::has_main_guard() const {
+  const Kinds& k = kinds();
+  for (TSNode c : children(regions_[0].node))
+    if (node_symbol(c) == k.if_statement && main_test(*this, field(c, k.f_condition))) return true;
+  return false;
+}
+
+void SemanticModel::build_unreached() const {
+  unreached_built_ = true;
+  const ProjectFacts& p = project();
+  // a package's module is an API others may call, whatever this project calls
+  if (!p.indexed || p.imported_whole || p.package_module) return;
+  // only an entry of the project: otherwise nothing says what runs at all
+  if (p.launched_by.empty() && !p.imported && !has_main_guard()) return;
+  for (const CallSite& c : calls_) {
+    // builtins have no canonical name unless imported: the callee's name
+    std::string_view n = !c.canonical.empty() ? c.canonical
+                         : !node_is_null(c.callee) && node_symbol(c.callee) == kinds().identifier ? text(c.callee)
+                                                                                                  : std::string_view();
+    if (n == "globals" || n == "locals" || n == "eval" || n == "exec") return;
+    if ((n == "vars" || n == "fire.Fire") && arguments(c).empty()) return;
+  }
+  const Kinds& k = kinds();
+  struct Definition {
+    std::uint32_t start, end;
+    std::string_view name;
+    bool reached = false;
+  };
+  std::vector<Definition> defs;  // the candidates, in text order
+  for (TSNode c : children(regions_[0].node)) {
+    TSSymbol s = node_symbol(c);
+    if (s != k.function_definition && s != k.class_definition) continue;  // decorated ones are reached
+    TSNode name = field(c, k.f_name);
+    if (node_is_null(name)) continue;
+    std::string_view n = text(name);
+    if (n.size() > 4 && n.starts_with("__") && n.ends_with("__")) continue;  // module __getattr__, __dir__
+    if (p.imported_names.contains(n)) continue;
+    defs.push_back({node_start_byte(c), node_end_byte(c), n});
+  }
+  if (defs.empty()) return;
+  auto container = [&](std::uint32_t at) -> int {  // the candidate holding byte `at`, or -1
+    auto it = std::upper_bound(defs.begin(), defs.end(), at, [](std::uint32_t b, const Definition& d) { return b < d.start; });
+    if (it == defs.begin()) return -1;
+    --it;
+    return at < it->end ? static_cast<int>(it - defs.begin()) : -1;
+  };
+  if (!name_occurrences_built_) build_name_occurrences();
+  // edges: a candidate named inside another reaches it only if that one is reached
+  std::vector<std::vector<int>> named_in(defs.size());
+  std::vector<int> work;
+  for (std::size_t i = 0; i < defs.size(); ++i) {
+    NameOccurrence key{name_hash(defs[i].name), 0, 0};
+    for (auto it = std::lower_bound(name_occurrences_.begin(), name_occurrences_.end(), key);
+         it != name_occurrences_.end() && it->hash == key.hash; ++it) {
+      int in = container(it->start);
+      if (in == static_cast<int>(i)) continue;  // its own name, recursion
+      if (in < 0) {
+        if (!defs[i].reached) work.push_back(static_cast<int>(i));
+        defs[i].reached = true;
+        break;
+      }
+      named_in[static_cast<std::size_t>(in)].push_back(static_cast<int>(i));
+    }
+  }
+  while (!work.empty()) {
+    int d = work.back();
+    work.pop_back();
+    for (int next : named_in[static_cast<std::size_t>(d)])
+      if (!defs[static_cast<std::size_t>(next)].reached) {
+        defs[static_cast<std::size_t>(next)].reached = true;
+        work.push_back(next);
+      }
+  }
+  for (const Definition& d : defs)
+    if (!d.reached) unreached_.emplace_back(d.start, d.end);
+}
+
+bool SemanticModel::unreached(std::uint32_t offset) const {
+  if (!unreached_built_) build_unreached();
+  auto it = std::upper_bound(unreached_.begin(), unreached_.end(), offset,
+                             [](std::uint32_t b, const std::pair<std::uint32_t, std::uint32_t>& r) { return b < r.first; });
+  if (it == unreached_.begin()) return false;
+  --it;
+  return offset < it->second;
+}
+
+}  // namespace ddplint
