@@ -645,14 +645,17 @@ class Solver {
   }
 
   // The facts each file on an edge takes from the summaries as they stand.
-  std::vector<ProjectFacts> facts() const {
+  // Only the files of `component` are read: an import edge joins files of
+  // one component, so no other file calls into it or imports it (and the
+  // files of components solved before keep no summary).
+  std::vector<ProjectFacts> facts(std::size_t component) const {
     std::vector<ProjectFacts> out(files_.size());
     std::vector<std::set<std::string, std::less<>>> host_seen(files_.size());  // per callee: functions met
     // per callee: functions whose result uses come from per-step CUDA callers
     std::vector<std::map<std::string, bool, std::less<>>> step_uses(files_.size());
     for (std::size_t a = 0; a < files_.size(); ++a) {
       const ModuleFile& caller = files_[a];
-      if (!caller.summarised) continue;
+      if (!caller.summarised || !caller.on_edge || caller.component != component) continue;
       for (const FileSummary::Call& call : caller.summary.calls) {
         auto [b, name] = function_of(a, call.canonical);
         if (b < 0 || static_cast<std::size_t>(b) == a) continue;
@@ -726,7 +729,7 @@ class Solver {
         if (call.in_training_loop) callee.loop_entries.emplace(name, std::move(here));
       }
     }
-    importers(out);
+    importers(out, component);
     return out;
   }
 
@@ -735,9 +738,10 @@ class Solver {
   // that no import of the importer's summary explains (its summary is
   // missing, or the import names a parent package: `import pkg.sub.m` binds
   // `pkg`) takes the module whole.
-  void importers(std::vector<ProjectFacts>& out) const {
+  void importers(std::vector<ProjectFacts>& out, std::size_t component) const {
     for (std::size_t a = 0; a < files_.size(); ++a) {
       const ModuleFile& importer = files_[a];
+      if (!importer.on_edge || importer.component != component) continue;
       for (std::size_t b : importer.imports) {
         if (b == a) continue;
         ProjectFacts& imported = out[b];
@@ -1060,7 +1064,7 @@ void Project::solve(std::size_t component) const {
   for (; rounds < kMaxRounds && !changed.empty(); ++rounds) {
     for (std::size_t i : changed)
       summarise(files[i], *state_->solver, i, rounds, state_->cache.get(), state_->layout, state_->overlay);
-    std::vector<ProjectFacts> next = state_->solver->facts();
+    std::vector<ProjectFacts> next = state_->solver->facts(component);
     changed.clear();
     for (std::size_t i = 0; i < files.size(); ++i) {
       if (!files[i].on_edge || files[i].component != component || next[i] == files[i].facts) continue;

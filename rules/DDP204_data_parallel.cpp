@@ -3,11 +3,34 @@
 #include "linter/node_access.hpp"
 #include "rules/common.hpp"
 
+#include <optional>
+
 namespace ddplint::rules {
 
 namespace {
+// The file trains: it builds an optimizer, runs backward() or an optimizer
+// step, or puts a module in training mode. An inference or evaluation
+// script's DataParallel replicates no training step.
+bool file_trains(const SemanticModel& model) {
+  for (const CallSite& c : model.calls()) {
+    if (model.is_training_call(c)) return true;
+    if (c.canonical.starts_with("torch.optim.") && !c.canonical.starts_with("torch.optim.lr_scheduler")) return true;
+    if (c.method == "train" && model.positional_count(c) == 0) return true;  // `model.train()`
+  }
+  return false;
+}
+
 void check(const SemanticModel& model, RuleContext& ctx) {
+  std::optional<bool> trains;
   for (const CallSite* call : model.calls_to(kDataParallel)) {
+    // a wrap in a helper another file calls serves that file's training;
+    // otherwise this file must train
+    int f = model.top_level_function_of(call->node);
+    bool called_elsewhere = f >= 0 && model.project().result_uses.contains(model.functions()[f].name);
+    if (!called_elsewhere) {
+      if (!trains) trains = file_trains(model);
+      if (!*trains) continue;
+    }
     ctx.report(node_start_byte(call->callee), node_end_byte(call->callee),
                "torch.nn.DataParallel drives every GPU from one Python process: it copies the model to each "
                "GPU every step and gathers outputs on the first one; DistributedDataParallel (one process "

@@ -247,6 +247,16 @@ TEST_CASE("ruff habits: --show-files, --show-settings, --exit-non-zero-on-fix") 
   CHECK_FALSE(contains(nested.out, "DDP201"));  // per-file-ignores
   CHECK(contains(nested.out, "fixable: DDP102,"));  // unfixable DDP101
   CHECK(contains(nested.out, "line-length: 88 (from " + (d.path / "c/pyproject.toml").string() + ")\n"));
+  // the torch releases: what the project declares, and target-torch over it (Ruff's target-version)
+  CHECK(contains(settings.out, "declared torch: (none: the current release is assumed)\n"));
+  d.write("c/requirements.txt", "torch>=1.13,<2.2  # tested range\n");
+  Run declared = ddplint({"--show-settings", "c/t.py"}, "", d.path);
+  CHECK(contains(declared.out, "target-torch: (none: the project's declaration)\n"));
+  CHECK(contains(declared.out, "declared torch: torch>=1.13,<2.2 (c/requirements.txt:1)\n"));
+  d.write("c/pyproject.toml", "[tool.ddplint]\ntarget-torch = \"2.4\"\n");
+  Run target = ddplint({"--show-settings", "c/t.py"}, "", d.path);
+  CHECK(contains(target.out, "target-torch: 2.4 (from "));
+  CHECK(contains(target.out, "declared torch: torch>=1.13,<2.2 (c/requirements.txt:1)\n"));
   // Ruff: "--exit-non-zero-on-fix: Exit with a non-zero status code if any files were modified via fix,
   // even if no lint violations remain"
   Run fixed = ddplint({"--no-cache", "--fix", "--ignore", "DDP101", "--exit-non-zero-on-fix", "a/t.py"}, "", d.path);
