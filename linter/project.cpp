@@ -729,58 +729,62 @@ class Solver {
         if (call.in_training_loop) callee.loop_entries.emplace(name, std::move(here));
       }
     }
-    importers(out, component);
     return out;
   }
 
-  // Who imports each file, and which of its names (ProjectFacts::imported*):
+  // Who imports each file, and which of its names (ProjectFacts::imported*),
+  // once the component's fixed point stands (no other fact depends on them):
   // from the importers' summaries, for every edge the scan found. An edge
   // that no import of the importer's summary explains (its summary is
   // missing, or the import names a parent package: `import pkg.sub.m` binds
   // `pkg`) takes the module whole.
-  void importers(std::vector<ProjectFacts>& out, std::size_t component) const {
+  struct Imported {
+    bool imported = false, whole = false;
+    std::set<std::string, std::less<>> names;
+  };
+  void importers(std::size_t component, std::unordered_map<std::size_t, Imported>& out) const {
+    std::vector<std::size_t> explained;
     for (std::size_t a = 0; a < files_.size(); ++a) {
       const ModuleFile& importer = files_[a];
       if (!importer.on_edge || importer.component != component) continue;
-      for (std::size_t b : importer.imports) {
-        if (b == a) continue;
-        ProjectFacts& imported = out[b];
-        imported.imported = true;
-        if (!importer.summarised) {
-          imported.imported_whole = true;
+      if (!importer.summarised) {
+        for (std::size_t b : importer.imports)
+          if (b != a) out[b].imported = out[b].whole = true;
+        continue;
+      }
+      // each import resolved once: the module itself, or a name of a module
+      explained.clear();
+      for (const auto& [local, target] : importer.summary.imports) {
+        long whole = module_file(a, target);
+        if (whole >= 0 && static_cast<std::size_t>(whole) != a) {
+          out[static_cast<std::size_t>(whole)].whole = true;  // `import m`, `from pkg import m`, `from m import *`
+          explained.push_back(static_cast<std::size_t>(whole));
           continue;
         }
-        bool explained = false;
-        for (const auto& [local, target] : importer.summary.imports) {
-          long whole = module_file(a, target);
-          if (whole >= 0 && static_cast<std::size_t>(whole) == b) {
-            imported.imported_whole = true;  // `import m`, `from pkg import m`, `from m import *`
-            explained = true;
-            continue;
-          }
-          if (local == "*") continue;
-          std::size_t last = target.rfind('.');
-          if (last == std::string::npos || last + 1 >= target.size()) continue;
-          long from = module_file(a, target.substr(0, last));
-          if (from >= 0 && static_cast<std::size_t>(from) == b) {
-            imported.imported_names.insert(target.substr(last + 1));
-            explained = true;
-          }
+        if (local == "*") continue;
+        std::size_t last = target.rfind('.');
+        if (last == std::string::npos || last + 1 >= target.size()) continue;
+        long from = module_file(a, target.substr(0, last));
+        if (from >= 0 && static_cast<std::size_t>(from) != a) {
+          out[static_cast<std::size_t>(from)].names.insert(target.substr(last + 1));
+          explained.push_back(static_cast<std::size_t>(from));
         }
-        if (!explained) imported.imported_whole = true;
       }
-      if (!importer.summarised) continue;
+      for (std::size_t b : importer.imports) {
+        if (b == a) continue;
+        out[b].imported = true;
+        if (std::find(explained.begin(), explained.end(), b) == explained.end()) out[b].whole = true;
+      }
       // calls through a module (`m.f(...)`) and re-exports (`from pkg import f`
       // where pkg/__init__.py imports f from .builder): the file defining f
       for (const FileSummary::Call& call : importer.summary.calls) {
         auto [b, name] = function_of(a, call.canonical);
-        if (b >= 0 && static_cast<std::size_t>(b) != a) out[static_cast<std::size_t>(b)].imported_names.insert(name);
+        if (b >= 0 && static_cast<std::size_t>(b) != a) out[static_cast<std::size_t>(b)].names.insert(name);
       }
-      // a name re-exported by a package's `__init__.py` is imported from the file defining it
       for (const auto& [local, target] : importer.summary.imports) {
         if (local == "*") continue;
         auto [b, name] = function_of(a, target);
-        if (b >= 0 && static_cast<std::size_t>(b) != a) out[static_cast<std::size_t>(b)].imported_names.insert(name);
+        if (b >= 0 && static_cast<std::size_t>(b) != a) out[static_cast<std::size_t>(b)].names.insert(name);
       }
     }
   }
@@ -1073,6 +1077,16 @@ void Project::solve(std::size_t component) const {
     }
   }
   rounds_ = std::max(rounds_, rounds);
+  {
+    std::unordered_map<std::size_t, Solver::Imported> imports;
+    state_->solver->importers(component, imports);
+    for (auto& [i, imported] : imports) {
+      if (files[i].component != component) continue;  // (an edge joins one component's files)
+      files[i].facts.imported = imported.imported || imported.whole || !imported.names.empty();
+      files[i].facts.imported_whole = imported.whole;
+      files[i].facts.imported_names = std::move(imported.names);
+    }
+  }
   for (std::size_t i = 0; i < files.size(); ++i) {
     if (files[i].component != component) continue;
     if (files[i].summarised) summary_bytes_ += encode_summary(&files[i].summary).size();

@@ -20,6 +20,33 @@ bool file_trains(const SemanticModel& model) {
   return false;
 }
 
+// The wrap is the fallback of a distributed set-up: another branch of an
+// enclosing `if`/`elif`/`else` wraps the model in DDP or FSDP, or starts a
+// process group (`if config.distributed: ... DDP(...) elif ...:
+// DataParallel(model)`). Which branch the project's runs take is a setting
+// the file does not show: no claim.
+bool fallback_of_distributed(const SemanticModel& model, TSNode wrap) {
+  const Kinds& k = kinds();
+  for (TSNode branch = ts_node_parent(wrap); !node_is_null(branch); branch = ts_node_parent(branch)) {
+    TSSymbol s = node_symbol(branch);
+    if (s == k.function_definition || s == k.class_definition) return false;
+    if (s != k.block) continue;
+    TSNode owner = ts_node_parent(branch);
+    if (node_is_null(owner)) return false;
+    TSSymbol o = node_symbol(owner);
+    TSNode chain = o == k.if_statement ? owner : (o == k.elif_clause || o == k.else_clause) ? ts_node_parent(owner) : TSNode{};
+    if (node_is_null(chain) || node_symbol(chain) != k.if_statement) continue;
+    std::uint32_t in_start = node_start_byte(branch), in_end = node_end_byte(branch);
+    std::uint32_t chain_start = node_start_byte(chain), chain_end = node_end_byte(chain);
+    for (const CallSite& c : model.calls()) {
+      std::uint32_t at = node_start_byte(c.node);
+      if (at < chain_start || at >= chain_end || (at >= in_start && at < in_end)) continue;
+      if (is_ddp_wrap(c.canonical) || c.canonical == "torch.distributed.init_process_group") return true;
+    }
+  }
+  return false;
+}
+
 void check(const SemanticModel& model, RuleContext& ctx) {
   std::optional<bool> trains;
   for (const CallSite* call : model.calls_to(kDataParallel)) {
@@ -31,6 +58,7 @@ void check(const SemanticModel& model, RuleContext& ctx) {
       if (!trains) trains = file_trains(model);
       if (!*trains) continue;
     }
+    if (fallback_of_distributed(model, call->node)) continue;
     ctx.report(node_start_byte(call->callee), node_end_byte(call->callee),
                "torch.nn.DataParallel drives every GPU from one Python process: it copies the model to each "
                "GPU every step and gathers outputs on the first one; DistributedDataParallel (one process "
