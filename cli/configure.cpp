@@ -7,6 +7,25 @@
 
 namespace ddplint::cli {
 
+namespace {
+// The answer for the folder of `path`: the files of one folder come together,
+// so the last folder's answer is kept in `last`. Keyed by the path up to its
+// last '/', for a last component that is a plain name: such paths resolve to
+// the same folder (the resolver takes the normalised path's parent), and the
+// folder lookup (absolute path, normalisation, a map of paths compared
+// component by component) was 5% of a run over many small files. Any other
+// path is asked afresh, its answer left in `other`.
+template <typename T, typename Ask>
+const T& folder_answer(const std::string& path, std::optional<std::pair<std::string, T>>& last, T& other, Ask ask) {
+  std::size_t slash = path.rfind('/');
+  std::string_view folder = std::string_view(path).substr(0, slash == std::string::npos ? 0 : slash + 1);
+  std::string_view name = std::string_view(path).substr(folder.size());
+  if (name.empty() || name == "." || name == "..") return other = ask();
+  if (!last || folder != last->first) last.emplace(std::string(folder), ask());
+  return last->second;
+}
+}  // namespace
+
 Configurations::Configurations(const CheckOptions& options, std::span<const Rule> rules)
     : options_(options), rules_(rules), resolver_(rules) {}
 
@@ -63,25 +82,8 @@ bool Configurations::config_of(const std::string& path, std::shared_ptr<const Co
     out = fixed_config_;
     return true;
   }
-  // the files of one folder come together: the last folder's answer is kept.
-  // Keyed by the path up to its last '/', for a last component that is a
-  // plain name: such paths resolve to the same folder (ConfigResolver::for_file
-  // takes the normalised path's parent), and the folder lookup (absolute path,
-  // normalisation, a map of paths compared component by component) was 5% of
-  // a run over many small files.
-  std::size_t slash = path.rfind('/');
-  std::string_view folder = std::string_view(path).substr(0, slash == std::string::npos ? 0 : slash + 1);
-  std::string_view name = std::string_view(path).substr(folder.size());
-  bool plain = !name.empty() && name != "." && name != "..";
   Answer other;
-  const Answer* answer = &other;
-  if (!plain) {
-    other = resolver_.for_file(path);
-  } else {
-    if (!last_folder_ || folder != last_folder_->first) last_folder_.emplace(std::string(folder), resolver_.for_file(path));
-    answer = &last_folder_->second;
-  }
-  const auto& found = *answer;
+  const Answer& found = folder_answer(path, last_folder_, other, [&] { return resolver_.for_file(path); });
   if (auto* err = std::get_if<ConfigError>(&found)) {
     std::string line = err->to_string();
     if (std::find(errors_.begin(), errors_.end(), line) == errors_.end()) {
@@ -96,24 +98,13 @@ bool Configurations::config_of(const std::string& path, std::shared_ptr<const Co
 
 std::shared_ptr<const RuffLineLength> Configurations::ruff_of(const Config* config, const std::string& path) {
   if (options_.isolated || (config != nullptr && config->options.line_length != 0)) return nullptr;
-  // the files of one folder come together: keyed as config_of keys its answers
-  std::size_t slash = path.rfind('/');
-  std::string_view folder = std::string_view(path).substr(0, slash == std::string::npos ? 0 : slash + 1);
-  std::string_view name = std::string_view(path).substr(folder.size());
-  if (name.empty() || name == "." || name == "..") return resolver_.ruff_line_length_for(path);
-  if (!last_ruff_folder_ || folder != last_ruff_folder_->first)
-    last_ruff_folder_.emplace(std::string(folder), resolver_.ruff_line_length_for(path));
-  return last_ruff_folder_->second;
+  std::shared_ptr<const RuffLineLength> other;
+  return folder_answer(path, last_ruff_folder_, other, [&] { return resolver_.ruff_line_length_for(path); });
 }
 
 std::shared_ptr<const TorchSupport> Configurations::torch_of(const std::string& path) {
-  std::size_t slash = path.rfind('/');
-  std::string_view folder = std::string_view(path).substr(0, slash == std::string::npos ? 0 : slash + 1);
-  std::string_view name = std::string_view(path).substr(folder.size());
-  if (name.empty() || name == "." || name == "..") return resolver_.torch_declared_for(path);
-  if (!last_torch_folder_ || folder != last_torch_folder_->first)
-    last_torch_folder_.emplace(std::string(folder), resolver_.torch_declared_for(path));
-  return last_torch_folder_->second;
+  std::shared_ptr<const TorchSupport> other;
+  return folder_answer(path, last_torch_folder_, other, [&] { return resolver_.torch_declared_for(path); });
 }
 
 FileSettings Configurations::settings_of(const Config* config, const std::string& path) {

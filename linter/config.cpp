@@ -24,6 +24,7 @@
 #endif
 #include <toml++/toml.h>
 
+#include "linter/project.hpp"
 #include "linter/source.hpp"
 #include "linter/torch_version.hpp"
 
@@ -356,14 +357,7 @@ std::optional<TorchSupport> pyproject_torch(const fs::path& file, const std::str
   auto add = [&](std::optional<TorchSupport> s, const toml::node& where) {
     if (!s) return;
     s->origin = shown + ":" + std::to_string(where.source().begin.line);
-    if (!out) {
-      out = std::move(s);
-      return;
-    }
-    if (!out->lowest || !s->lowest) out->lowest.reset();
-    else out->lowest = std::min(*out->lowest, *s->lowest);
-    if (!out->below || !s->below) out->below.reset();
-    else out->below = std::max(*out->below, *s->below);
+    unite(out, std::move(*s));
   };
   auto pep508_list = [&](const toml::node* list) {
     if (list == nullptr || !list->is_array()) return;
@@ -556,14 +550,7 @@ std::shared_ptr<const TorchSupport> ConfigResolver::torch_for_directory(const fs
   fs::path cwd = fs::current_path(ec);
   return walk_up(start, kMaxAncestors, mutex_, torch_by_directory_, [&](const fs::path& dir) -> std::optional<Result> {
     if (auto found = declared_torch_in(dir, ec ? fs::path() : cwd)) return std::make_shared<const TorchSupport>(std::move(*found));
-    // the project's root (as project_root() finds it): nothing declared; a
-    // setup.py inside a package (`__init__.py` beside it) is a module
-    std::error_code e;
-    for (const char* marker : {"pyproject.toml", ".git"})
-      if (fs::exists(dir / marker, e)) return Result{};
-    if (!fs::exists(dir / "__init__.py", e))
-      for (const char* marker : {"setup.py", "setup.cfg"})
-        if (fs::exists(dir / marker, e)) return Result{};
+    if (is_project_marker_folder(dir)) return Result{};  // the project's root: nothing declared
     return std::nullopt;
   });
 }

@@ -30,17 +30,6 @@ namespace {
 constexpr GuardMask kAnyGuard = kGuardPeriodic | kGuardFinalStep | kGuardMainProcess | kGuardRankDependent |
                                 kGuardOffByDefault;
 
-bool is_project_marker_folder(const fs::path& dir) {
-  std::error_code ec;
-  for (const char* marker : {"pyproject.toml", ".git"}) {
-    if (fs::exists(dir / marker, ec)) return true;
-  }
-  // a `setup.py` inside a package (beside its `__init__.py`) is one of its
-  // modules (`pkg/apps/setup.py` defining `setup_dist_env`), not a
-  // distribution's build script
-  if (fs::exists(dir / "__init__.py", ec)) return false;
-  return fs::exists(dir / "setup.py", ec) || fs::exists(dir / "setup.cfg", ec);
-}
 
 std::vector<std::string> split_dots(std::string_view name) {
   std::vector<std::string> parts;
@@ -519,6 +508,18 @@ std::string relative_to(const fs::path& path, const fs::path& base) {
 }
 
 }  // namespace
+
+bool is_project_marker_folder(const fs::path& dir) {
+  std::error_code ec;
+  for (const char* marker : {"pyproject.toml", ".git"}) {
+    if (fs::exists(dir / marker, ec)) return true;
+  }
+  // a `setup.py` inside a package (beside its `__init__.py`) is one of its
+  // modules (`pkg/apps/setup.py` defining `setup_dist_env`), not a
+  // distribution's build script
+  if (fs::exists(dir / "__init__.py", ec)) return false;
+  return fs::exists(dir / "setup.py", ec) || fs::exists(dir / "setup.cfg", ec);
+}
 
 fs::path project_root(const fs::path& file) {
   std::error_code ec;

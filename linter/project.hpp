@@ -89,6 +89,11 @@ struct FileSummary {
 /// are followed (value flow costs more than the rest of a summary).
 FileSummary summarize(const SemanticModel& model, const std::function<bool(std::string_view)>& project_call = {});
 
+/// True when folder `dir` marks a project's root: it holds `pyproject.toml` or
+/// `.git`, or `setup.py` or `setup.cfg` where it is no package (a package's
+/// `setup.py`, beside its `__init__.py`, is one of its modules).
+bool is_project_marker_folder(const std::filesystem::path& dir);
+
 /// The project of `file`: the nearest folder at or above the file's folder
 /// holding `pyproject.toml` or `.git`, or `setup.py` or `setup.cfg` where it
 /// is no package (no `__init__.py`: a package's `setup.py` is a module), else the

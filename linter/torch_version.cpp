@@ -127,19 +127,6 @@ std::optional<TorchSupport> clauses(std::string_view spec) {
   return s;
 }
 
-// The union of two declarations: the widest range (an unset bound is open).
-void unite(std::optional<TorchSupport>& into, TorchSupport more) {
-  if (!into) {
-    into = std::move(more);
-    return;
-  }
-  if (!into->lowest || !more.lowest) into->lowest.reset();
-  else into->lowest = std::min(*into->lowest, *more.lowest);
-  if (!into->below || !more.below) into->below.reset();
-  else into->below = std::max(*into->below, *more.below);
-  // the first declaration found names the union
-}
-
 std::string shown_path(const fs::path& file, const fs::path& from) {
   if (from.empty()) return file.generic_string();
   fs::path rel = file.lexically_relative(from);
@@ -318,6 +305,18 @@ void environment_yml(const fs::path& file, const fs::path& shown_from, std::opti
 }
 
 }  // namespace
+
+void unite(std::optional<TorchSupport>& into, TorchSupport more) {
+  if (!into) {
+    into = std::move(more);
+    return;
+  }
+  if (!into->lowest || !more.lowest) into->lowest.reset();
+  else into->lowest = std::min(*into->lowest, *more.lowest);
+  if (!into->below || !more.below) into->below.reset();
+  else into->below = std::max(*into->below, *more.below);
+  // the first declaration found names the union
+}
 
 std::string TorchVersion::to_string() const {
   std::string s = std::to_string(major) + "." + std::to_string(minor);

@@ -69,6 +69,11 @@ struct TorchSupport {
 /// `written` is the requirement trimmed; `origin` is left empty.
 std::optional<TorchSupport> torch_requirement(std::string_view requirement, bool conda = false);
 
+/// Adds `more` to the declarations united so far in `into`: the widest range
+/// (an unset bound is open). The first declaration keeps naming the union
+/// (`written`, `origin`).
+void unite(std::optional<TorchSupport>& into, TorchSupport more);
+
 /// The range of a Poetry constraint (`^2.1`, `~2.1`, `>=2.0,<3`, `2.1.*`, `*`).
 std::optional<TorchSupport> poetry_constraint(std::string_view constraint);
 
