@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/temp_dir.hpp"
+
 namespace ddplint_test {
 
 namespace fs = std::filesystem;
@@ -32,25 +34,6 @@ inline std::string slurp(const fs::path& p) {
   ss << f.rdbuf();
   return ss.str();
 }
-
-/// A scratch folder removed at the end of the test.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "ddplint-e2e-XXXXXX").string();
-    path = ::mkdtemp(tmpl.data());
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  fs::path write(const std::string& rel, const std::string& content) const {
-    fs::path p = path / rel;
-    fs::create_directories(p.parent_path());
-    std::ofstream(p, std::ios::binary) << content;
-    return p;
-  }
-};
 
 /// Runs ddplint with `args` in `cwd`, feeding `input` on stdin; `env` entries are added
 /// (`RLIMIT_FSIZE=N` and `AS_NOBODY=1` are acted on instead).

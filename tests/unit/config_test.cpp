@@ -7,29 +7,13 @@
 #include "linter/config.hpp"
 #include "linter/selection.hpp"
 #include "rules/registry.hpp"
+#include "tests/support/temp_dir.hpp"
 
 using namespace ddplint;
 namespace fs = std::filesystem;
+using ddplint_test::TempDir;
 
 namespace {
-struct Scratch {
-  fs::path root;
-  Scratch() {
-    std::string tmpl = (fs::temp_directory_path() / "ddplint-config-XXXXXX").string();
-    root = ::mkdtemp(tmpl.data());
-  }
-  ~Scratch() {
-    std::error_code ec;
-    fs::remove_all(root, ec);
-  }
-  fs::path write(const std::string& rel, const std::string& text) const {
-    fs::path p = root / rel;
-    fs::create_directories(p.parent_path());
-    std::ofstream(p) << text;
-    return p;
-  }
-};
-
 ConfigError error_of(const fs::path& p) {
   auto r = load_config(p, rules::all());
   REQUIRE(std::holds_alternative<ConfigError>(r));
@@ -44,7 +28,7 @@ Config config_of(const fs::path& p) {
 }  // namespace
 
 TEST_CASE("config: keys of ddplint.toml and [tool.ddplint]") {
-  Scratch s;
+  TempDir s;
   Config c = config_of(s.write("ddplint.toml",
                                "select = [\"DDP1\", \"DDP4\"]\nextend-select = [\"DDP201\"]\nignore = [\"DDP103\"]\n"
                                "[per-file-ignores]\n\"tests/*\" = [\"DDP4\"]\n\"__init__.py\" = [\"DDP101\"]\n"));
@@ -61,7 +45,7 @@ TEST_CASE("config: keys of ddplint.toml and [tool.ddplint]") {
 }
 
 TEST_CASE("config errors name the file, line and column") {
-  Scratch s;
+  TempDir s;
   ConfigError unknown = error_of(s.write("a/ddplint.toml", "select = [\"DDP1\"]\n\ntarget-version = 311\n"));
   CHECK(unknown.line == 3);
   CHECK(unknown.message.find("unknown key `target-version`") != std::string::npos);
@@ -69,7 +53,7 @@ TEST_CASE("config errors name the file, line and column") {
   // line-length is a key now (issue 26); [tool.ruff]'s is not the configuration's own (load_ruff_line_length)
   Config g = config_of(s.write("g/ddplint.toml", "line-length = 88\n"));
   CHECK(g.options.line_length == 88);
-  CHECK(g.line_length_file == s.root / "g/ddplint.toml");
+  CHECK(g.line_length_file == s.path / "g/ddplint.toml");
   CHECK(config_of(s.write("h/pyproject.toml", "[tool.ddplint]\n\n[tool.ruff]\nline-length = 100\n")).options.line_length == 0);
   CHECK(config_of(s.write("i/pyproject.toml", "[tool.ddplint]\nline-length = 79\n\n[tool.ruff]\nline-length = 100\n"))
             .options.line_length == 79);
@@ -116,32 +100,32 @@ TEST_CASE("selection layers: configuration, then command line, then per-file ign
 }
 
 TEST_CASE("the closest configuration wins; pyproject.toml without [tool.ddplint] is skipped") {
-  Scratch s;
+  TempDir s;
   s.write("pyproject.toml", "[tool.ddplint]\nignore = [\"DDP101\"]\n");
   s.write("pkg/pyproject.toml", "[project]\nname = \"pkg\"\n");
   s.write("pkg/inner/.ddplint.toml", "ignore = [\"DDP102\"]\n");
   s.write("pkg/inner/ddplint.toml", "ignore = [\"DDP103\"]\n");
   s.write("bad/ddplint.toml", "nonsense = 1\n");
   ConfigResolver resolver(rules::all());
-  auto top = resolver.for_file(s.root / "pkg/train.py");
+  auto top = resolver.for_file(s.path / "pkg/train.py");
   REQUIRE(std::holds_alternative<std::shared_ptr<const Config>>(top));
-  CHECK(std::get<std::shared_ptr<const Config>>(top)->file == s.root / "pyproject.toml");
-  auto inner = resolver.for_file(s.root / "pkg/inner/deep/train.py");
-  CHECK(std::get<std::shared_ptr<const Config>>(inner)->file == s.root / "pkg/inner/.ddplint.toml");
-  auto bad = resolver.for_file(s.root / "bad/train.py");
+  CHECK(std::get<std::shared_ptr<const Config>>(top)->file == s.path / "pyproject.toml");
+  auto inner = resolver.for_file(s.path / "pkg/inner/deep/train.py");
+  CHECK(std::get<std::shared_ptr<const Config>>(inner)->file == s.path / "pkg/inner/.ddplint.toml");
+  auto bad = resolver.for_file(s.path / "bad/train.py");
   REQUIRE(std::holds_alternative<ConfigError>(bad));
   CHECK(std::get<ConfigError>(bad).line == 1);
   // a change is seen after clear()
   s.write("pkg/inner/.ddplint.toml", "ignore = [\"DDP104\"]\n");
-  CHECK(std::get<std::shared_ptr<const Config>>(resolver.for_file(s.root / "pkg/inner/x.py"))->ignore ==
+  CHECK(std::get<std::shared_ptr<const Config>>(resolver.for_file(s.path / "pkg/inner/x.py"))->ignore ==
         std::vector<std::string>{"DDP102"});
   resolver.clear();
-  CHECK(std::get<std::shared_ptr<const Config>>(resolver.for_file(s.root / "pkg/inner/x.py"))->ignore ==
+  CHECK(std::get<std::shared_ptr<const Config>>(resolver.for_file(s.path / "pkg/inner/x.py"))->ignore ==
         std::vector<std::string>{"DDP104"});
 }
 
 TEST_CASE("config: exclude, extend-exclude, respect-gitignore, tiny-batch-threshold") {
-  Scratch s;
+  TempDir s;
   Config c = config_of(s.write("ddplint.toml", "exclude = [\"gen\"]\nextend-exclude = [\"*_pb2.py\", \"tools/*\"]\n"
                                                "respect-gitignore = false\ntiny-batch-threshold = 16\n"));
   CHECK(exclude_patterns(&c) == std::vector<std::string>{"gen", "*_pb2.py", "tools/*"});
@@ -159,7 +143,7 @@ TEST_CASE("config: exclude, extend-exclude, respect-gitignore, tiny-batch-thresh
 }
 
 TEST_CASE("hostile configuration: deep dotted keys are refused, not a stack overflow; very deep paths stay bounded") {
-  Scratch s;
+  TempDir s;
   std::string header = "[x";
   for (int i = 0; i < 50000; ++i) header += ".x";
   ConfigError deep = error_of(s.write("a/pyproject.toml", "[project]\nname = \"p\"\n" + header + "]\n"));
@@ -181,7 +165,7 @@ TEST_CASE("hostile configuration: deep dotted keys are refused, not a stack over
 }
 
 TEST_CASE("config errors show a long or multi-line key or code shortened, on one line") {
-  Scratch s;
+  TempDir s;
   std::string long_key(10000, 'k');
   ConfigError key = error_of(s.write("a/ddplint.toml", long_key + " = 1\n"));
   CHECK(key.message.size() < 300);
@@ -203,7 +187,7 @@ TEST_CASE("non-ASCII code points where toml++ 3.3.0 asks for whitespace are answ
   // marzer/tomlplusplus #190: U+00A7 first on the line after a line-ending backslash
   // in a multi-line string; #295 and fuzz_config: U+032A and U+FEBF where a key starts.
   // The sanitizer build stops at the undefined behaviour these reached before.
-  Scratch s;
+  TempDir s;
   Config ok = config_of(s.write("a/ddplint.toml", "exclude = [\"\"\"\\\n\xC2\xA7x\"\"\"]\n"));
   REQUIRE(ok.exclude);
   REQUIRE(ok.exclude->size() == 1);
@@ -213,19 +197,19 @@ TEST_CASE("non-ASCII code points where toml++ 3.3.0 asks for whitespace are answ
 }
 
 TEST_CASE("config: Ruff's line-length, from the closest Ruff configuration, under a ddplint one's") {
-  Scratch s;
+  TempDir s;
   // one file: [tool.ruff] of a pyproject.toml, the top level of a ruff.toml; anything else is no Ruff configuration
   auto one = [&](const std::string& rel, const std::string& text) { return load_ruff_line_length(s.write(rel, text)); };
   REQUIRE(one("p/pyproject.toml", "[tool.ruff]\nline-length = 100\n"));
   CHECK(one("p/pyproject.toml", "[tool.ruff]\nline-length = 100\n")->length == 100);
-  CHECK(one("p/pyproject.toml", "[tool.ruff]\nline-length = 100\n")->describe() == (s.root / "p/pyproject.toml").string() + " [tool.ruff]");
+  CHECK(one("p/pyproject.toml", "[tool.ruff]\nline-length = 100\n")->describe() == (s.path / "p/pyproject.toml").string() + " [tool.ruff]");
   CHECK_FALSE(one("q/pyproject.toml", "[tool.ddplint]\nline-length = 100\n"));
   CHECK_FALSE(one("r/pyproject.toml", "[tool.ruff\n"));  // not TOML: Ruff's to report, not ddplint's
   CHECK(one("s/ruff.toml", "line-length = 72\n")->length == 72);
-  CHECK(one("s/ruff.toml", "line-length = 72\n")->describe() == (s.root / "s/ruff.toml").string());
+  CHECK(one("s/ruff.toml", "line-length = 72\n")->describe() == (s.path / "s/ruff.toml").string());
   CHECK(one("t/ruff.toml", "line-length = 0\n")->length == 0);  // out of range: none
   CHECK(one("t/ruff.toml", "[lint]\nselect = [\"E\"]\n")->length == 0);
-  CHECK_FALSE(load_ruff_line_length(s.root / "u/ruff.toml"));  // missing
+  CHECK_FALSE(load_ruff_line_length(s.path / "u/ruff.toml"));  // missing
 
   // the closest, going up: .ruff.toml, ruff.toml, then a pyproject.toml with [tool.ruff], in each folder
   s.write("w/pyproject.toml", "[tool.ruff]\nline-length = 90\n");
@@ -236,25 +220,25 @@ TEST_CASE("config: Ruff's line-length, from the closest Ruff configuration, unde
   s.write("w/c/.ruff.toml", "line-length = 94\n");
   ConfigResolver resolver(rules::all());
   auto length = [&](const std::string& rel) {
-    auto found = resolver.ruff_line_length_for(s.root / rel);
+    auto found = resolver.ruff_line_length_for(s.path / rel);
     return found ? found->length : 0u;
   };
   CHECK(length("w/x.py") == 90);
   CHECK(length("w/a/deep/x.py") == 90);
   CHECK(length("w/b/x.py") == 92);
   CHECK(length("w/c/x.py") == 94);
-  CHECK(resolver.ruff_line_length_for(s.root / "w/a/x.py") == resolver.ruff_line_length_for(s.root / "w/y.py"));  // shared
+  CHECK(resolver.ruff_line_length_for(s.path / "w/a/x.py") == resolver.ruff_line_length_for(s.path / "w/y.py"));  // shared
 
   // settings_for: the ddplint configuration's line-length wins, else Ruff's, else none
-  RuffLineLength ruff{88, s.root / "w/pyproject.toml"};
+  RuffLineLength ruff{88, s.path / "w/pyproject.toml"};
   Config own = config_of(s.write("v/ddplint.toml", "line-length = 120\n"));
   Config plain = config_of(s.write("v2/ddplint.toml", "ignore = [\"DDP101\"]\n"));
   FileSettings a = settings_for(&own, "x.py", {}, {}, {}, &ruff);
   CHECK(a.options.line_length == 120);
-  CHECK(a.line_length_origin == (s.root / "v/ddplint.toml").string());
+  CHECK(a.line_length_origin == (s.path / "v/ddplint.toml").string());
   FileSettings b = settings_for(&plain, "x.py", {}, {}, {}, &ruff);
   CHECK(b.options.line_length == 88);
-  CHECK(b.line_length_origin == (s.root / "w/pyproject.toml").string() + " [tool.ruff]");
+  CHECK(b.line_length_origin == (s.path / "w/pyproject.toml").string() + " [tool.ruff]");
   FileSettings c = settings_for(nullptr, "x.py", {}, {}, {}, &ruff);
   CHECK(c.options.line_length == 88);
   FileSettings none = settings_for(&plain, "x.py", {}, {});

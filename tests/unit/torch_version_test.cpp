@@ -8,29 +8,13 @@
 #include "linter/config.hpp"
 #include "linter/torch_version.hpp"
 #include "rules/registry.hpp"
+#include "tests/support/temp_dir.hpp"
 
 using namespace ddplint;
 namespace fs = std::filesystem;
+using ddplint_test::TempDir;
 
 namespace {
-struct Scratch {
-  fs::path root;
-  Scratch() {
-    std::string tmpl = (fs::temp_directory_path() / "ddplint-torch-XXXXXX").string();
-    root = ::mkdtemp(tmpl.data());
-  }
-  ~Scratch() {
-    std::error_code ec;
-    fs::remove_all(root, ec);
-  }
-  fs::path write(const std::string& rel, const std::string& text) const {
-    fs::path p = root / rel;
-    fs::create_directories(p.parent_path());
-    std::ofstream(p) << text;
-    return p;
-  }
-};
-
 TorchVersion v(int a, int b, int c = 0) { return TorchVersion{a, b, c}; }
 }  // namespace
 
@@ -123,38 +107,38 @@ TEST_CASE("torch support: which releases a claim needs") {
 }
 
 TEST_CASE("torch declarations: the files of one folder, united; comments and modules are no declaration") {
-  Scratch s;
+  TempDir s;
   s.write("a/requirements.txt", "# torch>=2.6\n-r base.txt\nnumpy\n");
   s.write("a/base.txt", "torch>=1.10 \\\n  ,<2.0  # pinned below 2\n");
   s.write("a/requirements-extra.txt", "torch==2.2.0\n");
-  auto a = declared_torch_in(s.root / "a", s.root);
+  auto a = declared_torch_in(s.path / "a", s.path);
   REQUIRE(a);
   CHECK(a->lowest == v(1, 10, 0));  // the widest range over the files
   CHECK(a->below == v(2, 2, 1));
   CHECK(a->origin == "a/base.txt:1");
   s.write("b/setup.py", "# install_requires=['torch>=9']\nsetup(install_requires=['torch>=2.3'])\n");
   s.write("b/setup.cfg", "[metadata]\nname = x\n[options]\ninstall_requires =\n    numpy\n    torch>=2.2\n");
-  auto b = declared_torch_in(s.root / "b", s.root);
+  auto b = declared_torch_in(s.path / "b", s.path);
   REQUIRE(b);
   CHECK(b->lowest == v(2, 2, 0));
   s.write("c/environment.yml", "dependencies:\n  - python=3.10\n  - pip:\n      - torch==2.0.1\n");
-  auto c = declared_torch_in(s.root / "c", s.root);
+  auto c = declared_torch_in(s.path / "c", s.path);
   REQUIRE(c);
   CHECK(c->lowest == v(2, 0, 1));
   CHECK(c->origin == "c/environment.yml:4");
   s.write("d/pyproject.toml", "[project]\ndependencies = []\n[tool.poetry.dependencies]\ntorch = { version = \"^2.1\" }\n");
-  auto d = declared_torch_in(s.root / "d", s.root);
+  auto d = declared_torch_in(s.path / "d", s.path);
   REQUIRE(d);
   CHECK(d->below == v(3, 0, 0));
   s.write("e/__init__.py", "");
   s.write("e/setup.py", "DEPS = ['torch==1.0']\n");  // a module of package e
-  CHECK_FALSE(declared_torch_in(s.root / "e", s.root).has_value());
+  CHECK_FALSE(declared_torch_in(s.path / "e", s.path).has_value());
   s.write("f/environment.yml", "dependencies: [\n");  // malformed: adds nothing
-  CHECK_FALSE(declared_torch_in(s.root / "f", s.root).has_value());
+  CHECK_FALSE(declared_torch_in(s.path / "f", s.path).has_value());
 }
 
 TEST_CASE("torch declarations: the closest folder up to the project's root; target-torch wins") {
-  Scratch s;
+  TempDir s;
   s.write("outer/requirements.txt", "torch==1.4\n");  // above the project: not its declaration
   s.write("outer/proj/pyproject.toml", "[project]\nname = \"p\"\n");
   s.write("outer/proj/sub/environment.yml", "dependencies:\n  - pytorch=1.13.1\n");
