@@ -144,6 +144,13 @@ inline bool is_ddp_wrap(std::string_view canonical) {
          canonical == "torch.distributed.fsdp.FullyShardedDataParallel";
 }
 
+/// True for the canonical name of a call that builds a torch optimizer
+/// (`torch.optim.SGD(...)`, `torch.optim.AdamW(...)`), not a learning-rate
+/// scheduler of `torch.optim.lr_scheduler`.
+inline bool is_optimizer_constructor(std::string_view canonical) {
+  return canonical.starts_with("torch.optim.") && canonical.find("lr_scheduler") == std::string_view::npos;
+}
+
 /// A 64-bit hash of a name, for the model's name indexes (which compare names
 /// only where hashes are equal). It has no seed: a file crafted with names that
 /// collide makes a lookup linear in the colliding names of that file.

@@ -14,7 +14,7 @@ namespace {
 bool file_trains(const SemanticModel& model) {
   for (const CallSite& c : model.calls()) {
     if (model.is_training_call(c)) return true;
-    if (c.canonical.starts_with("torch.optim.") && !c.canonical.starts_with("torch.optim.lr_scheduler")) return true;
+    if (is_optimizer_constructor(c.canonical)) return true;
     if (c.method == "train" && model.positional_count(c) == 0) return true;  // `model.train()`
   }
   return false;

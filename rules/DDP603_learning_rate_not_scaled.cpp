@@ -50,7 +50,7 @@ void check(const SemanticModel& model, RuleContext& ctx) {
   // (found first: most scripts have none, and the checks below cost more)
   std::vector<std::pair<const CallSite*, TSNode>> constant_lrs;  // (optimizer call, its lr)
   for (const CallSite& c : model.calls()) {
-    if (c.canonical.rfind("torch.optim.", 0) != 0 || c.canonical.find("lr_scheduler") != std::string::npos) continue;
+    if (!is_optimizer_constructor(c.canonical)) continue;
     TSNode lr = model.argument(c, "lr", 1);
     if (node_is_null(lr)) continue;
     Value v = model.value_of(lr);

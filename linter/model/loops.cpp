@@ -48,7 +48,7 @@ bool SemanticModel::training_call(const CallSite& c) const {
   TSNode v = single_assignment(c.receiver);
   if (!node_is_null(v) && node_symbol(v) == kinds().call) {
     const CallSite* ctor = call_at(v);
-    if (ctor && ((ctor->canonical.rfind("torch.optim.", 0) == 0 && !contains(ctor->canonical, "lr_scheduler")) ||
+    if (ctor && (is_optimizer_constructor(ctor->canonical) ||
                  contains(ctor->canonical, "GradScaler")))
       return true;
   }
