@@ -538,6 +538,19 @@ class SemanticModel {
   int innermost_loop(int region) const;
   /// True if region `r` is a loop that runs once per training step.
   bool is_step_loop(int r) const { return r >= 0 && static_cast<std::size_t>(r) < step_loop_.size() && step_loop_[r]; }
+  /// True if loop region `r` stops within a few iterations (at most
+  /// kFewIterations, 10): its body holds, as one of its own statements,
+  /// `if COUNTER >= N: ... break` (or `>`, `==`; `N <= COUNTER`) with N a known
+  /// integer (a literal, a name bound once, an argparse default or what every
+  /// launch passes), where COUNTER is the loop's own index (`for i, b in
+  /// enumerate(loader)`, `for i in range(n)`) or a name the body increments by
+  /// one as one of its own statements (`step += 1`). A probe, a smoke test or
+  /// a tutorial's one-step loop: per-step costs do not add up in it, so
+  /// runs_every_step is false there and a loader it iterates feeds no training
+  /// run. An early-stopping counter, incremented under a branch, is no such counter.
+  bool few_iterations(int r) const {
+    return r >= 0 && static_cast<std::size_t>(r) < few_iterations_.size() && few_iterations_[r];
+  }
   /// True if region `r` is a training loop: a step loop, or a loop holding one (an epoch loop).
   bool is_training_loop(int r) const {
     return r >= 0 && static_cast<std::size_t>(r) < training_loop_.size() && training_loop_[r];
@@ -752,6 +765,8 @@ class SemanticModel {
   // (pytorch/examples' DDP example), `dict(os.environ)`, `os.environ.copy()`.
   bool environ_or_copy(TSNode expr) const;
   void analyse_loops();
+  // True when loop region `r` breaks within kFewIterations iterations (few_iterations).
+  bool stops_within_few(int r) const;
   bool runs_every_step_from(int region, std::uint32_t at, GuardMask exempt, int depth, std::vector<int>& visiting,
                             bool& cycle) const;
   // Guards of the early exits of function or loop region `r` before byte `at`:
@@ -865,7 +880,7 @@ class SemanticModel {
   StringMap<std::vector<int>> argparse_;
   StringMap<std::vector<TSNode>> argparse_set_defaults_;
   // loop analysis, indexed by region
-  std::pmr::vector<std::uint8_t> step_loop_{arena_.get()}, training_loop_{arena_.get()};
+  std::pmr::vector<std::uint8_t> step_loop_{arena_.get()}, training_loop_{arena_.get()}, few_iterations_{arena_.get()};
   std::pmr::vector<std::pmr::vector<int>> callers_{arena_.get()};  // function index -> call indices
   bool distributed_ = false, cuda_ = false, wraps_ddp_ = false, gloo_ = false, trains_ = false;
   const ProjectFacts* project_ = nullptr;

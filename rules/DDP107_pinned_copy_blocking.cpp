@@ -29,8 +29,33 @@ bool device_move(const SemanticModel& model, const CallSite& c) {
   return true;  // a device variable, local_rank, torch.device(...)
 }
 
+// True when the loop that binds `base` certainly iterates a DataLoader that
+// does not pin memory: `for x, y in loader` (or `enumerate(loader)`) where
+// `loader` is bound once to a DataLoader call whose pin_memory is absent or
+// false. The file's other, pinned, loader does not make these batches pinned.
+bool from_unpinned_loader(const SemanticModel& model, TSNode base) {
+  const Kinds& k = kinds();
+  for (const Region& r : model.regions()) {
+    if (r.kind != Region::Kind::Loop || node_symbol(r.node) != k.for_statement) continue;
+    TSNode left = field(r.node, k.f_left);
+    if (node_is_null(left) || node_start_byte(base) < node_start_byte(left) || node_end_byte(base) > node_end_byte(left))
+      continue;
+    TSNode loader = model.iterated_container(field(r.node, k.f_right));
+    TSNode made = node_is_null(loader) ? TSNode{} : model.single_assignment(loader);
+    if (!node_is_null(loader) && node_symbol(loader) == k.call) made = loader;
+    const CallSite* call = node_is_null(made) ? nullptr : model.call_at(made);
+    if (call == nullptr || call->canonical != kDataLoader || model.has_unpacked_arguments(*call)) return false;
+    TSNode pin = model.argument(*call, "pin_memory", 7);
+    if (node_is_null(pin)) return true;
+    Value v = model.value_of(pin);
+    return v.known() && !v.truthy();
+  }
+  return false;
+}
+
 // Batch data: the receiver's base name is bound by a `for` target (`for x, y in
-// loader`, `batch["ids"]`, `images.float()`), not the model or a constant.
+// loader`, `batch["ids"]`, `images.float()`), not the model or a constant, and
+// not the batch of a loader that does not pin memory.
 bool batch_value(const SemanticModel& model, TSNode receiver) {
   const Kinds& k = kinds();
   TSNode base = receiver;
@@ -44,7 +69,7 @@ bool batch_value(const SemanticModel& model, TSNode receiver) {
   }
   if (node_is_null(base) || node_symbol(base) != k.identifier) return false;
   for (const Binding* b : model.bindings_of(model.text(base), model.region_of(base)))
-    if (b->kind == Binding::Kind::LoopTarget) return true;
+    if (b->kind == Binding::Kind::LoopTarget) return !from_unpinned_loader(model, b->target);
   return false;
 }
 

@@ -372,6 +372,27 @@ bool prepared_in_place(const SemanticModel& model, const Binding& b, std::string
 bool within(TSNode outer, TSNode inner) {
   return node_start_byte(inner) >= node_start_byte(outer) && node_end_byte(inner) <= node_end_byte(outer);
 }
+
+// True when a `return` or `yield` in the body of `scope` (not in a function
+// nested in it) hands out the name `name`: `return loader`, `return model,
+// loader`. The caller may iterate it: a use ddplint cannot follow.
+bool hands_out(const SemanticModel& model, TSNode scope, std::string_view name) {
+  const Kinds& k = kinds();
+  std::vector<std::pair<TSNode, bool>> stack;  // (node, inside a return/yield)
+  TSNode body = field(scope, k.f_body);
+  if (node_is_null(body)) return false;
+  stack.emplace_back(body, false);
+  while (!stack.empty()) {
+    auto [n, out] = stack.back();
+    stack.pop_back();
+    TSSymbol sym = node_symbol(n);
+    if (out && sym == k.identifier && model.text(n) == name) return true;
+    if (sym == k.function_definition || sym == k.class_definition || sym == k.lambda) continue;
+    bool inside = out || sym == k.return_statement || ts_node_type(n) == std::string_view("yield");
+    for (TSNode ch : children(n)) stack.emplace_back(ch, inside);
+  }
+  return false;
+}
 }  // namespace
 
 namespace {
@@ -461,15 +482,26 @@ bool loader_feeds_no_training(const SemanticModel& model, const CallSite& call) 
     if (reg.kind != Region::Kind::Loop || reg.scope != scope || node_symbol(reg.node) != k.for_statement) continue;
     TSNode iterable = field(reg.node, k.f_right);
     if (!iterates_name(model, iterable, name)) continue;
-    // (an evaluation loop may sit inside the epoch loop: it is no training loop itself)
-    if (model.is_step_loop(r) || model.is_training_loop(r)) return false;
-    for (const CallSite& c : model.calls())
-      if (model.is_training_call(c) && within(reg.node, c.node)) return false;
+    // (an evaluation loop may sit inside the epoch loop: it is no training loop itself;
+    // a loop that stops within a few iterations, a probe or a one-step tutorial, trains no run)
+    if (!model.few_iterations(r)) {
+      if (model.is_step_loop(r) || model.is_training_loop(r)) return false;
+      for (const CallSite& c : model.calls())
+        if (model.is_training_call(c) && within(reg.node, c.node)) return false;
+    }
     iterables.push_back(iterable);
   }
   if (iterables.empty()) return false;
+  // returned to the caller, who may train on it
+  if (scope > 0 && hands_out(model, model.regions()[scope].node, name)) return false;
   // the name passed to any other call: a use ddplint cannot follow
   for (const CallSite& c : model.calls()) {
+    // another function's own `loader` (a closure's use of this one still counts)
+    if (model.regions()[c.region].scope != scope) {
+      bool own = false;
+      for (const Binding* b : model.bindings_of(name, c.region)) own = own || b->scope != scope;
+      if (own) continue;
+    }
     for (const Argument& a : model.arguments(c)) {
       if (node_is_null(a.value) || node_symbol(a.value) != k.identifier || model.text(a.value) != name) continue;
       bool in_loop = std::any_of(iterables.begin(), iterables.end(), [&](TSNode it) { return within(it, c.node); });

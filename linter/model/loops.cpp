@@ -182,11 +182,88 @@ void SemanticModel::analyse_loops() {
   // a Lightning training_step is the body of the Trainer's step loop
   for (std::size_t f = 0; f < functions_.size(); ++f)
     if (is_lightning_step_hook(static_cast<int>(f))) trains_ = true;
+  // training loops that stop within a few iterations (a probe, a tutorial's one step)
+  few_iterations_.assign(regions_.size(), 0);
+  for (std::size_t r = 0; r < regions_.size(); ++r)
+    if (training_loop_[r] && stops_within_few(static_cast<int>(r))) few_iterations_[r] = 1;
   function_trains_.assign(functions_.size(), ProjectFacts::Trains::None);
   for (std::size_t f = 0; f < functions_.size(); ++f) {
     if (trains_direct[f]) function_trains_[f] = ProjectFacts::Trains::Direct;
     else if (trains_any[f]) function_trains_[f] = ProjectFacts::Trains::InLoop;
   }
+}
+
+namespace {
+// The most iterations after which a loop counts as a few (few_iterations): a
+// probe or a smoke test, far below any training run's length.
+constexpr std::int64_t kFewIterations = 10;
+}  // namespace
+
+bool SemanticModel::stops_within_few(int r) const {
+  const Kinds& k = kinds();
+  const Region& loop = regions_[static_cast<std::size_t>(r)];
+  if (loop.kind != Region::Kind::Loop) return false;
+  TSNode body = field(loop.node, k.f_body);
+  if (node_is_null(body)) return false;
+  // the loop's own index: `i` of `for i, batch in enumerate(loader)` (no start)
+  // or of `for i in range(n)`
+  std::string_view index;
+  if (node_symbol(loop.node) == k.for_statement) {
+    TSNode target = field(loop.node, k.f_left);
+    TSNode iterable = field(loop.node, k.f_right);
+    const CallSite* it = node_is_null(iterable) ? nullptr : call_at(iterable);
+    if (it != nullptr && node_symbol(it->callee) == k.identifier && bindings_of(text(it->callee), loop.scope).empty()) {
+      std::string_view fn = text(it->callee);
+      if (fn == "enumerate" && it->argument_count == 1 &&
+          (node_symbol(target) == k.pattern_list || node_symbol(target) == k.tuple_pattern)) {
+        TSNode first = ts_node_named_child(target, 0);
+        if (!node_is_null(first) && node_symbol(first) == k.identifier) index = text(first);
+      } else if (fn == "range" && node_symbol(target) == k.identifier) {
+        index = text(target);
+      }
+    }
+  }
+  // names the body increments by one, each as a statement of its own (`step += 1`)
+  std::vector<std::string_view> counters;
+  for (TSNode stmt : children(body)) {
+    if (node_symbol(stmt) != k.expression_statement) continue;
+    TSNode e = ts_node_named_child(stmt, 0);
+    if (node_is_null(e) || node_symbol(e) != k.augmented_assignment || text(field(e, k.f_operator)) != "+=") continue;
+    TSNode left = field(e, k.f_left);
+    Value one = value_of(field(e, k.f_right));
+    if (node_symbol(left) == k.identifier && one.kind == Value::Kind::Int && one.i == 1) counters.push_back(text(left));
+  }
+  auto is_counter = [&](TSNode x) {
+    if (node_is_null(x) || node_symbol(x) != k.identifier) return false;
+    std::string_view n = text(x);
+    return (!index.empty() && n == index) || std::find(counters.begin(), counters.end(), n) != counters.end();
+  };
+  for (TSNode stmt : children(body)) {
+    if (node_symbol(stmt) != k.if_statement || !node_is_null(field(stmt, k.f_alternative))) continue;
+    TSNode consequence = field(stmt, k.f_consequence);
+    std::uint32_t n = node_is_null(consequence) ? 0 : ts_node_named_child_count(consequence);
+    if (n == 0 || node_symbol(ts_node_named_child(consequence, n - 1)) != k.break_statement) continue;
+    TSNode cond = field(stmt, k.f_condition);
+    while (!node_is_null(cond) && node_symbol(cond) == k.parenthesized_expression && !node_is_null(parenthesized_inner(cond)))
+      cond = parenthesized_inner(cond);
+    if (node_is_null(cond) || node_symbol(cond) != k.comparison_operator) continue;
+    NodeList operands;
+    std::string_view op;
+    int ops = 0;
+    for (TSNode ch : children(cond, false)) {
+      if (ts_node_is_named(ch)) operands.push_back(ch);
+      else if (ops++ == 0) op = text(ch);
+    }
+    if (operands.size() != 2 || ops != 1) continue;
+    int counter_side = -1;
+    if ((op == ">=" || op == ">" || op == "==") && is_counter(operands[0])) counter_side = 0;
+    else if ((op == "<=" || op == "<" || op == "==") && is_counter(operands[1])) counter_side = 1;
+    if (counter_side < 0) continue;
+    Value bound = value_of(operands[static_cast<std::size_t>(1 - counter_side)]);
+    // at most N + 1 iterations, whether the test comes before or after the increment
+    if (bound.kind == Value::Kind::Int && bound.i >= 0 && bound.i + 1 <= kFewIterations) return true;
+  }
+  return false;
 }
 
 bool SemanticModel::is_top_level_function(int f) const {
@@ -280,7 +357,8 @@ bool SemanticModel::runs_every_step_from(int region, std::uint32_t at, GuardMask
         if (reg.guard & exempt) return false;
         break;
       case Region::Kind::Loop:
-        if (step_loop_[r]) return (early_exit_guards(r, at) & exempt) == 0;
+        // a loop of a few iterations (a probe, a smoke test): nothing adds up per step
+        if (step_loop_[r]) return !few_iterations_[r] && (early_exit_guards(r, at) & exempt) == 0;
         if (training_loop_[r]) return false;  // an epoch loop: runs once per epoch
         break;
       case Region::Kind::Function: {
@@ -334,7 +412,7 @@ bool SemanticModel::in_training_loop(TSNode node) const {
     if (depth > kMaxDepth) return false;
     for (int r = region; r >= 0; r = regions_[r].parent) {
       const Region& reg = regions_[r];
-      if (reg.kind == Region::Kind::Loop && training_loop_[r]) return true;
+      if (reg.kind == Region::Kind::Loop && training_loop_[r]) return !few_iterations_[r];
       if (reg.kind == Region::Kind::Class || reg.kind == Region::Kind::Module) return false;
       if (reg.kind == Region::Kind::Function) {
         if (auto m = memo.find(reg.function); m != memo.end()) return m->second;
