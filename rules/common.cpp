@@ -441,7 +441,26 @@ void split_words_of(const SemanticModel& model, TSNode expr, bool& eval, bool& t
 }
 }  // namespace
 
+// True when the file sits in a folder the project names for evaluation
+// (`eval/`, `evals/`, `evaluation/`, `evaluations/`, as tests sit in `tests/`)
+// and trains nothing itself: its loaders feed evaluation harnesses
+// (llm-foundry's in-context-learning tasks under `llmfoundry/eval/`).
+bool evaluation_module(const SemanticModel& model) {
+  if (model.trains()) return false;
+  std::string_view path = model.source().path();
+  std::size_t start = 0;
+  while (start < path.size()) {
+    std::size_t end = path.find_first_of("/\\", start);
+    if (end == std::string_view::npos) return false;  // the file's own name
+    std::string_view part = path.substr(start, end - start);
+    if (part == "eval" || part == "evals" || part == "evaluation" || part == "evaluations") return true;
+    start = end + 1;
+  }
+  return false;
+}
+
 bool loader_for_evaluation(const SemanticModel& model, const CallSite& call) {
+  if (evaluation_module(model)) return true;
   bool eval = false, train = false;
   split_words_of(model, model.argument(call, "dataset", 0), eval, train, 0);
   TSNode target = model.assigned_to(call.node);
