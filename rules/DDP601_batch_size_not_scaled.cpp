@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <string>
+#include <vector>
 
 namespace ddplint::rules {
 
@@ -43,6 +45,41 @@ bool multiplies_by_gpu_count(const SemanticModel& model, TSNode expr, int depth 
   return false;
 }
 
+// True when the total that `division` divides by the world size (`args.batch_size`
+// in `args.batch_size // world_size`) also sets the learning rate: a binding
+// whose target names a learning rate reads it (`base_lr = args.batch_size / 256`,
+// `lr = args.lr * args.batch_size / 256`). The global batch is then a
+// hyperparameter of the method, tuned with its learning rate, and a per-GPU
+// share of it is deliberate (Barlow Twins, LARS at a fixed global batch).
+bool total_sets_learning_rate(const SemanticModel& model, TSNode division) {
+  const Kinds& k = kinds();
+  if (node_is_null(division) || node_symbol(division) != k.binary_operator) return false;
+  TSNode total = field(division, k.f_left);
+  if (node_is_null(total) || (node_symbol(total) != k.identifier && node_symbol(total) != k.attribute)) return false;
+  std::string storage;
+  std::string total_path(model.path_view(total, storage));
+  if (total_path.empty()) return false;
+  for (const Binding& b : model.bindings()) {
+    if (node_is_null(b.value)) continue;
+    std::string target = lowercase(model.last_name(b.target));
+    bool lr = target == "lr" || target.starts_with("lr_") || target.ends_with("_lr") || target.find("learning_rate") != std::string::npos;
+    if (!lr) continue;
+    std::vector<TSNode> stack{b.value};
+    for (int budget = 256; !stack.empty() && budget > 0; --budget) {
+      TSNode n = stack.back();
+      stack.pop_back();
+      TSSymbol s = node_symbol(n);
+      if (s == k.identifier || s == k.attribute) {
+        std::string inner;
+        if (model.path_view(n, inner) == total_path) return true;
+        if (s == k.identifier) continue;
+      }
+      for (TSNode c : children(n)) stack.push_back(c);
+    }
+  }
+  return false;
+}
+
 void check(const SemanticModel& model, RuleContext& ctx) {
   bool data_parallel = !model.calls_to(kDataParallel).empty();
   if (!model.is_distributed() && !data_parallel) return;
@@ -53,6 +90,7 @@ void check(const SemanticModel& model, RuleContext& ctx) {
     TSNode at = argument_node(model, *call, bs);
     TSNode division{};
     if (model.is_distributed() && model.divides_by_world_size(bs, &division)) {
+      if (total_sets_learning_rate(model, division)) continue;  // a global batch the method is tuned at
       std::string where = node_eq(division, bs) || node_is_null(division)
                               ? std::string()
                               : " (divided at line " + std::to_string(line_of(model, division)) + ")";

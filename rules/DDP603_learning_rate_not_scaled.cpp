@@ -42,8 +42,11 @@ void check(const SemanticModel& model, RuleContext& ctx) {
   bool any_loader = false;
   for (const CallSite* c : model.calls_to(kDataLoader)) {
     if (evaluation_loader(model, *c)) continue;
+    TSNode batch = model.argument(*c, "batch_size", 1);
+    // `DataLoader(ds, **kwargs)`: its batch size is not known here
+    if (node_is_null(batch) && model.has_unpacked_arguments(*c)) return;
     any_loader = true;
-    if (model.divides_by_world_size(model.argument(*c, "batch_size", 1))) return;
+    if (model.divides_by_world_size(batch)) return;
   }
   if (!any_loader) return;
   // optimizers built with a constant learning rate: what the rule reports
