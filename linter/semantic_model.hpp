@@ -536,7 +536,11 @@ class SemanticModel {
   /// Innermost Loop region at or above `region` within its function (the walk
   /// stops at a function, class or the module), or -1.
   int innermost_loop(int region) const;
-  /// True if region `r` is a loop that runs once per training step.
+  /// True if region `r` is a loop that runs once per training step: it holds a
+  /// training call (backward, an optimizer step, a function that makes them)
+  /// outside any periodic branch of its own. A loop whose every training call
+  /// sits under `if step % n == 0:` (an RL environment loop that trains every
+  /// few environment steps) is a training loop but not a step loop.
   bool is_step_loop(int r) const { return r >= 0 && static_cast<std::size_t>(r) < step_loop_.size() && step_loop_[r]; }
   /// True if loop region `r` stops within a few iterations (at most
   /// kFewIterations, 10): its body holds, as one of its own statements,

@@ -120,6 +120,10 @@ bool global_rank(const SemanticModel& model, TSNode expr, int depth) {
           return false;
     if (name.find("local") != std::string::npos || model.spawned_process_index(expr)) return false;
     if (std::optional<bool> passed = parameter_global_rank(model, expr, depth)) return *passed;
+    // by its name alone, only in a file that joins a process group (or reads
+    // the launcher's rank variables): elsewhere `rank` is whatever the file
+    // numbers (an evaluation pool's GPU index, `for rank, part in enumerate(...)`)
+    if (!model.is_distributed()) return false;
     return name == "rank" || name == "global_rank" || name == "world_rank" || name == "ddp_rank" ||
            name == "proc_rank" || name == "process_rank";
   }

@@ -41,6 +41,15 @@ std::pair<std::string, std::uint32_t> result_carrier(const SemanticModel& model,
     e = model.argument(call, kw);
   }
   if (node_is_null(e)) return {};
+  // `loss.div_(world_size)`: an in-place method returns its receiver, which
+  // the collective then reduces in place (SimCLR's `all_reduce(loss.div_(n))`)
+  for (int guard = 0; guard < 4 && node_symbol(e) == k.call; ++guard) {
+    const CallSite* inner = model.call_at(e);
+    if (inner == nullptr || node_is_null(inner->receiver) || inner->method.size() < 2 || inner->method.back() != '_' ||
+        inner->method.front() == '_')
+      break;
+    e = inner->receiver;
+  }
   while (node_symbol(e) == k.subscript) e = field(e, k.f_value);  // `d[k]`: the dict `d`
   // `p.grad`, `p.data`, `self.buf`: held by an object ddplint does not follow
   if (node_symbol(e) == k.attribute) return {};

@@ -82,13 +82,24 @@ void check(const SemanticModel& model, RuleContext& ctx) {
     if (host_receiver(model, c.receiver)) continue;
     if (model.from_host_parameter(c.receiver)) continue;  // every per-step caller passes a host value
     if (!model.runs_every_step(c.node, kRareGuards)) continue;
+    // a copy the step itself needs on the host (the action a CPU environment
+    // takes, a value that decides control flow, or a use ddplint cannot
+    // follow) cannot be kept on the GPU: only a copy for the logs, or for
+    // nothing, can move to every N steps
+    ValueUse use = model.result_use(c.node);
+    if (use.kind == ValueUse::Kind::Computation) continue;
     if (!blocking) blocking.emplace(model);
     if (blocking->holds(c)) continue;  // the loop waits for the GPU at each batch anyway
     auto [start, end] = first_line_range(model, c.node);
     std::string what = c.method == "to" ? ".to(\"cpu\")" : "." + std::string(c.method) + "()";
+    std::string feeds = " (its result is never read)";
+    if (use.kind == ValueUse::Kind::Logging)
+      feeds = node_is_null(use.sink) ? std::string(" for the logs")
+                                     : " for the logs (line " +
+                                           std::to_string(model.source().lines().position(node_start_byte(use.sink)).row) + ")";
     ctx.report(start, end,
-               "`" + what + "` on every training step: copying a CUDA tensor to the host waits for all queued "
-               "GPU work (a host-device sync); keep values on the GPU and copy every N steps");
+               "`" + what + "` on every training step" + feeds + ": copying a CUDA tensor to the host waits for all "
+               "queued GPU work (a host-device sync); keep values on the GPU and copy every N steps");
   }
 }
 }  // namespace

@@ -82,8 +82,20 @@ bool builds_model(const SemanticModel& model) {
   return false;
 }
 
+// True when the file is part of a job spread over several GPUs: it joins a
+// process group, wraps in DDP/FSDP or reads the launcher's variables, starts
+// its worker processes (mp.spawn, a Lightning Trainer or Fabric), configures
+// Accelerate or the HF Trainer, or splits batches with DataParallel. A
+// one-process, one-GPU script gives no sign that its model is large enough
+// for Tensor Cores to decide the step (RL agents and tutorials train MLPs
+// whose steps are bound by kernel launches): no claim.
+bool multi_gpu_job(const SemanticModel& model) {
+  return model.is_distributed() || model.starts_processes() || !model.framework_configs().empty() ||
+         !model.calls_to(kDataParallel).empty();
+}
+
 void check(const SemanticModel& model, RuleContext& ctx) {
-  if (!model.uses_cuda() || !model.trains() || !builds_model(model)) return;
+  if (!model.uses_cuda() || !model.trains() || !builds_model(model) || !multi_gpu_job(model)) return;
   int first_step_loop = -1;
   for (std::size_t r = 0; r < model.regions().size(); ++r) {
     if (model.is_step_loop(static_cast<int>(r))) {

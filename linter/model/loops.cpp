@@ -111,6 +111,7 @@ void SemanticModel::analyse_loops() {
 
   // Marks what a training call (or a call of a training function) at `region`
   // implies; returns the enclosing function if its flags changed, else -1.
+  std::vector<int> step_sites;  // regions of the calls that made a loop a step loop
   auto mark = [&](int region, bool direct) {
     int loop = innermost_loop(region);
     int f = function_of(regions_, region);
@@ -118,6 +119,7 @@ void SemanticModel::analyse_loops() {
     if (direct) {
       if (loop >= 0) {
         step_loop_[loop] = 1;
+        step_sites.push_back(region);
       } else if (f >= 0 && !trains_direct[f]) {
         trains_direct[f] = 1;
         changed = true;
@@ -178,6 +180,26 @@ void SemanticModel::analyse_loops() {
   // is what its callers pass (parameter_guard)
   for (Region& r : regions_) {
     if (r.kind == Region::Kind::Branch) r.guard = classify_condition(r.condition, r.negated);
+  }
+  // A loop whose every training call sits under a periodic branch of it
+  // (`if global_step % train_frequency == 0:` around backward and the step, as
+  // an RL script's environment loop trains every few environment steps) is
+  // not itself a step loop: its iterations are not training steps, and what
+  // runs outside that branch (the action copied to a CPU environment) is no
+  // per-step cost of training. It stays a training loop, like an epoch loop.
+  // Accumulation keeps its step loop: the backward of each micro-step is unguarded.
+  {
+    std::vector<std::uint8_t> unguarded(regions_.size(), 0);
+    for (int site : step_sites) {
+      int loop = innermost_loop(site);
+      if (loop < 0 || unguarded[loop]) continue;
+      GuardMask guards = 0;
+      for (int r = site; r >= 0 && r != loop; r = regions_[r].parent)
+        if (regions_[r].kind == Region::Kind::Branch) guards |= regions_[r].guard;
+      if (!(guards & kGuardPeriodic)) unguarded[loop] = 1;
+    }
+    for (std::size_t r = 0; r < regions_.size(); ++r)
+      if (step_loop_[r] && !unguarded[r]) step_loop_[r] = 0;
   }
   // a Lightning training_step is the body of the Trainer's step loop
   for (std::size_t f = 0; f < functions_.size(); ++f)
