@@ -33,8 +33,8 @@ constexpr GuardMask kNeutral = 0x80;  // single-process check inside an `or`
 // test (`return step < warmup or step % n == 0`) is trusted with any bound
 constexpr std::int64_t kFirstStepsBound = 100;
 
-// `step < 3`, `global_step <= 10`, `3 > it`: a bound (a constant integer, at
-// most `max_bound`) on a step or iteration counter holds on the first few steps
+// `step < 3`, `global_step <= 10`, `3 > it`, `step == 1`: a bound (a constant
+// integer, at most `max_bound`) on a step or iteration counter holds on the first few steps
 // of a run only, so a branch on it is as rare as a periodic one (`it < max_iter`
 // with a large bound is most of the run: not one). `operands` are the
 // comparison's two operands and `op` its operator.
@@ -44,6 +44,7 @@ bool first_steps_test(const SemanticModel& model, const NodeList& operands, std:
   int counter_side;
   if (op == "<" || op == "<=") counter_side = 0;
   else if (op == ">" || op == ">=") counter_side = 1;
+  else if (op == "==") counter_side = model.value_of(operands[0]).kind == Value::Kind::Int ? 1 : 0;  // one early step
   else return false;
   Value bound = model.value_of(operands[1 - counter_side]);
   if (bound.kind != Value::Kind::Int || bound.i > max_bound) return false;
@@ -261,8 +262,15 @@ GuardMask SemanticModel::classify_rec(TSNode c, bool neg, int depth) const {
         if (via != 0) return via;  // else the name may still say (`last_batch = i == n_batches`)
       }
     }
-    // an opt-in flag that is off unless the user turns it on
+    // an opt-in flag that is off unless the user turns it on; an instance
+    // flag (`self.stop_requested = False` in __init__) by the value it starts
+    // with, which value_of leaves unknown across methods
     Value flag = value_of(c);
+    if (!flag.known() && path_of(c).starts_with("self.")) {
+      auto bs = bindings_of(path_of(c), region_of(c));
+      if (bs.size() == 1 && bs[0]->kind == Binding::Kind::Assign && !node_is_null(bs[0]->value))
+        flag = value_of(bs[0]->value);
+    }
     if (flag.known() && flag.truthy() == neg) return kGuardOffByDefault;
     std::string l = lower(name);
     if (is_rank_value(c)) return neg ? (kGuardMainProcess | kGuardRankDependent) : kGuardRankDependent;

@@ -374,6 +374,12 @@ Value SemanticModel::value_uncached(TSNode expr, int depth) const {
     if (!bs.empty()) {
       if (bs.size() != 1 || bs[0]->kind != Binding::Kind::Assign || node_is_null(bs[0]->value)) return Value::unknown();
       if (node_eq(bs[0]->target, expr)) return Value::unknown();
+      // An instance attribute read in one method and written in another
+      // (`self.num_workers = 0` in __init__): the object's state between the
+      // calls, which a subclass, a caller holding the object or a config
+      // loader may set too (a base class's placeholder that its YAML-driven
+      // subclass fills in). Unknown; within one method the write decides.
+      if (path.starts_with("self.") && bs[0]->scope != regions_[region_of(expr)].scope) return Value::unknown();
       return value_rec(bs[0]->value, depth + 1);
     }
     if (s == k.attribute) {
