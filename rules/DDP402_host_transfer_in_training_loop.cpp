@@ -93,10 +93,14 @@ void check(const SemanticModel& model, RuleContext& ctx) {
     auto [start, end] = first_line_range(model, c.node);
     std::string what = c.method == "to" ? ".to(\"cpu\")" : "." + std::string(c.method) + "()";
     std::string feeds = " (its result is never read)";
-    if (use.kind == ValueUse::Kind::Logging)
-      feeds = node_is_null(use.sink) ? std::string(" for the logs")
-                                     : " for the logs (line " +
-                                           std::to_string(model.source().lines().position(node_start_byte(use.sink)).row) + ")";
+    if (use.kind == ValueUse::Kind::Logging) {
+      // the log line when it is another line than the copy's
+      const auto& lines = model.source().lines();
+      std::uint32_t sink_row = node_is_null(use.sink) ? 0 : lines.position(node_start_byte(use.sink)).row;
+      feeds = sink_row == 0 || sink_row == lines.position(node_start_byte(c.node)).row
+                  ? std::string(" for the logs")
+                  : " for the logs (line " + std::to_string(sink_row) + ")";
+    }
     ctx.report(start, end,
                "`" + what + "` on every training step" + feeds + ": copying a CUDA tensor to the host waits for all "
                "queued GPU work (a host-device sync); keep values on the GPU and copy every N steps");
