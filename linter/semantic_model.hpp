@@ -533,6 +533,13 @@ class SemanticModel {
   /// True for `x.backward()` and `.step()` on an optimizer or GradScaler: the
   /// calls that make a loop a training loop.
   bool is_training_call(const CallSite& call) const { return training_call(call); }
+  /// True when something in the file applies gradients, not only computes
+  /// them: an optimizer, GradScaler or engine `.step()`, `zero_grad`, an
+  /// optimizer built, a hand-written update (`p -= ...`, `p.add_(p.grad, ...)`),
+  /// a project function that trains, DeepSpeed, Accelerate, Lightning or the HF
+  /// Trainer. A file with backward() and none of these (head importance,
+  /// adversarial perturbations, a timing benchmark) has no step loop.
+  bool applies_gradients() const;
   /// Innermost Loop region at or above `region` within its function (the walk
   /// stops at a function, class or the module), or -1.
   int innermost_loop(int region) const;

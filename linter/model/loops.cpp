@@ -86,6 +86,40 @@ std::vector<int> SemanticModel::resolve_local_function(const CallSite& c) const 
   return out;
 }
 
+bool SemanticModel::applies_gradients() const {
+  const Kinds& k = kinds();
+  if (!framework_configs_.empty()) return true;
+  for (std::size_t f = 0; f < functions_.size(); ++f)
+    if (is_lightning_step_hook(static_cast<int>(f))) return true;
+  for (const CallSite& c : calls_) {
+    if (c.method == "step" || c.method == "zero_grad" || c.method == "manual_backward") return true;
+    if (training_call(c) && c.method != "backward") return true;
+    if (is_optimizer_constructor(c.canonical) || c.canonical.starts_with("deepspeed.") ||
+        c.canonical.starts_with("accelerate.") || c.canonical.starts_with("lightning") ||
+        c.canonical.starts_with("pytorch_lightning") || c.canonical.starts_with("transformers.Trainer"))
+      return true;
+    if (project_ && !project_->callees.empty() && !c.canonical.empty()) {
+      auto it = project_->callees.find(c.canonical);
+      if (it != project_->callees.end() && it->second != ProjectFacts::Trains::None) return true;
+    }
+    // a hand-written update: `p.add_(p.grad, alpha=-lr)`, `p.data.sub_(lr * g)`
+    if (c.method == "add_" || c.method == "sub_" || c.method == "addcdiv_" || c.method == "addcmul_" ||
+        c.method == "copy_")
+      for (const Argument& a : arguments(c))
+        if (!node_is_null(a.value) && node_symbol(a.value) == k.attribute &&
+            text(field(a.value, k.f_attribute)) == "grad")
+          return true;
+  }
+  // `p -= lr * p.grad`, `w.data -= ...`
+  for (const Binding& b : bindings_) {
+    if (b.kind != Binding::Kind::Augmented) continue;
+    TSNode stmt = ts_node_parent(b.target);
+    if (!node_is_null(stmt) && node_symbol(stmt) == k.augmented_assignment && text(field(stmt, k.f_operator)) == "-=")
+      return true;
+  }
+  return false;
+}
+
 int SemanticModel::innermost_loop(int region) const {
   for (int r = region; r >= 0; r = regions_[r].parent) {
     Region::Kind kind = regions_[r].kind;
@@ -201,6 +235,16 @@ void SemanticModel::analyse_loops() {
     for (std::size_t r = 0; r < regions_.size(); ++r)
       if (step_loop_[r] && !unguarded[r]) step_loop_[r] = 0;
   }
+  // Gradients computed and never applied: a file with backward() but nothing
+  // that applies a gradient (no optimizer, GradScaler or engine step, no
+  // zero_grad, no optimizer built, no hand-written `p -= lr * p.grad` or
+  // `p.add_(p.grad, ...)`, no project function that trains, no framework)
+  // reads the gradients for themselves: head importance, saliency, an
+  // adversarial perturbation, a forward/backward timing benchmark. Its
+  // loops are not step loops; where another file calls such a function
+  // every step, that caller's step loop still says so (step_caller_elsewhere).
+  if (trains_ && !applies_gradients())
+    std::fill(step_loop_.begin(), step_loop_.end(), std::uint8_t{0});
   // a Lightning training_step is the body of the Trainer's step loop
   for (std::size_t f = 0; f < functions_.size(); ++f)
     if (is_lightning_step_hook(static_cast<int>(f))) trains_ = true;
