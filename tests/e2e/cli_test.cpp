@@ -291,7 +291,7 @@ TEST_CASE("shapes that were once quadratic or exponential finish (no hang)") {
   // a chain of 20,000 functions, the last one training, called from a loop
   std::string chain = "import torch\n";
   for (int i = 0; i < 20000; ++i) chain += "def f" + std::to_string(i) + "():\n    f" + std::to_string(i + 1) + "()\n";
-  chain += "def f20000():\n    loss.backward()\nx = torch.zeros(1).cuda()\nfor b in loader:\n    f0()\n    v = loss.item()\n";
+  chain += "def f20000():\n    loss.backward()\n    opt.step()\nx = torch.zeros(1).cuda()\nfor b in loader:\n    f0()\n    v = loss.item()\n";
   d.write("chain.py", chain);
   // a name reassigned thousands of times from itself, used as a world size divisor
   std::string rebind = "import torch.distributed as dist\nfrom torch.utils.data import DataLoader\ndist.init_process_group(\"nccl\")\nw = dist.get_world_size()\n";
