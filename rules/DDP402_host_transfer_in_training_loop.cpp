@@ -112,7 +112,7 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 // lightning) and a training loop (backward()/.step()) or a Lightning per-step hook (on_train_batch_*, ...)
 extern const Rule kRuleDDP402{
     .info = {.code = "DDP402", .name = "host-transfer-in-training-loop", .severity = Severity::Warning,
-             .summary = "`.cpu()`, `.numpy()`, `.tolist()` or `.to(\"cpu\")` on every step of a CUDA training loop",
+             .summary = "`.cpu()`, `.numpy()`, `.tolist()` or `.to(\"cpu\")` on every step of a CUDA training loop, for the logs or for nothing",
              .url = "https://pytorch.org/docs/stable/notes/cuda.html#asynchronous-execution",
              .needs = "torch|cuda|nccl|accelerate|lightning;backward|step|on_train_batch|zero_grad"},
     .check = &check};

@@ -127,7 +127,7 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 // needs: fires without torch: uses_cuda(), trains() (backward()/.step()), a model from from_pretrained() or timm
 extern const Rule kRuleDDP501{
     .info = {.code = "DDP501", .name = "no-mixed-precision", .severity = Severity::Info,
-             .summary = "A CUDA training loop with no autocast and no half/bfloat16 model",
+             .summary = "A CUDA training loop of a multi-GPU job with no autocast and no half/bfloat16 model",
              .url = "https://pytorch.org/docs/stable/amp.html",
              .needs = "torch|cuda|nccl;torch|from_pretrained|timm;backward|step"},
     .check = &check};
