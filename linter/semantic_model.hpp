@@ -771,6 +771,9 @@ class SemanticModel {
     return {kept, s.size()};
   }
   bool training_call(const CallSite& call) const;
+  // What the project index says a call of another module does (ProjectFacts::callees):
+  // Trains::None for a call it does not know or a file linted alone.
+  ProjectFacts::Trains project_callee_trains(const CallSite& call) const;
   // True when `expr` is os.environ, or a name bound once to a copy of its
   // entries that nothing writes to: `{key: os.environ[key] for key in (...)}`
   // (pytorch/examples' DDP example), `dict(os.environ)`, `os.environ.copy()`.

@@ -266,11 +266,7 @@ GuardMask SemanticModel::classify_rec(TSNode c, bool neg, int depth) const {
     // flag (`self.stop_requested = False` in __init__) by the value it starts
     // with, which value_of leaves unknown across methods
     Value flag = value_of(c);
-    if (!flag.known() && path_of(c).starts_with("self.")) {
-      auto bs = bindings_of(path_of(c), region_of(c));
-      if (bs.size() == 1 && bs[0]->kind == Binding::Kind::Assign && !node_is_null(bs[0]->value))
-        flag = value_of(bs[0]->value);
-    }
+    if (!flag.known() && !node_is_null(bound) && path_of(c).starts_with("self.")) flag = value_of(bound);
     if (flag.known() && flag.truthy() == neg) return kGuardOffByDefault;
     std::string l = lower(name);
     if (is_rank_value(c)) return neg ? (kGuardMainProcess | kGuardRankDependent) : kGuardRankDependent;

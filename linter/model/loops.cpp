@@ -86,6 +86,12 @@ std::vector<int> SemanticModel::resolve_local_function(const CallSite& c) const 
   return out;
 }
 
+ProjectFacts::Trains SemanticModel::project_callee_trains(const CallSite& c) const {
+  if (!project_ || project_->callees.empty() || c.canonical.empty()) return ProjectFacts::Trains::None;
+  auto it = project_->callees.find(c.canonical);
+  return it == project_->callees.end() ? ProjectFacts::Trains::None : it->second;
+}
+
 bool SemanticModel::applies_gradients() const {
   const Kinds& k = kinds();
   if (!framework_configs_.empty()) return true;
@@ -98,10 +104,7 @@ bool SemanticModel::applies_gradients() const {
         c.canonical.starts_with("accelerate.") || c.canonical.starts_with("lightning") ||
         c.canonical.starts_with("pytorch_lightning") || c.canonical.starts_with("transformers.Trainer"))
       return true;
-    if (project_ && !project_->callees.empty() && !c.canonical.empty()) {
-      auto it = project_->callees.find(c.canonical);
-      if (it != project_->callees.end() && it->second != ProjectFacts::Trains::None) return true;
-    }
+    if (project_callee_trains(c) != ProjectFacts::Trains::None) return true;
     // a hand-written update: `p.add_(p.grad, alpha=-lr)`, `p.data.sub_(lr * g)`
     if (c.method == "add_" || c.method == "sub_" || c.method == "addcdiv_" || c.method == "addcmul_" ||
         c.method == "copy_")
@@ -180,15 +183,12 @@ void SemanticModel::analyse_loops() {
       trains_ = true;
       int f = mark(c.region, true);
       if (f >= 0) work.push_back(f);
-    } else if (project_ && !project_->callees.empty() && !c.canonical.empty()) {
+    } else if (ProjectFacts::Trains t = project_callee_trains(c); t != ProjectFacts::Trains::None) {
       // a function of another module of the project: `engine.train_one_epoch(...)`
       // runs a training loop; `train_step(model, batch)` steps the optimizer
-      auto it = project_->callees.find(c.canonical);
-      if (it != project_->callees.end() && it->second != ProjectFacts::Trains::None) {
-        trains_ = true;
-        int f = mark(c.region, it->second == ProjectFacts::Trains::Direct);
-        if (f >= 0) work.push_back(f);
-      }
+      trains_ = true;
+      int f = mark(c.region, t == ProjectFacts::Trains::Direct);
+      if (f >= 0) work.push_back(f);
     }
     auto targets = resolve_local_function(c);
     if (!targets.empty()) {
