@@ -327,6 +327,15 @@ struct FrameworkSetting {
   TSNode value{};
 };
 
+/// What producing a DataLoader's batches costs the process that iterates it
+/// (SemanticModel::loader_data).
+enum class LoaderData : std::uint8_t {
+  Unknown,   ///< a dataset or collate_fn ddplint cannot read (or one that loads): no claim
+  InMemory,  ///< a TensorDataset, or a Dataset class of this file whose `__getitem__` only indexes what it holds
+  OnDevice,  ///< its collate_fn moves the batch to a device or makes tensors on one: a worker process cannot
+             ///< run it (CUDA cannot be initialised in a forked worker), so the loader must stay in the main process
+};
+
 /// A function defined in the file.
 struct FunctionInfo {
   std::string_view name;
@@ -681,6 +690,14 @@ class SemanticModel {
   /// annotated `-> FSDP`/`-> DDP` or whose every return is one. Unknown
   /// otherwise (a parameter, a framework's `prepare`, ...). Up to 4 steps deep.
   ParallelWrapper parallel_wrapper(TSNode expr) const { return parallel_wrapper_rec(expr, 0); }
+  /// What the batches of the DataLoader call `loader` cost to produce: its
+  /// `collate_fn` (a function of this file, through `functools.partial`, a
+  /// lambda or a wrapper, and the functions of this file it calls) puts them on
+  /// a device (OnDevice), or its dataset is a TensorDataset or a Dataset class
+  /// of this module, derived from torch's Dataset only, whose `__getitem__`
+  /// calls nothing but builtins and tensor conversions (InMemory); otherwise
+  /// Unknown (datasets.cpp).
+  LoaderData loader_data(const CallSite& loader) const;
   /// The framework configuration whose constructor call `expr` (a name bound
   /// once to it, or an attribute such as `self.accelerator`) holds, or nullptr.
   const FrameworkConfig* framework_config_of(TSNode expr) const;
@@ -795,10 +812,25 @@ class SemanticModel {
   std::optional<std::int64_t> launched_world_size() const;
   bool rank_rec(TSNode expr, int depth) const;
   bool ends_enclosing_loop(TSNode name) const;
+  // `a == b` holds on one iteration of the loop around it: a counter that moves
+  // every iteration against an integer the loop does not change (guards.cpp)
+  bool one_iteration_test(TSNode a, TSNode b) const;
+  // a local flag bound to a false constant, and otherwise only under rare
+  // guards (periodic, final step, off by default): false on most steps
+  bool rarely_set_flag(TSNode name, int depth) const;
+  // `i` of `for i in range(...)`/`enumerate(...)`, a name that counts steps or
+  // iterations (`global_step`, `self.iteration_step`), plus or minus a constant
+  bool iteration_counter(TSNode expr) const;
+  // an integer-valued expression no name of which the loop (region `loop`, -1
+  // for none) binds: `nbatches`, `len(loader) - 1`, `self.initial_iter_step`
+  bool loop_invariant_int(TSNode expr, int loop, int depth) const;
   bool host_value_rec(TSNode expr, int depth, int& budget) const;
   bool host_parameter_rec(TSNode expr, int depth, int& budget) const;
   GuardMask classify_rec(TSNode condition, bool negated, int depth) const;
   ParallelWrapper parallel_wrapper_rec(TSNode expr, int depth) const;
+  bool body_puts_on_device(TSNode body, int depth) const;
+  bool collate_puts_on_device(TSNode expr, int depth) const;
+  bool in_memory_dataset(TSNode expr, int depth) const;
   // The guard a test of parameter `name` carries: what the argument of every
   // call of its function in this file tests (0 when unknown)
   GuardMask parameter_guard(TSNode name, bool negated, int depth) const;

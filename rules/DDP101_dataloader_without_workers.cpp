@@ -11,6 +11,10 @@ void check(const SemanticModel& model, RuleContext& ctx) {
     // a loader only iterated by loops that train nothing (DreamBooth's prompt
     // loader for generating class images once): its loading slows no step
     if (loader_feeds_no_training(model, *call)) continue;
+    // its batches cost nothing to load (a TensorDataset, a Dataset that indexes
+    // lists it holds), or its collate_fn puts them on the GPU, which a worker
+    // process cannot do: num_workers=0 is right for it
+    if (model.loader_data(*call) != LoaderData::Unknown) continue;
     // DataLoader(dataset, batch_size, shuffle, sampler, batch_sampler, num_workers, ...)
     TSNode workers = model.argument(*call, "num_workers", 5);
     if (node_is_null(workers)) {

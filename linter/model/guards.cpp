@@ -212,6 +212,10 @@ GuardMask SemanticModel::classify_rec(TSNode c, bool neg, int depth) const {
           if (b->kind == Binding::Kind::LoopTarget || hook_index) return kGuardFinalStep;
         }
       }
+      // a counter equal to a value the loop does not change holds on one
+      // iteration: `j + 1 == nbatches`, `self.iteration_step ==
+      // self.initial_iter_step` (the first step after a resume)
+      if (op_count == 1 && !neg && one_iteration_test(operands[0], operands[1])) return kGuardFinalStep;
     }
     // final iteration: `i == len(loader) - 1`, `step == max_steps`, `i + 1 == n`
     if ((op == "==" || op == ">=" || op == ">") && !neg) {
@@ -268,6 +272,10 @@ GuardMask SemanticModel::classify_rec(TSNode c, bool neg, int depth) const {
     Value flag = value_of(c);
     if (!flag.known() && !node_is_null(bound) && path_of(c).starts_with("self.")) flag = value_of(bound);
     if (flag.known() && flag.truthy() == neg) return kGuardOffByDefault;
+    // a local flag that starts false and is set only on rare steps
+    // (`cancel_initiated = False`, then `if step % check_every == 0:
+    // cancel_initiated = check()`): false on most steps
+    if (!flag.known() && !neg && s == k.identifier && rarely_set_flag(c, depth)) return kGuardOffByDefault;
     std::string l = lower(name);
     if (is_rank_value(c)) return neg ? (kGuardMainProcess | kGuardRankDependent) : kGuardRankDependent;
     if (!neg && (contains(l, "last") || contains(l, "final"))) return kGuardFinalStep;
@@ -530,6 +538,137 @@ bool SemanticModel::on_path_without_cuda(TSNode node) const {
     if (s == k.elif_clause && cuda_available_test(*this, region.condition) < 0) return true;
   }
   return false;
+}
+
+}  // namespace ddplint
+
+namespace ddplint {
+
+namespace {
+// `for i in range(...)`, `for i, batch in enumerate(...)`: `target` is the
+// loop's integer index, which takes each value once.
+bool range_or_enumerate_index(const SemanticModel& model, TSNode target) {
+  const Kinds& k = kinds();
+  TSNode loop = target;
+  for (int up = 0; up < 4 && !node_is_null(loop) && node_symbol(loop) != k.for_statement; ++up) loop = ts_node_parent(loop);
+  if (node_is_null(loop) || node_symbol(loop) != k.for_statement) return false;
+  const CallSite* it = model.call_at(field(loop, k.f_right));
+  if (it == nullptr || node_symbol(it->callee) != k.identifier) return false;
+  std::string_view fn = model.text(it->callee);
+  TSNode left = field(loop, k.f_left);
+  if (fn == "range") return node_eq(left, target);
+  if (fn != "enumerate" || node_eq(left, target) || ts_node_named_child_count(left) == 0) return false;
+  return node_eq(ts_node_named_child(left, 0), target);
+}
+}  // namespace
+
+bool SemanticModel::iteration_counter(TSNode e) const {
+  const Kinds& k = kinds();
+  for (int guard = 0; guard < 8 && !node_is_null(e); ++guard) {
+    TSSymbol s = node_symbol(e);
+    if (s == k.parenthesized_expression && !node_is_null(parenthesized_inner(e))) {
+      e = parenthesized_inner(e);
+      continue;
+    }
+    if (s == k.binary_operator) {  // `j + 1`, `step - 1`
+      std::string_view op = text(field(e, k.f_operator));
+      if (op != "+" && op != "-") return false;
+      TSNode l = field(e, k.f_left), r = field(e, k.f_right);
+      if (value_of(r).kind == Value::Kind::Int) e = l;
+      else if (op == "+" && value_of(l).kind == Value::Kind::Int) e = r;
+      else return false;
+      continue;
+    }
+    if (s == k.identifier) {
+      for (const Binding* b : bindings_of(text(e), region_of(e)))
+        if (b->kind == Binding::Kind::LoopTarget && range_or_enumerate_index(*this, b->target)) return true;
+    }
+    if (s != k.identifier && s != k.attribute) return false;
+    std::string name = lower(last_name(e));
+    return contains(name, "step") || contains(name, "iter");
+  }
+  return false;
+}
+
+bool SemanticModel::loop_invariant_int(TSNode e, int loop, int depth) const {
+  const Kinds& k = kinds();
+  if (node_is_null(e) || depth > 6) return false;
+  TSSymbol s = node_symbol(e);
+  Value v = value_of(e);
+  if (v.kind == Value::Kind::Int) return true;
+  if (v.kind != Value::Kind::Unknown) return false;  // a string, float, bool or None
+  if (s == k.parenthesized_expression) return loop_invariant_int(parenthesized_inner(e), loop, depth + 1);
+  if (s == k.binary_operator)
+    return loop_invariant_int(field(e, k.f_left), loop, depth + 1) && loop_invariant_int(field(e, k.f_right), loop, depth + 1);
+  if (s == k.call) {  // `len(loader)`
+    const CallSite* c = call_at(e);
+    if (c == nullptr || node_symbol(c->callee) != k.identifier || text(c->callee) != "len" || arguments(*c).size() != 1)
+      return false;
+    return loop_invariant_int(arguments(*c)[0].value, loop, depth + 1) || node_symbol(arguments(*c)[0].value) == k.identifier;
+  }
+  if (s != k.identifier && s != k.attribute) return false;
+  if (iteration_counter(e)) {
+    // another counter (`step == max_steps` reads as the final step elsewhere):
+    // only a name the loop does not bind
+    std::string name = lower(last_name(e));
+    if (!contains(name, "max") && !contains(name, "init") && !contains(name, "start") && !contains(name, "total") &&
+        !contains(name, "num") && !contains(name, "last"))
+      return false;
+  }
+  if (loop < 0) return true;
+  const Region& lr = regions_[static_cast<std::size_t>(loop)];
+  std::string storage;
+  std::string_view path = path_view(e, storage);
+  for (const Binding* b : bindings_of(path, region_of(e)))
+    if (node_start_byte(lr.node) <= node_start_byte(b->target) && node_end_byte(b->target) <= node_end_byte(lr.node))
+      return false;  // the loop changes it
+  return true;
+}
+
+bool SemanticModel::one_iteration_test(TSNode a, TSNode b) const {
+  int loop = innermost_loop(region_of(a));
+  for (int side = 0; side < 2; ++side) {
+    TSNode counter = side == 0 ? a : b, other = side == 0 ? b : a;
+    if (!iteration_counter(counter) || text(counter) == text(other)) continue;
+    if (loop_invariant_int(other, loop, 0)) return true;
+  }
+  return false;
+}
+
+}  // namespace ddplint
+
+namespace ddplint {
+
+bool SemanticModel::rarely_set_flag(TSNode name, int depth) const {
+  const Kinds& k = kinds();
+  if (depth > 4) return false;
+  const int region = region_of(name);
+  const int scope = regions_[region].scope;
+  BindingList bound = bindings_of(text(name), region);
+  if (bound.size() < 2) return false;
+  bool starts_false = false;
+  for (const Binding* b : bound) {
+    if (b->scope != scope) return false;
+    if (b->kind == Binding::Kind::Assign && !node_is_null(b->value)) {
+      Value v = value_of(b->value);
+      if (v.known() && !v.truthy()) {
+        starts_false = true;
+        continue;
+      }
+    }
+    if (b->kind != Binding::Kind::Assign) return false;
+    // every other binding sits under a rare guard of its function
+    GuardMask g = 0;
+    for (int r = region_of(b->target); r > 0; r = regions_[r].parent) {
+      const Region& reg = regions_[r];
+      if (reg.kind == Region::Kind::Function || reg.kind == Region::Kind::Class) break;
+      if (reg.kind == Region::Kind::Branch && !node_is_null(reg.condition))
+        g |= static_cast<GuardMask>(classify_rec(reg.condition, reg.negated, depth + 1) & ~kNeutral);
+    }
+    if (!(g & (kGuardPeriodic | kGuardFinalStep | kGuardOffByDefault))) return false;
+  }
+  (void)k;
+  return starts_false;
 }
 
 }  // namespace ddplint
