@@ -414,8 +414,12 @@ class SemanticModel {
   /// the answer is Computation.
   ValueUse value_use(std::string_view name, int region, std::uint32_t after) const;
   /// What the value of expression `node` (a call's result) goes on to feed,
-  /// as value_use follows it.
-  ValueUse result_use(TSNode node) const;
+  /// as value_use follows it. With `per_step`, a computation that does not
+  /// run on every step (runs_every_step, periodic and final-step branches and
+  /// off-by-default options exempt: a running sum read after the step loop, a
+  /// test in a logging interval) counts as a use that can wait, as a log does:
+  /// the value need not be read on every step for it.
+  ValueUse result_use(TSNode node, bool per_step = false) const;
   /// What the result of the load call `load` restores: its value, a
   /// subscript or `.get()` of it, or a name bound to one of those in the same
   /// function after the load (two hops at most), passed to

@@ -77,6 +77,11 @@ void check(const SemanticModel& model, RuleContext& ctx) {
     if (model.from_host_parameter(call->receiver)) continue;  // every per-step caller passes a host value
     if (in_run_ending_branch(model, call->node)) continue;  // runs once, before the run stops
     if (feeds_finiteness_check(model, *call)) continue;
+    // a value the step computes with on every step (a size, a branch, a mask's
+    // count, an argument of the next call): the read is part of the algorithm, and
+    // "accumulate on the GPU and read it every N steps" is no fix for it; the
+    // rule is about reads for the logs (what DDP405 does for conditions)
+    if (model.result_use(call->node, true).kind == ValueUse::Kind::Computation) continue;
     if (!blocking) blocking.emplace(model);
     if (blocking->holds(*call)) continue;
     if (!drained_known) {
@@ -98,7 +103,7 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 // lightning), .item(), a training loop (backward()/.step()) or a Lightning per-step hook (on_train_batch_*, ...)
 extern const Rule kRuleDDP401{
     .info = {.code = "DDP401", .name = "item-in-training-loop", .severity = Severity::Warning,
-             .summary = "`.item()` on every step of a CUDA training loop: a host-device sync",
+             .summary = "`.item()` on every step of a CUDA training loop, read for the logs: a host-device sync",
              .url = "https://pytorch.org/docs/stable/notes/cuda.html#asynchronous-execution",
              .needs = "torch|cuda|nccl|accelerate|lightning;item;backward|step|on_train_batch|zero_grad"},
     .check = &check};

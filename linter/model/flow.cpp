@@ -51,11 +51,25 @@ bool container_builtin(std::string_view name) {
   return false;
 }
 
+// `torch.distributed.all_reduce(t)`, `reduce`, `broadcast`: reduce or
+// overwrite their first argument in place.
+bool in_place_collective(std::string_view canonical) {
+  return canonical == "torch.distributed.all_reduce" || canonical == "torch.distributed.reduce" ||
+         canonical == "torch.distributed.broadcast";
+}
+
 struct FlowState {
   int budget = kMaxUses;
   int visits = kMaxVisits;
   ValueUse result;
+  // result_use's per-step question: a computation that does not run on every
+  // step (after the step loop, on the steps of a periodic branch) does not
+  // need the value read on every step; it waits, as a log does
+  const SemanticModel* per_step = nullptr;
   void computation(TSNode at) {
+    if (per_step != nullptr && !node_is_null(at) &&
+        !per_step->runs_every_step(at, kGuardPeriodic | kGuardFinalStep | kGuardOffByDefault))
+      return logging(at);
     result.kind = ValueUse::Kind::Computation;
     result.sink = at;
   }
@@ -71,7 +85,8 @@ struct FlowState {
 }  // namespace
 
 // One read of the value, at `node`: climbs to what consumes it.
-static void classify_read(const SemanticModel& m, TSNode node, int region, int depth, FlowState& st);
+static void classify_read(const SemanticModel& m, TSNode node, int region, int depth, FlowState& st,
+                          int element = -1);
 
 // Reads SemanticModel's identifier index (a friend: the index is private).
 struct FlowAccess {
@@ -149,7 +164,10 @@ static void follow_name(const SemanticModel& m, std::string_view name, int regio
   }
 }
 
-static void follow_returns(const SemanticModel& m, int region, int depth, FlowState& st) {
+// `element`: the position of the value in a returned tuple (`return loss.item(),
+// n_correct`), which a caller's `a, b = f(...)` lands in one name; -1 for the
+// whole result.
+static void follow_returns(const SemanticModel& m, int region, int depth, FlowState& st, int element = -1) {
   if (depth > kMaxFlowDepth) return st.computation({});  // (a recursive helper returns into itself)
   int scope = m.regions()[region].scope;
   const Region& fn_region = m.regions()[scope];
@@ -173,11 +191,11 @@ static void follow_returns(const SemanticModel& m, int region, int depth, FlowSt
   for (int c : callers) {
     if (st.result.kind == ValueUse::Kind::Computation) return;
     const CallSite& call = m.calls()[static_cast<std::size_t>(c)];
-    classify_read(m, call.node, call.region, depth + 1, st);
+    classify_read(m, call.node, call.region, depth + 1, st, element);
   }
 }
 
-static void classify_read(const SemanticModel& m, TSNode node, int region, int depth, FlowState& st) {
+static void classify_read(const SemanticModel& m, TSNode node, int region, int depth, FlowState& st, int element) {
   const Kinds& k = kinds();
   TSNode child = node;
   for (TSNode p = ts_node_parent(node); !node_is_null(p); child = p, p = ts_node_parent(p)) {
@@ -198,6 +216,16 @@ static void classify_read(const SemanticModel& m, TSNode node, int region, int d
         continue;
       }
       return st.computation(p);
+    }
+    // one element of a returned tuple: the callers' unpacking decides
+    if ((s == k.expression_list || s == k.tuple) && element < 0 && !node_is_null(ts_node_parent(p)) &&
+        node_symbol(ts_node_parent(p)) == k.return_statement) {
+      int index = 0, at = -1;
+      for (TSNode e : children(p)) {
+        if (node_eq(e, child)) at = index;
+        ++index;
+      }
+      if (at >= 0) return follow_returns(m, region, depth, st, at);
     }
     if (s == k.parenthesized_expression || s == k.binary_operator || s == k.unary_operator || s == k.subscript ||
         s == k.interpolation || s == k.string || s == k.concatenated_string || s == k.tuple || s == k.list ||
@@ -220,11 +248,21 @@ static void classify_read(const SemanticModel& m, TSNode node, int region, int d
       const CallSite* c = m.call_at(p);
       std::string_view method = c ? c->method : std::string_view{};
       if (c && logging_sink(method)) return st.logging(p);
+      // an in-place collective on the value (`dist.all_reduce(avg_loss)`): it
+      // changes the value on every rank, and the reads after it decide
+      if (c && node_symbol(ts_node_parent(p)) == k.expression_statement && in_place_collective(c->canonical)) {
+        std::span<const Argument> args = m.arguments(*c);
+        if (!args.empty() && node_eq(args[0].value, node)) return;
+      }
+      const bool torch_function = c && c->canonical.rfind("torch.", 0) == 0 &&
+                                  c->canonical.rfind("torch.distributed.", 0) != 0 &&
+                                  c->canonical.rfind("torch.nn.", 0) != 0;
+      // a torch function called for its effect, its result dropped
+      // (`torch._assert_async(ok)`, `torch.save(v, path)`): a use of the content
+      if (torch_function && node_symbol(ts_node_parent(p)) == k.expression_statement) return st.computation(p);
       if (c && (method == "float" || method == "int" || method == "round" || method == "str" ||
                 method == "format" || value_preserving_method(method) ||
-                (node_is_null(c->receiver) && c->canonical.empty() && container_builtin(method)) ||
-                (c->canonical.rfind("torch.", 0) == 0 && c->canonical.rfind("torch.distributed.", 0) != 0 &&
-                 c->canonical.rfind("torch.nn.", 0) != 0)))
+                (node_is_null(c->receiver) && c->canonical.empty() && container_builtin(method)) || torch_function))
         continue;  // a converted copy or a tensor function of the value (torch.cat): its use decides
       return st.computation(p);
     }
@@ -235,6 +273,18 @@ static void classify_read(const SemanticModel& m, TSNode node, int region, int d
       while (!node_is_null(base) && node_symbol(base) == k.subscript) base = field(base, k.f_value);
       if (!node_is_null(base) && (node_symbol(base) == k.pattern_list || node_symbol(base) == k.tuple_pattern) &&
           node_symbol(p) == k.assignment) {
+        // `a, b = f()` where `f` returns the value at position `element`: that name
+        if (element >= 0 && node_eq(child, field(p, k.f_right))) {
+          int index = 0;
+          TSNode only{};
+          for (TSNode t : children(base)) {
+            if (index++ == element) only = t;
+          }
+          if (!node_is_null(only) && node_symbol(only) == k.identifier) {
+            follow_name(m, m.text(only), region, node_end_byte(p), depth + 1, st);
+            return;
+          }
+        }
         // `a, b = v`: the value's parts land in each name
         for (TSNode t : children(base)) {
           if (node_symbol(t) != k.identifier) return st.computation(t);
@@ -275,8 +325,9 @@ static void classify_read(const SemanticModel& m, TSNode node, int region, int d
   }
 }
 
-ValueUse SemanticModel::result_use(TSNode node) const {
+ValueUse SemanticModel::result_use(TSNode node, bool per_step) const {
   FlowState st;
+  if (per_step) st.per_step = this;
   classify_read(*this, node, region_of(node), 0, st);
   return st.result;
 }
