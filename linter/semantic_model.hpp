@@ -744,6 +744,9 @@ class SemanticModel {
   /// module is imported whole or by computed names, or when
   /// the file reaches its names dynamically (`globals()`, `locals()`,
   /// `vars()`, `eval`, `exec`, `fire.Fire()` with no arguments).
+  /// Also true in the `if __name__ == "__main__":` block of a module that
+  /// other files of the project import and no launch script starts (package
+  /// modules included): a self-test or demo the project never runs.
   bool unreached(std::uint32_t offset) const;
   /// True when the module runs code under `if __name__ == "__main__":` at its top level.
   bool has_main_guard() const;
@@ -911,6 +914,7 @@ class SemanticModel {
   mutable std::pmr::vector<std::pair<std::uint32_t, std::uint32_t>> unreached_{arena_.get()};
   mutable bool unreached_built_ = false;
   void build_unreached() const;
+  void build_unreached_definitions() const;
   void build_name_occurrences() const;
   friend struct FlowAccess;
   // local name -> dotted module path (views into the text or the arena)

@@ -39,6 +39,22 @@ bool SemanticModel::has_main_guard() const {
 void SemanticModel::build_unreached() const {
   unreached_built_ = true;
   const ProjectFacts& p = project();
+  // a module's self-test: the `if __name__ == "__main__":` block of a module
+  // that other files of the project import and no launch script starts (a
+  // dataset module that prints one batch, a loss module's demo); the project
+  // runs the module through its imports, never as the main program
+  if (p.indexed && p.imported && p.launched_by.empty()) {
+    const Kinds& k = kinds();
+    for (TSNode c : children(regions_[0].node))
+      if (node_symbol(c) == k.if_statement && main_test(*this, field(c, k.f_condition)))
+        unreached_.emplace_back(node_start_byte(c), node_end_byte(c));
+  }
+  build_unreached_definitions();
+  std::sort(unreached_.begin(), unreached_.end());
+}
+
+void SemanticModel::build_unreached_definitions() const {
+  const ProjectFacts& p = project();
   // a package's module is an API others may call, whatever this project calls
   if (!p.indexed || p.imported_whole || p.package_module) return;
   // only an entry of the project: otherwise nothing says what runs at all
