@@ -41,6 +41,10 @@ std::string fingerprint(const ProjectFacts* facts) {
   for (const auto& [name, d] : facts->ddp_parameters)
     ddp[name] = json::array({json(std::vector<std::string>(d.parameters.begin(), d.parameters.end())), caller_json(d.caller)});
   j["ddp_parameters"] = std::move(ddp);
+  json command_line = json::object();
+  for (const auto& [name, parameters] : facts->command_line_parameters)
+    for (const auto& [parameter, values] : parameters) command_line[name][parameter] = json(values);
+  j["command_line_parameters"] = std::move(command_line);
   json logged = json::object();
   for (const auto& [name, c] : facts->logged_calls) logged[name] = caller_json(c);
   j["logged_calls"] = std::move(logged);

@@ -398,6 +398,7 @@ FileSummary summarize(const SemanticModel& model, const std::function<bool(std::
   }
   std::unordered_map<std::string_view, std::size_t> seen;
   std::vector<bool> shown_non_host;  // per entry of s.calls: its line's call passes a non-host value
+  std::vector<std::set<std::string, std::less<>>> not_command_line;  // per entry: arguments some call fills otherwise
   const LineIndex& lines = model.source().lines();
   for (const CallSite& c : model.calls()) {
     if (c.canonical.empty()) continue;
@@ -405,6 +406,7 @@ FileSummary summarize(const SemanticModel& model, const std::function<bool(std::
     if (fresh) {
       s.calls.push_back({std::string(c.canonical), lines.line_of(ts_node_start_byte(c.node)) + 1, false, false});
       shown_non_host.push_back(false);
+      not_command_line.emplace_back();
     }
     FileSummary::Call& call = s.calls[it->second];
     if (fresh) call.function = top_level_function_of(model, c.node);
@@ -451,6 +453,15 @@ FileSummary summarize(const SemanticModel& model, const std::function<bool(std::
         call.ddp_arguments.insert(std::move(key));
       }
     }
+    // the arguments where this call passes the file's parsed command line
+    // (and those where it passes something else: every call must agree)
+    if (project_call && !model.has_unpacked_arguments(c) && project_call(c.canonical)) {
+      int position = 0;
+      for (const Argument& a : model.arguments(c)) {
+        std::string key = a.kind == Argument::Kind::Keyword ? std::string(a.keyword) : "#" + std::to_string(position++);
+        (model.is_command_line(a.value) ? call.command_line_arguments : not_command_line[it->second]).insert(std::move(key));
+      }
+    }
     bool result_computation = false;
     if (project_call && (call.result_logged_only || (step && (call.step_result_logged_only || call.logged_step_line == 0))) &&
         project_call(c.canonical))
@@ -473,6 +484,13 @@ FileSummary summarize(const SemanticModel& model, const std::function<bool(std::
       if (step) call.step_result_logged_only = false;
     }
   }
+  bool passes_command_line = false;
+  for (std::size_t i = 0; i < s.calls.size(); ++i) {
+    std::erase_if(s.calls[i].command_line_arguments,
+                  [&](const std::string& key) { return not_command_line[i].contains(key); });
+    passes_command_line = passes_command_line || !s.calls[i].command_line_arguments.empty();
+  }
+  if (passes_command_line) s.launched_options = model.launched_command_line();
   for (const auto& [local, target] : model.imports().entries()) s.imports.emplace_back(local, target);
   for (std::string_view module : model.star_imports()) s.imports.emplace_back("*", module);
   return s;
@@ -652,6 +670,7 @@ class Solver {
   std::vector<ProjectFacts> facts(std::size_t component) const {
     std::vector<ProjectFacts> out(files_.size());
     std::vector<std::set<std::string, std::less<>>> host_seen(files_.size());  // per callee: functions met
+    std::vector<std::set<std::string, std::less<>>> command_line_seen(files_.size());  // the same, any caller
     // per callee: functions whose result uses come from per-step CUDA callers
     std::vector<std::map<std::string, bool, std::less<>>> step_uses(files_.size());
     for (std::size_t a = 0; a < files_.size(); ++a) {
@@ -677,6 +696,32 @@ class Solver {
           auto [d, fresh_ddp] = callee.ddp_parameters.try_emplace(name);
           if (fresh_ddp) d->second.caller = ProjectCaller{caller.shown, call.ddp_line, {}};
           d->second.parameters.insert(f->parameters[i]);
+        }
+        // the parameters this call fills with its launched command line:
+        // every call from another file must, with the values all agree on
+        {
+          auto [seen, first] = command_line_seen[static_cast<std::size_t>(b)].insert(name);
+          (void)seen;
+          auto& by_parameter = callee.command_line_parameters[name];
+          for (std::size_t i = 0; i < f->parameters.size(); ++i) {
+            const std::string& p = f->parameters[i];
+            bool passed = call.command_line_arguments.contains("#" + std::to_string(i)) ||
+                          call.command_line_arguments.contains(p);
+            const ProjectFacts::OptionValues& values =
+                passed ? caller.summary.launched_options : ProjectFacts::OptionValues{};
+            if (first) {
+              if (!values.empty()) by_parameter[p] = values;
+              continue;
+            }
+            auto known = by_parameter.find(p);
+            if (known == by_parameter.end()) continue;
+            std::erase_if(known->second, [&](const auto& option) {
+              auto other = values.find(option.first);
+              return other == values.end() || other->second != option.second;
+            });
+            if (known->second.empty()) by_parameter.erase(known);
+          }
+          if (by_parameter.empty()) callee.command_line_parameters.erase(name);
         }
         // how callers use the result: any caller, CUDA or not (a result that
         // feeds a computation anywhere is not only for the logs)
@@ -831,6 +876,8 @@ std::string encode_summary(const FileSummary* s) {
     out.number(c.ddp_arguments.size());
     for (const std::string& a : c.ddp_arguments) out.text(a);
     out.number(c.ddp_line);
+    out.number(c.command_line_arguments.size());
+    for (const std::string& a : c.command_line_arguments) out.text(a);
     out.number(c.logged_step_line);
     out.text(c.logged_step_function);
     out.text(c.function);
@@ -841,6 +888,11 @@ std::string encode_summary(const FileSummary* s) {
     out.text(target);
   }
   out.flag(s->cuda);
+  out.number(s->launched_options.size());
+  for (const auto& [dest, v] : s->launched_options) {
+    out.text(dest);
+    out.number(static_cast<std::uint64_t>(v));
+  }
   return std::move(out.bytes());
 }
 
@@ -885,6 +937,7 @@ std::optional<std::optional<FileSummary>> decode_summary(std::string_view bytes)
     std::uint64_t ddp_line = in.number();
     if (ddp_line > UINT32_MAX) in.fail();
     c.ddp_line = static_cast<std::uint32_t>(ddp_line);
+    for (std::uint64_t a = in.count(8); a > 0 && !in.failed(); --a) c.command_line_arguments.insert(in.text());
     std::uint64_t logged_line = in.number();
     if (logged_line > UINT32_MAX) in.fail();
     c.logged_step_line = static_cast<std::uint32_t>(logged_line);
@@ -897,6 +950,10 @@ std::optional<std::optional<FileSummary>> decode_summary(std::string_view bytes)
     s.imports.emplace_back(std::move(local), in.text());
   }
   s.cuda = in.flag();
+  for (std::uint64_t n = in.count(2 * 8); n > 0 && !in.failed(); --n) {
+    std::string dest = in.text();
+    s.launched_options.emplace(std::move(dest), static_cast<std::int64_t>(in.number()));
+  }
   if (in.failed() || !in.at_end()) return std::nullopt;
   return std::optional<FileSummary>(std::move(s));
 }
@@ -1065,6 +1122,14 @@ void Project::solve(std::size_t component) const {
   for (std::size_t i = 0; i < files.size(); ++i)
     if (files[i].on_edge && files[i].component == component) changed.push_back(i);
   summarised_ += changed.size();
+  // the launches that start each file, before its summary: its command
+  // line's values as launched are part of what it passes its callees
+  if (!launches_read_) read_launches();
+  auto launched = [&](std::size_t i, ProjectFacts& f) {
+    auto at = launches_of_.find(files[i].path.native());
+    if (at != launches_of_.end()) f.launched_by = at->second;
+  };
+  for (std::size_t i : changed) launched(i, files[i].facts);
   int rounds = 0;
   for (; rounds < kMaxRounds && !changed.empty(); ++rounds) {
     for (std::size_t i : changed)
@@ -1072,7 +1137,9 @@ void Project::solve(std::size_t component) const {
     std::vector<ProjectFacts> next = state_->solver->facts(component);
     changed.clear();
     for (std::size_t i = 0; i < files.size(); ++i) {
-      if (!files[i].on_edge || files[i].component != component || next[i] == files[i].facts) continue;
+      if (!files[i].on_edge || files[i].component != component) continue;
+      launched(i, next[i]);
+      if (next[i] == files[i].facts) continue;
       files[i].facts = std::move(next[i]);
       changed.push_back(i);
     }

@@ -72,6 +72,9 @@ struct FileSummary {
     /// `model = DistributedDataParallel(model, ...)`): the callee may get the DDP model there.
     std::set<std::string, std::less<>> ddp_arguments;
     std::uint32_t ddp_line = 0;  ///< 1-based line of the first call that passes one
+    /// Arguments (`#0`, ..., or the keyword) where every call passes the
+    /// file's parsed command line (SemanticModel::is_command_line).
+    std::set<std::string, std::less<>> command_line_arguments;
     /// The top-level function of this file that makes the call at `line`
     /// (empty: module level, a method or a nested function).
     std::string function;
@@ -82,6 +85,10 @@ struct FileSummary {
   /// `from MODULE import *` as ("*", MODULE).
   std::vector<std::pair<std::string, std::string>> imports;
   bool cuda = false;  ///< SemanticModel::uses_cuda(), project facts included
+  /// When some call passes the file's parsed command line: its options'
+  /// integer values as the project's launches give them
+  /// (SemanticModel::launched_command_line; empty where no launch starts the file).
+  ProjectFacts::OptionValues launched_options;
 };
 
 /// The summary of `model`'s file. `project_call` (may be empty) says which

@@ -128,6 +128,17 @@ struct ProjectFacts {
     bool operator==(const DdpArguments&) const = default;
   };
   std::map<std::string, DdpArguments, std::less<>> ddp_parameters;
+  /// For this file's top-level functions: the parameters to which every call
+  /// from another file passes that file's parsed command line (`args` in a
+  /// script that defines argparse options), where the project's launch
+  /// scripts start that script and every launch is read: the options'
+  /// integer values (bools as 0/1) as every launch gives them, the default
+  /// where a launch gives none (SemanticModel::launched_command_line). By
+  /// function, parameter and argparse destination; several callers keep the
+  /// values they agree on. A script no launch script starts adds nothing: its
+  /// defaults are not how it is run.
+  using OptionValues = std::map<std::string, std::int64_t, std::less<>>;
+  std::map<std::string, std::map<std::string, OptionValues, std::less<>>, std::less<>> command_line_parameters;
   /// This file's top-level functions that a CUDA file calls every step only
   /// for its logs: the call's result feeds only logging (or nothing), and what
   /// it passes is read after it only for logging (FileSummary::Call::
@@ -190,7 +201,7 @@ struct ProjectFacts {
 
   bool empty() const {
     return callees.empty() && step_entries.empty() && loop_entries.empty() && host_parameters.empty() &&
-           ddp_parameters.empty() && logged_calls.empty() && result_uses.empty() && forwarding_calls.empty() &&
+           ddp_parameters.empty() && command_line_parameters.empty() && logged_calls.empty() && result_uses.empty() && forwarding_calls.empty() &&
            device_selecting_calls.empty() && !cuda && !imported && !imported_whole && imported_names.empty() &&
            launched.empty() && launched_by.empty();
   }

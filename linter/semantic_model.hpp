@@ -518,6 +518,24 @@ class SemanticModel {
   /// line (`train.py --workers 0`), so a message can say where the value
   /// comes from; null otherwise.
   const LaunchOfScript* launch_giving(TSNode expr) const;
+  /// True when `expr` is the file's parsed command line: a name that
+  /// conventionally holds it (`args`, `opt`, `hparams`, ...) in a file that
+  /// defines argparse options, the same reading value_of gives `args.X`.
+  bool is_command_line(TSNode expr) const;
+  /// The file's argparse options whose value is a known integer (a bool as
+  /// 0/1) as the project's launch scripts start the file: every launch's
+  /// value, or the default where a launch gives none, by destination. Empty
+  /// when no launch script starts the file, or when a launch is not read or
+  /// passes words it does not fix (`"$@"`).
+  ProjectFacts::OptionValues launched_command_line() const;
+  /// The value of `expr` as the project launches the program, where that
+  /// decides it: an integer literal, a name bound once to such a value, or a
+  /// command-line option `args.X` whose value the project's launches fix (in
+  /// this file, where a launch script starts it; or a parameter every caller
+  /// in another file fills with a launched script's command line,
+  /// ProjectFacts::command_line_parameters). Unknown otherwise: a default
+  /// alone is not how a script is run.
+  Value launched_value(TSNode expr) const;
   /// The argparse destinations of the file (`batch_size` for
   /// `add_argument("--batch-size")`), in no particular order, each once.
   std::vector<std::string_view> argparse_destinations() const;
@@ -816,6 +834,13 @@ class SemanticModel {
   Value argparse_uncached(const std::string& dest, int depth) const;
   Value argparse_default(const std::string& dest, int depth) const;
   Value launched_argument(const std::string& dest, const Value& fallback, int depth) const;
+  Value launched_rec(TSNode expr, int depth) const;
+  // True when the file defines argparse option `dest` (add_argument or set_defaults).
+  bool defines_option(std::string_view dest) const;
+  // For `object.dest` with `object` a parameter of this file's top-level
+  // function that every caller elsewhere fills with a launched script's
+  // command line: that option's value (ProjectFacts::command_line_parameters).
+  std::optional<std::int64_t> command_line_parameter(TSNode object, std::string_view dest) const;
   std::optional<std::int64_t> launched_world_size() const;
   bool rank_rec(TSNode expr, int depth) const;
   bool ends_enclosing_loop(TSNode name) const;

@@ -110,23 +110,38 @@ GuardMask SemanticModel::classify_rec(TSNode c, bool neg, int depth) const {
     bool eq = op == "==" || op == "in" || op == "is";
     bool ne = op == "!=" || op == "not in" || op == "is not";
     bool positive = (eq && !neg) || (ne && neg);
-    // periodic: a modulo on either side
-    auto has_mod = [&](TSNode x) {
+    // periodic: a modulo on either side (the `%` operation, or a null node)
+    auto modulo = [&](TSNode x) -> TSNode {
       for (int guard = 0; guard < 8 && !node_is_null(x); ++guard) {
         TSSymbol xs = node_symbol(x);
         if (xs == k.parenthesized_expression && !node_is_null(parenthesized_inner(x))) {
           x = parenthesized_inner(x);
           continue;
         }
-        if (xs != k.binary_operator) return false;
+        if (xs != k.binary_operator) return {};
         if (text(field(x, k.f_operator)) == "%") {
-          return node_symbol(field(x, k.f_left)) != k.string;  // not "%d" % x
+          if (node_symbol(field(x, k.f_left)) == k.string) return {};  // not "%d" % x
+          return x;
         }
         x = field(x, k.f_left);
       }
-      return false;
+      return {};
     };
+    auto has_mod = [&](TSNode x) { return !node_is_null(modulo(x)); };
     if (has_mod(operands[0]) || has_mod(operands[1])) {
+      // `(i + 1) % accum_iter == 0` where the project's launches leave
+      // accum_iter at 1: true on every step, no interval (an option that
+      // only some runs raise is how the project runs it, the launch decides)
+      const bool left = has_mod(operands[0]);
+      TSNode mod = left ? modulo(operands[0]) : modulo(operands[1]);
+      Value zero = value_of(left ? operands[1] : operands[0]);
+      TSNode side = left ? operands[0] : operands[1];
+      while (node_symbol(side) == k.parenthesized_expression && !node_is_null(parenthesized_inner(side)))
+        side = parenthesized_inner(side);
+      if (positive && op_count == 1 && node_eq(side, mod) && zero.kind == Value::Kind::Int && zero.i == 0) {
+        Value every = launched_value(field(mod, k.f_right));
+        if (every.kind == Value::Kind::Int && every.i == 1) return 0;
+      }
       // `rank % ngpus_per_node == 0`: the first process of each node, not a step interval
       TSNode m = has_mod(operands[0]) ? operands[0] : operands[1];
       while (node_symbol(m) == k.parenthesized_expression && !node_is_null(parenthesized_inner(m)))
@@ -230,7 +245,10 @@ GuardMask SemanticModel::classify_rec(TSNode c, bool neg, int depth) const {
     return 0;
   }
   if (s == k.binary_operator && text(field(c, k.f_operator)) == "%") {
-    return neg ? kGuardPeriodic : 0;  // `if step % n:` runs on most steps
+    if (!neg || node_symbol(field(c, k.f_left)) == k.string) return 0;  // `if step % n:` runs on most steps
+    // `if not step % n:` every n steps, and on every step where the launches leave n at 1
+    Value every = launched_value(field(c, k.f_right));
+    return every.kind == Value::Kind::Int && every.i == 1 ? 0 : kGuardPeriodic;
   }
   if (s == k.call) {
     std::string_view name = last_name(field(c, k.f_function));

@@ -22,10 +22,10 @@ namespace {
 constexpr std::size_t kMaxStringValue = 4096;  // longer constant strings are Unknown (bounded memory)
 
 // Names that conventionally hold parsed command-line arguments (`args.lr`).
-bool is_args_like_name(std::string_view name) {
-  static constexpr std::array<std::string_view, 8> names = {"args", "opt", "opts", "flags", "FLAGS",
+constexpr std::array<std::string_view, 8> kArgsLikeNames = {"args", "opt", "opts", "flags", "FLAGS",
                                                             "hparams", "options", "cmd_args"};
-  return std::find(names.begin(), names.end(), name) != names.end();
+bool is_args_like_name(std::string_view name) {
+  return std::find(kArgsLikeNames.begin(), kArgsLikeNames.end(), name) != kArgsLikeNames.end();
 }
 
 }  // namespace
@@ -385,11 +385,87 @@ Value SemanticModel::value_uncached(TSNode expr, int depth) const {
     if (s == k.attribute) {
       TSNode object = field(expr, k.f_object);
       if (node_symbol(object) == k.identifier && is_args_like_name(text(object))) {
-        return argparse_value(text(field(expr, k.f_attribute)), depth);
+        std::string_view dest = text(field(expr, k.f_attribute));
+        if (defines_option(dest)) return argparse_value(dest, depth);
+        // no such option here: a parameter that callers elsewhere fill with their command line
+        if (std::optional<std::int64_t> v = command_line_parameter(object, dest)) return Value::integer(*v);
+        return Value::unknown();
       }
     }
     return Value::unknown();
   }
+  return Value::unknown();
+}
+
+bool SemanticModel::defines_option(std::string_view dest) const {
+  std::string key(dest);
+  return argparse_.find(key) != argparse_.end() || argparse_set_defaults_.find(key) != argparse_set_defaults_.end();
+}
+
+std::optional<std::int64_t> SemanticModel::command_line_parameter(TSNode object, std::string_view dest) const {
+  const auto& given = project().command_line_parameters;
+  if (given.empty() || node_symbol(object) != kinds().identifier) return std::nullopt;
+  int f = top_level_function_of(object);
+  if (f < 0) return std::nullopt;
+  // the parameter itself, never rebound in the function
+  BindingList bs = bindings_of(text(object), region_of(object));
+  if (bs.size() != 1 || bs[0]->kind != Binding::Kind::Parameter || bs[0]->scope != functions_[f].region)
+    return std::nullopt;
+  auto function = given.find(functions_[f].name);
+  if (function == given.end()) return std::nullopt;
+  auto parameter = function->second.find(text(object));
+  if (parameter == function->second.end()) return std::nullopt;
+  auto value = parameter->second.find(dest);
+  if (value == parameter->second.end()) return std::nullopt;
+  return value->second;
+}
+
+bool SemanticModel::is_command_line(TSNode expr) const {
+  return !node_is_null(expr) && node_symbol(expr) == kinds().identifier && is_args_like_name(text(expr)) &&
+         !argparse_.empty();
+}
+
+ProjectFacts::OptionValues SemanticModel::launched_command_line() const {
+  ProjectFacts::OptionValues out;
+  const std::vector<LaunchOfScript>& launches = project().launched_by;
+  if (launches.empty()) return out;
+  for (const LaunchOfScript& l : launches)
+    if (l.unread || l.arguments_opaque) return out;
+  for (std::string_view dest : argparse_destinations()) {
+    // an option the file sets in code after parsing (`args.lr = ...`) is not the launch's
+    bool assigned = false;
+    for (std::string_view holder : kArgsLikeNames)
+      if (!assigned) assigned = !bindings_of(std::string(holder) + "." + std::string(dest), 0).empty();
+    if (assigned) continue;
+    Value v = argparse_value(dest, 0);
+    if (v.kind == Value::Kind::Int || v.kind == Value::Kind::Bool) out.emplace(std::string(dest), v.i);
+  }
+  return out;
+}
+
+Value SemanticModel::launched_value(TSNode expr) const { return launched_rec(expr, 0); }
+
+Value SemanticModel::launched_rec(TSNode expr, int depth) const {
+  const Kinds& k = kinds();
+  if (node_is_null(expr) || depth > kMaxDepth) return Value::unknown();
+  TSSymbol s = node_symbol(expr);
+  if (s == k.parenthesized_expression) return launched_rec(parenthesized_inner(expr), depth + 1);
+  if (s == k.integer) return value_of(expr);
+  if (s == k.identifier) {
+    BindingList bs = bindings_of(text(expr), region_of(expr));
+    if (bs.size() != 1 || bs[0]->kind != Binding::Kind::Assign || node_is_null(bs[0]->value) ||
+        node_eq(bs[0]->target, expr))
+      return Value::unknown();
+    return launched_rec(bs[0]->value, depth + 1);
+  }
+  if (s != k.attribute) return Value::unknown();
+  TSNode object = field(expr, k.f_object);
+  if (node_symbol(object) != k.identifier || !is_args_like_name(text(object))) return Value::unknown();
+  if (!bindings_of(path_of(expr), region_of(expr)).empty()) return Value::unknown();  // set in code
+  std::string_view dest = text(field(expr, k.f_attribute));
+  if (defines_option(dest))  // this file's option: only where a launch script starts the file
+    return project().launched_by.empty() ? Value::unknown() : argparse_value(dest, depth);
+  if (std::optional<std::int64_t> v = command_line_parameter(object, dest)) return Value::integer(*v);
   return Value::unknown();
 }
 
