@@ -337,6 +337,55 @@ TEST_CASE("the DDP model passed to another file's function: which parameters get
   CHECK(facts->ddp_parameters.count("probe") == 0);  // the module before the wrap: `net` is never a DDP result
 }
 
+TEST_CASE("a launched script's command line passed to another file's function: its option values, as launched") {
+  TempProject t;
+  const char* main_py =
+      "import argparse\n"
+      "import engine\n"
+      "parser = argparse.ArgumentParser()\n"
+      "parser.add_argument('--accum_iter', type=int, default=1)\n"
+      "parser.add_argument('--epochs', type=int, default=10)\n"
+      "parser.add_argument('--lr', type=float, default=0.1)\n"
+      "args = parser.parse_args()\n"
+      "engine.train_one_epoch(None, args=args)\n"
+      "engine.evaluate(args, 3)\n";
+  t.write("main.py", main_py);
+  t.write("engine.py",
+          "def train_one_epoch(model, args=None):\n"
+          "    return args.accum_iter\n"
+          "def evaluate(args, n):\n"
+          "    return args.epochs\n");
+  t.write("run.sh", "#!/bin/bash\ntorchrun --nproc_per_node 8 main.py --epochs 3\n");
+  {
+    Project p(t.root.lexically_normal());
+    const ProjectFacts* facts = p.facts_for(t.path("engine.py"));
+    REQUIRE(facts != nullptr);
+    REQUIRE(facts->command_line_parameters.count("train_one_epoch") == 1);
+    const auto& values = facts->command_line_parameters.at("train_one_epoch").at("args");
+    CHECK(values.at("accum_iter") == 1);   // the default: the launch does not give it
+    CHECK(values.at("epochs") == 3);       // what the launch gives
+    CHECK(values.count("lr") == 0);        // not an integer
+    REQUIRE(facts->command_line_parameters.count("evaluate") == 1);  // by position
+    CHECK(facts->command_line_parameters.at("evaluate").count("n") == 0);
+  }
+  // a second caller that passes something else: no agreed value
+  t.write("other.py", "import engine\nengine.train_one_epoch(None, args=object())\n");
+  {
+    Project p(t.root.lexically_normal());
+    const ProjectFacts* facts = p.facts_for(t.path("engine.py"));
+    REQUIRE(facts != nullptr);
+    CHECK(facts->command_line_parameters.count("train_one_epoch") == 0);
+  }
+  // a script no launch script starts: its defaults are not how it runs
+  fs::remove(t.path("other.py"));
+  fs::remove(t.path("run.sh"));
+  {
+    Project p(t.root.lexically_normal());
+    const ProjectFacts* facts = p.facts_for(t.path("engine.py"));
+    CHECK((facts == nullptr || facts->command_line_parameters.empty()));
+  }
+}
+
 TEST_CASE("per-step calls only for the logs: the result and what is passed; another caller's use does not count") {
   TempProject t;
   t.write("train.py",
