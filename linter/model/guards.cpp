@@ -133,19 +133,16 @@ GuardMask SemanticModel::classify_rec(TSNode c, bool neg, int depth) const {
       // accum_iter at 1: true on every step, no interval (an option that
       // only some runs raise is how the project runs it, the launch decides)
       const bool left = has_mod(operands[0]);
-      TSNode mod = left ? modulo(operands[0]) : modulo(operands[1]);
-      Value zero = value_of(left ? operands[1] : operands[0]);
-      TSNode side = left ? operands[0] : operands[1];
-      while (node_symbol(side) == k.parenthesized_expression && !node_is_null(parenthesized_inner(side)))
-        side = parenthesized_inner(side);
-      if (positive && op_count == 1 && node_eq(side, mod) && zero.kind == Value::Kind::Int && zero.i == 0) {
-        Value every = launched_value(field(mod, k.f_right));
-        if (every.kind == Value::Kind::Int && every.i == 1) return 0;
-      }
-      // `rank % ngpus_per_node == 0`: the first process of each node, not a step interval
-      TSNode m = has_mod(operands[0]) ? operands[0] : operands[1];
+      TSNode mod = modulo(left ? operands[0] : operands[1]);
+      TSNode m = left ? operands[0] : operands[1];
       while (node_symbol(m) == k.parenthesized_expression && !node_is_null(parenthesized_inner(m)))
         m = parenthesized_inner(m);
+      if (positive && op_count == 1 && node_eq(m, mod)) {
+        Value zero = value_of(left ? operands[1] : operands[0]);
+        Value every = launched_value(field(mod, k.f_right));
+        if (zero.kind == Value::Kind::Int && zero.i == 0 && every.kind == Value::Kind::Int && every.i == 1) return 0;
+      }
+      // `rank % ngpus_per_node == 0`: the first process of each node, not a step interval
       if (node_symbol(m) == k.binary_operator && is_rank_value(field(m, k.f_left)))
         return positive ? (kGuardMainProcess | kGuardRankDependent) : kGuardRankDependent;
       return positive ? kGuardPeriodic : 0;
@@ -245,7 +242,7 @@ GuardMask SemanticModel::classify_rec(TSNode c, bool neg, int depth) const {
     return 0;
   }
   if (s == k.binary_operator && text(field(c, k.f_operator)) == "%") {
-    if (!neg || node_symbol(field(c, k.f_left)) == k.string) return 0;  // `if step % n:` runs on most steps
+    if (!neg) return 0;  // `if step % n:` runs on most steps
     // `if not step % n:` every n steps, and on every step where the launches leave n at 1
     Value every = launched_value(field(c, k.f_right));
     return every.kind == Value::Kind::Int && every.i == 1 ? 0 : kGuardPeriodic;
