@@ -1206,12 +1206,23 @@ const ProjectFacts* Project::facts_for(const fs::path& file) const {
 std::optional<fs::path> Project::resolve_script(const fs::path& launch_script, std::string_view written) const {
   if (!written.ends_with(".py")) return std::nullopt;
   std::error_code ec;
-  // the launch script's folder, then the project root (a script run from the root)
-  for (const fs::path& base : {launch_script.parent_path(), root_}) {
-    fs::path candidate = (fs::path(written).is_absolute() ? fs::path(written) : base / written).lexically_normal();
-    auto [r, rest] = std::mismatch(root_.begin(), root_.end(), candidate.begin(), candidate.end());
-    if (r != root_.end()) continue;  // outside the project
-    if (fs::is_regular_file(candidate, ec)) return candidate;
+  auto inside = [&](const fs::path& p) {
+    auto [r, rest] = std::mismatch(root_.begin(), root_.end(), p.begin(), p.end());
+    return r == root_.end();
+  };
+  if (fs::path(written).is_absolute()) {
+    fs::path candidate = fs::path(written).lexically_normal();
+    if (inside(candidate) && fs::is_regular_file(candidate, ec)) return candidate;
+    return std::nullopt;
+  }
+  // the launch script's folder, then each folder above it up to the project
+  // root, nearest first: `exps/finetune.sh` that runs `main_finetune.py` is
+  // started from the folder above (`bash exps/finetune.sh`), a script of the
+  // root's `scripts/` from the root
+  for (fs::path base = launch_script.parent_path().lexically_normal(); inside(base); base = base.parent_path()) {
+    fs::path candidate = (base / written).lexically_normal();
+    if (inside(candidate) && fs::is_regular_file(candidate, ec)) return candidate;
+    if (base == root_ || !base.has_relative_path() || base.parent_path() == base) break;
   }
   return std::nullopt;
 }
