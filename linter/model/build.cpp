@@ -839,13 +839,40 @@ class ModelBuilder {
       std::replace(dest.begin(), dest.end(), '-', '_');
       if (!dest.empty()) m_.argparse_[dest].push_back(static_cast<int>(c - m_.calls_.data()));
     }
-    // environment reads
-    auto note_env = [&](const std::string& var) {
-      if (var == "LOCAL_RANK" || var == "RANK" || var == "WORLD_SIZE") m_.distributed_ = true;
+    // environment reads; a read that only refuses a distributed run
+    // (`if os.environ.get("WORLD_SIZE", "1") != "1": raise ...`, an assert)
+    // makes a one-process tool, not a distributed script
+    auto refuses = [&](TSNode read) {
+      for (TSNode n = read, p = ts_node_parent(n); !node_is_null(p); n = p, p = ts_node_parent(p)) {
+        TSSymbol ps = node_symbol(p);
+        if (ps == k_.assert_statement) return true;
+        if (ps == k_.if_statement || ps == k_.elif_clause) {
+          if (!ts_node_eq(n, field(p, k_.f_condition))) return false;
+          TSNode body = field(p, k_.f_consequence);
+          TSNode first = node_is_null(body) ? TSNode{} : ts_node_named_child(body, 0);
+          while (!node_is_null(first) && node_symbol(first) == k_.comment) first = ts_node_next_named_sibling(first);
+          if (node_is_null(first)) return false;
+          if (node_symbol(first) == k_.raise_statement) return true;
+          if (node_symbol(first) == k_.expression_statement) {
+            const CallSite* exit = m_.call_at(ts_node_named_child(first, 0));
+            if (exit == nullptr) return false;
+            std::string_view name = exit->canonical;
+            if (name.empty() && !node_is_null(exit->callee) && node_symbol(exit->callee) == k_.identifier)
+              name = m_.text(exit->callee);  // the builtins exit() and quit()
+            return name == "sys.exit" || name == "os._exit" || name == "exit" || name == "quit";
+          }
+          return false;
+        }
+        if (ps == k_.block || ps == k_.module || ps == k_.function_definition) return false;
+      }
+      return false;
+    };
+    auto note_env = [&](const std::string& var, TSNode read) {
+      if ((var == "LOCAL_RANK" || var == "RANK" || var == "WORLD_SIZE") && !refuses(read)) m_.distributed_ = true;
     };
     for (TSNode sub : subscripts_) {
       std::string var = m_.env_var_read(sub);
-      if (!var.empty()) note_env(var);
+      if (!var.empty()) note_env(var, sub);
     }
     for (auto [sub, value] : subscript_writes_)
       if (node_symbol(field(sub, k_.f_value)) == k_.identifier) m_.name_subscript_writes_.emplace_back(sub, value);
@@ -879,7 +906,7 @@ class ModelBuilder {
     });
     bool uses_accelerator = false;
     for (const CallSite& c : m_.calls_) {
-      if (c.canonical == "os.environ.get" || c.canonical == "os.getenv") note_env(m_.env_var_read(c.node));
+      if (c.canonical == "os.environ.get" || c.canonical == "os.getenv") note_env(m_.env_var_read(c.node), c.node);
       if (c.canonical == "torch.distributed.init_process_group") {
         m_.distributed_ = true;
         TSNode backend = m_.argument(c, "backend", 0);

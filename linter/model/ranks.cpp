@@ -203,6 +203,15 @@ RankSet SemanticModel::rank_set_rec(TSNode c, bool neg, int depth) const {
     }
   }
   if (g & (kGuardMainProcess | kGuardRankDependent)) return constant(Which::Other);
+  // `dist.is_initialized()` / `dist.is_available()`: true on every rank of a
+  // distributed run, the only run where a collective can hang; taken false
+  // (`if not dist.is_initialized(): return`), no rank of it enters
+  if (s == k.call) {
+    const CallSite* call = call_at(c);
+    if (call != nullptr && (call->canonical == "torch.distributed.is_initialized" ||
+                            call->canonical == "torch.distributed.is_available"))
+      return constant(neg ? Which::None : Which::All);
+  }
   if (mentions_rank(c)) return unknown();
   // no rank in it: the same on every rank; `rank != -1`-style distributed-mode tests land here too
   RankSet out;
