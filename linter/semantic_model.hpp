@@ -764,7 +764,8 @@ class SemanticModel {
   /// `vars()`, `eval`, `exec`, `fire.Fire()` with no arguments).
   /// Also true in the `if __name__ == "__main__":` block of a module that
   /// other files of the project import and no launch script starts (package
-  /// modules included): a self-test or demo the project never runs.
+  /// modules included, and in projects that also import by computed names):
+  /// a self-test or demo the project never runs.
   bool unreached(std::uint32_t offset) const;
   /// True when the module runs code under `if __name__ == "__main__":` at its top level.
   bool has_main_guard() const;

@@ -304,6 +304,100 @@ void environment_yml(const fs::path& file, const fs::path& shown_from, std::opti
   }
 }
 
+// The release a README states, where nothing else bounds it: in a section
+// whose heading names installation (install, requirements, setup,
+// environment, dependencies, prerequisites, getting started), either a shell
+// block's `pip install torch==X` / `conda install pytorch=X`, or a list item
+// that names PyTorch with a version ("* PyTorch 1.11.0 (older versions may
+// work too)", "- PyTorch >= 1.8", "1. Install `torch>=2.0.0`"). A version in
+// prose is the release the maintainers run, so it is the oldest supported
+// one (lowest), with no upper bound. The first such statement of the file.
+std::optional<TorchSupport> readme_torch(const fs::path& file, const fs::path& shown_from) {
+  std::optional<std::string> text = read_small(file);
+  if (!text) return std::nullopt;
+  static constexpr std::string_view kSectionWords[] = {"install",  "requirement", "setup",        "set-up",
+                                                       "environment", "dependenc", "prerequisite", "getting started"};
+  std::string_view t = *text;
+  bool in_section = false, fenced = false;
+  std::uint32_t line_no = 0;
+  for (std::size_t pos = 0; pos <= t.size();) {
+    std::size_t nl = t.find('\n', pos);
+    std::string_view line = t.substr(pos, nl == std::string_view::npos ? std::string_view::npos : nl - pos);
+    pos = nl == std::string_view::npos ? t.size() + 1 : nl + 1;
+    ++line_no;
+    std::string l = trim(line);
+    if (l.starts_with("```") || l.starts_with("~~~")) {
+      fenced = !fenced;
+      continue;
+    }
+    std::string low = lower(l);
+    auto found = [&](TorchSupport s) {
+      s.origin = shown_path(file, shown_from) + ":" + std::to_string(line_no);
+      return std::optional<TorchSupport>(std::move(s));
+    };
+    if (fenced) {
+      if (!in_section) continue;
+      // `pip install torch==2.1.0 torchvision`, `conda install pytorch=1.13.1 -c pytorch`
+      bool conda = low.find("conda install") != std::string::npos;
+      if (!conda && low.find("pip install") == std::string::npos) continue;
+      std::size_t at = 0;
+      while (at < l.size()) {
+        while (at < l.size() && std::isspace(static_cast<unsigned char>(l[at]))) ++at;
+        std::size_t end = at;
+        while (end < l.size() && !std::isspace(static_cast<unsigned char>(l[end]))) ++end;
+        std::string word = l.substr(at, end - at);
+        if (word.size() > 2 && (word.front() == '"' || word.front() == '\'') && word.back() == word.front())
+          word = word.substr(1, word.size() - 2);
+        at = end;
+        std::optional<TorchSupport> r = torch_requirement(word, conda);
+        if (r && r->bounded()) return found(std::move(*r));
+      }
+      continue;
+    }
+    if (l.starts_with("#")) {
+      in_section = std::any_of(std::begin(kSectionWords), std::end(kSectionWords),
+                               [&](std::string_view w) { return low.find(w) != std::string::npos; });
+      continue;
+    }
+    if (!in_section) continue;
+    // a list item: `*`, `-`, `+` or `1.` then a space
+    std::size_t marker = 0;
+    if (!low.empty() && (low[0] == '*' || low[0] == '-' || low[0] == '+')) marker = 1;
+    else
+      while (marker < low.size() && std::isdigit(static_cast<unsigned char>(low[marker]))) ++marker;
+    if (marker == 0 || (std::isdigit(static_cast<unsigned char>(low[0])) && (marker >= low.size() || low[marker++] != '.')))
+      continue;
+    if (marker >= low.size() || low[marker] != ' ') continue;
+    // "torch" or "pytorch" as a word, then at most three marks (` >= : * [ `), an
+    // optional "version"/"install", and a version with a dot
+    for (std::size_t w = low.find("torch"); w != std::string::npos; w = low.find("torch", w + 1)) {
+      std::size_t start = w >= 2 && low.compare(w - 2, 2, "py") == 0 ? w - 2 : w;
+      auto word_char = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.' || c == '/'; };
+      if (start > 0 && word_char(low[start - 1])) continue;
+      std::size_t i = w + 5;
+      if (i < low.size() && (std::isalnum(static_cast<unsigned char>(low[i])) || low[i] == '_' || low[i] == '-' ||
+                             (low[i] == '.' && i + 1 < low.size() && std::isalpha(static_cast<unsigned char>(low[i + 1])))))
+        continue;  // `torchvision`, `pytorch-lightning`, `pytorch.org`
+      for (int marks = 0; i < low.size() && marks < 4 && !std::isalnum(static_cast<unsigned char>(low[i])); ++marks) ++i;
+      for (std::string_view filler : {"version ", "install "})
+        if (low.compare(i, filler.size(), filler) == 0) i += filler.size();
+      if (i < low.size() && low[i] == 'v') ++i;
+      std::size_t end = i;
+      while (end < low.size() && (std::isdigit(static_cast<unsigned char>(low[end])) || low[end] == '.')) ++end;
+      while (end > i && low[end - 1] == '.') --end;
+      std::string_view version = std::string_view(low).substr(i, end - i);
+      if (version.find('.') == std::string_view::npos) continue;
+      std::optional<TorchVersion> v = TorchVersion::parse(version);
+      if (!v) continue;
+      TorchSupport s;
+      s.lowest = *v;
+      s.written = l.substr(start, end - start);
+      return found(std::move(s));
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 void unite(std::optional<TorchSupport>& into, TorchSupport more) {
@@ -441,6 +535,14 @@ std::optional<TorchSupport> declared_torch_in(const fs::path& dir, const fs::pat
   std::sort(environments.begin(), environments.end());
   for (const fs::path& r : requirements) requirements_file(r, shown_from, 0, out);
   for (const fs::path& e : environments) environment_yml(e, shown_from, out);
+  // nothing bounds it: the release the README states, if it states one
+  if (!out || !out->bounded()) {
+    for (const char* name : {"README.md", "INSTALL.md"})
+      if (std::optional<TorchSupport> r = readme_torch(dir / name, shown_from)) {
+        out = std::move(r);
+        break;
+      }
+  }
   return out;
 }
 

@@ -1,6 +1,7 @@
 // The PyTorch releases a project supports: read from what the project
 // declares (requirements*.txt, setup.py and setup.cfg install_requires,
-// pyproject.toml dependencies, a conda environment*.yml), or set by the
+// pyproject.toml dependencies, a conda environment*.yml, else the release its
+// README's installation section states), or set by the
 // `target-torch` setting. Rules whose advice depends on the release (an API's
 // first release, a deprecation's) ask it through RuleOptions::torch.
 #pragma once
@@ -80,7 +81,11 @@ std::optional<TorchSupport> poetry_constraint(std::string_view constraint);
 /// What the files directly in folder `dir` declare about torch, united (the
 /// widest range over them): pyproject.toml, setup.py (not in a package:
 /// there it is a module), setup.cfg, requirements*.txt (following `-r`
-/// includes), conda's environment*.yml and conda*.yml (or .yaml).
+/// includes), conda's environment*.yml and conda*.yml (or .yaml); where none
+/// of these bounds the release, the one README.md (else INSTALL.md) states in
+/// an installation section: a `pip install torch==X` / `conda install
+/// pytorch=X` in a shell block, or a list item naming PyTorch with a version
+/// ("* PyTorch 1.11.0"), read as the oldest supported release.
 /// std::nullopt when none names torch. Unreadable or malformed files add
 /// nothing. `shown_from`: the working folder, against
 /// which origins are shown (empty: absolute paths).

@@ -99,8 +99,12 @@ bool written_in_place(const SemanticModel& model, TSNode receiver) {
 void check(const SemanticModel& model, RuleContext& ctx) {
   // a loader with pinned memory first: without one, no copy is reported (and most scripts have none)
   if (!model.uses_cuda() || !pins_memory(model)) return;
+  // a loop over a loader Accelerate prepared gets its batches on the device
+  // already (DataLoaderShard sends each to it): a `.to(device)` there copies nothing
+  BlockingLoaderSteps accelerate_moves(model);
   for (const CallSite& c : model.calls()) {
     if (node_is_null(c.receiver) || !device_move(model, c) || !batch_value(model, c.receiver)) continue;
+    if (accelerate_moves.holds(c)) continue;
     TSNode nb = model.argument(c, "non_blocking", c.method == "cuda" ? 1 : -1);
     if (!node_is_null(nb)) {
       Value v = model.value_of(nb);

@@ -23,11 +23,15 @@ std::string_view deprecated_name(std::string_view canonical) {
 // - custom_fwd/custom_bwd -> torch.amp.custom_fwd(device_type="cuda", ...),
 //   bare decorator or keyword arguments.
 // Defaults are the same (autocast on CUDA is float16 in both spellings).
-std::optional<Fix> rewrite(const SemanticModel& model, TSNode callee, const CallSite* call, std::string_view name) {
+// `generic`: autocast becomes torch.autocast (PyTorch 1.10+), the same class
+// under the name older releases have.
+std::optional<Fix> rewrite(const SemanticModel& model, TSNode callee, const CallSite* call, std::string_view name,
+                           bool generic = false) {
   std::string full = "torch.cuda.amp." + std::string(name);
   if (model.text(callee) != full) return std::nullopt;
-  Fix fix{Fix::Applicability::Safe, "Use `torch.amp." + std::string(name) + "` with \"cuda\"", {}};
-  fix.edits.push_back(Edit{node_start_byte(callee), node_end_byte(callee), "torch.amp." + std::string(name)});
+  std::string target = generic && name == "autocast" ? "torch.autocast" : "torch.amp." + std::string(name);
+  Fix fix{Fix::Applicability::Safe, "Use `" + target + "` with \"cuda\"", {}};
+  fix.edits.push_back(Edit{node_start_byte(callee), node_end_byte(callee), target});
   bool custom = name == "custom_fwd" || name == "custom_bwd";
   std::string device = custom ? "device_type=\"cuda\"" : "\"cuda\"";
   if (call == nullptr) {  // bare decorator
@@ -62,10 +66,22 @@ Releases releases_of(std::string_view name) {
 // Reports NAME at `at` as the project's PyTorch makes it: nothing where no
 // supported release warns; info, with the fix unsafe, where some supported
 // release lacks the replacement; else the rule's severity.
-void report(RuleContext& ctx, TSNode at, std::string_view name, std::optional<Fix> fix) {
+// An autocast in a project whose every release has torch.autocast (1.10) but
+// not all have torch.amp.autocast (1.13) is told to use torch.autocast, which
+// works on all of them (`generic_fix`: the same rewrite to that name).
+void report(RuleContext& ctx, TSNode at, std::string_view name, std::optional<Fix> fix,
+            std::optional<Fix> generic_fix = std::nullopt) {
   const TorchSupport& torch = ctx.options().torch;
   Releases r = releases_of(name);
   if (!torch.reaches(r.warns)) return;  // every supported release takes the old spelling silently
+  if (name == "autocast" && !torch.all_at_least(r.replacement) && torch.all_at_least(torch_release::kAutocast)) {
+    ctx.report(node_start_byte(at), node_end_byte(at),
+               "torch.cuda.amp.autocast is deprecated (a FutureWarning since PyTorch 2.4), and every release the "
+               "project supports (" + torch.describe() + ") has torch.autocast (PyTorch 1.10): use "
+               "torch.autocast(\"cuda\", ...)",
+               std::move(generic_fix));
+    return;
+  }
   std::string instead = name == "autocast"     ? "torch.amp.autocast(\"cuda\", ...)"
                         : name == "GradScaler" ? "torch.amp.GradScaler(\"cuda\", ...)"
                                                : "torch.amp." + std::string(name) + "(device_type=\"cuda\", ...)";
@@ -112,13 +128,15 @@ void check(const SemanticModel& model, RuleContext& ctx) {
   for (const CallSite& call : model.calls()) {
     std::string_view name = deprecated_name(call.canonical);
     if (!name.empty() && fallback_for_old_torch(model, call)) continue;
-    if (!name.empty()) report(ctx, call.callee, name, rewrite(model, call.callee, &call, name));
+    if (!name.empty())
+      report(ctx, call.callee, name, rewrite(model, call.callee, &call, name),
+             rewrite(model, call.callee, &call, name, true));
   }
   // bare decorators: `@custom_bwd` (the called form is a call, handled above)
   for (TSNode d : model.decorators()) {
     if (node_symbol(d) == kinds().call) continue;
     std::string_view name = deprecated_name(model.canonical_name(d));
-    if (!name.empty()) report(ctx, d, name, rewrite(model, d, nullptr, name));
+    if (!name.empty()) report(ctx, d, name, rewrite(model, d, nullptr, name), rewrite(model, d, nullptr, name, true));
   }
 }
 }  // namespace

@@ -856,10 +856,10 @@ class ModelBuilder {
           if (node_symbol(first) == k_.expression_statement) {
             const CallSite* exit = m_.call_at(ts_node_named_child(first, 0));
             if (exit == nullptr) return false;
-            std::string_view name = exit->canonical;
-            if (name.empty() && !node_is_null(exit->callee) && node_symbol(exit->callee) == k_.identifier)
-              name = m_.text(exit->callee);  // the builtins exit() and quit()
-            return name == "sys.exit" || name == "os._exit" || name == "exit" || name == "quit";
+            std::string_view callee = exit->canonical;
+            if (callee.empty() && !node_is_null(exit->callee) && node_symbol(exit->callee) == k_.identifier)
+              callee = m_.text(exit->callee);  // the builtins exit() and quit()
+            return callee == "sys.exit" || callee == "os._exit" || callee == "exit" || callee == "quit";
           }
           return false;
         }

@@ -42,8 +42,10 @@ void SemanticModel::build_unreached() const {
   // a module's self-test: the `if __name__ == "__main__":` block of a module
   // that other files of the project import and no launch script starts (a
   // dataset module that prints one batch, a loss module's demo); the project
-  // runs the module through its imports, never as the main program
-  if (p.indexed && p.imported && p.launched_by.empty()) {
+  // runs the module through its imports, never as the main program (a
+  // module imported by a computed name elsewhere is still only imported:
+  // an import never runs the block)
+  if (p.imported && p.launched_by.empty()) {
     const Kinds& k = kinds();
     for (TSNode c : children(regions_[0].node))
       if (node_symbol(c) == k.if_statement && main_test(*this, field(c, k.f_condition)))

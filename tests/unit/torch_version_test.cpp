@@ -164,3 +164,34 @@ TEST_CASE("torch declarations: the closest folder up to the project's root; targ
     CHECK(std::get<ConfigError>(r).message.find("target-torch") != std::string::npos);
   }
 }
+
+TEST_CASE("torch declarations: the release a README's installation section states, where nothing bounds it") {
+  TempDir s;
+  // a list item of the requirements section: the oldest supported release
+  s.write("a/README.md", "# Model\n\n## News\n- tested with PyTorch 2.4 on H100s\n\n## Requirements\n"
+                         "* Python 3.9 and PyTorch 1.11.0 (older versions may work too)\n* torchvision 0.12\n");
+  auto a = declared_torch_in(s.path / "a", s.path);
+  REQUIRE(a);
+  CHECK(a->lowest == v(1, 11, 0));
+  CHECK_FALSE(a->below.has_value());
+  CHECK(a->origin == "a/README.md:7");
+  CHECK(a->written == "PyTorch 1.11.0");
+  // a shell block's pip install in the setup section; an unbounded requirement gives way to it
+  s.write("b/requirements.txt", "torch\nnumpy\n");
+  s.write("b/README.md", "## Setup\n```bash\npip install torch==2.1.1 torchvision==0.16.1\n```\n");
+  auto b = declared_torch_in(s.path / "b", s.path);
+  REQUIRE(b);
+  CHECK(b->lowest == v(2, 1, 1));
+  CHECK(b->below == v(2, 1, 2));
+  // a bounded requirement wins over the README
+  s.write("c/requirements.txt", "torch>=2.5\n");
+  s.write("c/README.md", "## Installation\n- PyTorch >= 1.8\n");
+  auto c = declared_torch_in(s.path / "c", s.path);
+  REQUIRE(c);
+  CHECK(c->lowest == v(2, 5, 0));
+  // outside an installation section, in prose, in a code block of another section,
+  // or naming another package: no statement
+  s.write("d/README.md", "# X\nWe use PyTorch 2.0.\n## News\n- PyTorch 2.1 support\n## Usage\n```\npip install torch==1.0\n```\n"
+                         "## Install\n- torchvision 0.15\n- see pytorch.org 2.0 notes\nPyTorch 1.9 in prose\n");
+  CHECK_FALSE(declared_torch_in(s.path / "d", s.path).has_value());
+}
