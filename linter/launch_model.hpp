@@ -131,6 +131,14 @@ class LaunchModel {
     return project_->launched_script(*launch.script->value);
   }
 
+  /// True when `launch` starts a `.py` script, written as a literal path, that
+  /// is no file of the file's project (ProjectFacts::missing_scripts): what
+  /// it runs is not known. False when linted alone.
+  bool starts_missing_script(const Launch& launch) const {
+    if (project_ == nullptr || !launch.script || !launch.script->value || launch.module) return false;
+    return project_->missing_scripts.contains(*launch.script->value);
+  }
+
   const SourceFile& source() const { return source_; }
   /// The file's bytes [start, end).
   std::string_view text(std::uint32_t start, std::uint32_t end) const;

@@ -64,6 +64,7 @@ std::string fingerprint(const ProjectFacts* facts) {
     launched.push_back(json::array({l.written, l.path, l.distributed, l.ddp_always, l.spawns, l.reads_local_rank_env,
                                     l.reads_local_rank_argument}));
   j["launched"] = std::move(launched);
+  j["missing_scripts"] = json(std::vector<std::string>(facts->missing_scripts.begin(), facts->missing_scripts.end()));
   json launched_by = json::array();
   for (const LaunchOfScript& l : facts->launched_by) {
     json arguments = json::array();

@@ -1325,7 +1325,10 @@ const ProjectFacts* Project::launch_facts_for(const fs::path& file, std::string_
     const std::string& written = *l.script->value;
     if (!written.ends_with(".py") || facts->launched_script(written) != nullptr) continue;
     std::optional<fs::path> found = resolve_script(file, written);
-    if (!found) continue;
+    if (!found) {
+      if (file_count_ > 0) facts->missing_scripts.insert(written);  // (an index was made: the project is known)
+      continue;
+    }
     auto cached = launched_.find(found->native());
     if (cached == launched_.end()) {
       std::optional<LaunchedScript> described;
@@ -1355,7 +1358,7 @@ const ProjectFacts* Project::launch_facts_for(const fs::path& file, std::string_
     entry.path = found->lexically_relative(root_).generic_string();
     facts->launched.push_back(std::move(entry));
   }
-  if (facts->launched.empty()) facts.reset();
+  if (facts->launched.empty() && facts->missing_scripts.empty()) facts.reset();
   auto& slot = launch_facts_[file.native()];
   slot.first = std::string(text);
   slot.second = std::move(facts);

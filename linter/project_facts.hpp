@@ -187,6 +187,12 @@ struct ProjectFacts {
   /// per distinct script word (in launch order), for those that resolve to a
   /// file of the project.
   std::vector<LaunchedScript> launched;
+  /// For a launch script of an indexed project: the script words (`tools/train.py`)
+  /// of its launches that name no file of the project, from the launch
+  /// script's folder, any folder above it up to the root, or the root: the
+  /// launch starts code the project does not hold (a vendored copy's
+  /// instructions, a script kept elsewhere), so what runs is not known.
+  std::set<std::string, std::less<>> missing_scripts;
   /// For a Python file: the launches of the project's launch scripts that
   /// start it, in path and line order (at most kMaxLaunchesOf).
   std::vector<LaunchOfScript> launched_by;
@@ -203,7 +209,7 @@ struct ProjectFacts {
     return callees.empty() && step_entries.empty() && loop_entries.empty() && host_parameters.empty() &&
            ddp_parameters.empty() && command_line_parameters.empty() && logged_calls.empty() && result_uses.empty() && forwarding_calls.empty() &&
            device_selecting_calls.empty() && !cuda && !imported && !imported_whole && imported_names.empty() &&
-           launched.empty() && launched_by.empty();
+           launched.empty() && missing_scripts.empty() && launched_by.empty();
   }
   bool operator==(const ProjectFacts&) const = default;
 };

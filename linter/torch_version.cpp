@@ -311,7 +311,9 @@ void environment_yml(const fs::path& file, const fs::path& shown_from, std::opti
 // that names PyTorch with a version ("* PyTorch 1.11.0 (older versions may
 // work too)", "- PyTorch >= 1.8", "1. Install `torch>=2.0.0`"). A version in
 // prose is the release the maintainers run, so it is the oldest supported
-// one (lowest), with no upper bound. The first such statement of the file.
+// one (lowest), with no upper bound. A shell block's `pip install -r FILE`
+// reads FILE (after the block's `cd DIR` lines) like requirements.txt. The
+// first such statement of the file.
 std::optional<TorchSupport> readme_torch(const fs::path& file, const fs::path& shown_from) {
   std::optional<std::string> text = read_small(file);
   if (!text) return std::nullopt;
@@ -319,6 +321,8 @@ std::optional<TorchSupport> readme_torch(const fs::path& file, const fs::path& s
                                                        "environment", "dependenc", "prerequisite", "getting started"};
   std::string_view t = *text;
   bool in_section = false, fenced = false;
+  std::optional<fs::path> block_folder = fs::path();  // a shell block's folder, relative to `dir`
+  const fs::path dir = file.parent_path();
   std::uint32_t line_no = 0;
   for (std::size_t pos = 0; pos <= t.size();) {
     std::size_t nl = t.find('\n', pos);
@@ -328,6 +332,7 @@ std::optional<TorchSupport> readme_torch(const fs::path& file, const fs::path& s
     std::string l = trim(line);
     if (l.starts_with("```") || l.starts_with("~~~")) {
       fenced = !fenced;
+      block_folder = fs::path();  // each block starts in the README's folder
       continue;
     }
     std::string low = lower(l);
@@ -337,19 +342,40 @@ std::optional<TorchSupport> readme_torch(const fs::path& file, const fs::path& s
     };
     if (fenced) {
       if (!in_section) continue;
-      // `pip install torch==2.1.0 torchvision`, `conda install pytorch=1.13.1 -c pytorch`
-      bool conda = low.find("conda install") != std::string::npos;
-      if (!conda && low.find("pip install") == std::string::npos) continue;
-      std::size_t at = 0;
-      while (at < l.size()) {
+      std::vector<std::string> words;
+      for (std::size_t at = 0; at < l.size();) {
         while (at < l.size() && std::isspace(static_cast<unsigned char>(l[at]))) ++at;
         std::size_t end = at;
         while (end < l.size() && !std::isspace(static_cast<unsigned char>(l[end]))) ++end;
         std::string word = l.substr(at, end - at);
         if (word.size() > 2 && (word.front() == '"' || word.front() == '\'') && word.back() == word.front())
           word = word.substr(1, word.size() - 2);
+        if (!word.empty()) words.push_back(std::move(word));
         at = end;
-        std::optional<TorchSupport> r = torch_requirement(word, conda);
+      }
+      // `cd ImageBind` before a `pip install -r requirements.txt`: the block's
+      // folder, relative to the README's (left unknown for anything else)
+      if (words.size() == 2 && words[0] == "cd") {
+        fs::path to = fs::path(words[1]);
+        if (to.is_absolute() || words[1].find('$') != std::string::npos || words[1].find('~') != std::string::npos)
+          block_folder.reset();
+        else if (block_folder)
+          block_folder = (*block_folder / to).lexically_normal();
+        continue;
+      }
+      // `pip install torch==2.1.0 torchvision`, `conda install pytorch=1.13.1 -c pytorch`,
+      // `pip install -r requirements.txt` (that file's declaration)
+      bool conda = low.find("conda install") != std::string::npos;
+      if (!conda && low.find("pip install") == std::string::npos) continue;
+      for (std::size_t w = 0; w < words.size(); ++w) {
+        if (!conda && (words[w] == "-r" || words[w] == "--requirement") && w + 1 < words.size() && block_folder) {
+          fs::path listed = (dir / *block_folder / words[w + 1]).lexically_normal();
+          std::optional<TorchSupport> r;
+          requirements_file(listed, shown_from, 0, r);
+          if (r && r->bounded()) return r;  // (its origin: the requirements file's line)
+          continue;
+        }
+        std::optional<TorchSupport> r = torch_requirement(words[w], conda);
         if (r && r->bounded()) return found(std::move(*r));
       }
       continue;

@@ -91,6 +91,9 @@ void check(const SemanticModel& model, RuleContext& ctx) {
 // argument, so every rank gets the option's default. Reported at the launch.
 void check_launch(const LaunchModel& model, RuleContext& ctx) {
   for (const Launch& l : model.launches()) {
+    // a script the project does not hold (a vendored copy's instructions
+    // naming its upstream's tools/train.py): the launch is not this project's to run
+    if (model.starts_missing_script(l)) continue;
     const LaunchedScript* script = model.launched_script(l);
     if (l.launcher == Launcher::Torchrun || l.launcher == Launcher::TorchDistributedRun) {
       if (script != nullptr && script->reads_local_rank_argument && !script->reads_local_rank_env)

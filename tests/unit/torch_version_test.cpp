@@ -183,6 +183,14 @@ TEST_CASE("torch declarations: the release a README's installation section state
   REQUIRE(b);
   CHECK(b->lowest == v(2, 1, 1));
   CHECK(b->below == v(2, 1, 2));
+  // a shell block's `pip install -r` of a nested requirements file, after its `cd`
+  s.write("g/requirements.txt", "sentencepiece\n");
+  s.write("g/vendor/requirements.txt", "--extra-index-url https://download.pytorch.org/whl/cu113\ntorch==1.13.0\n");
+  s.write("g/README.md", "## Setup\n```bash\ncd vendor\npip install -r requirements.txt\ncd ..\npip install -r requirements.txt\n```\n");
+  auto g = declared_torch_in(s.path / "g", s.path);
+  REQUIRE(g);
+  CHECK(g->lowest == v(1, 13, 0));
+  CHECK(g->origin == "g/vendor/requirements.txt:2");
   // a bounded requirement wins over the README
   s.write("c/requirements.txt", "torch>=2.5\n");
   s.write("c/README.md", "## Installation\n- PyTorch >= 1.8\n");
