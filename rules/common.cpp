@@ -1189,6 +1189,44 @@ bool blocking_accelerate_loop(const SemanticModel& model, int loop) {
   return node_is_null(model.argument(*c, "non_blocking")) || (non_blocking.known() && !non_blocking.truthy());
 }
 
+// `torch.cuda.synchronize`, or a name bound once to it (`synchronize =
+// torch.cuda.synchronize if device_type == "cuda" else lambda: None`: on CUDA,
+// the runs this linter speaks of, it is that).
+bool names_cuda_synchronize(const SemanticModel& model, const CallSite& c) {
+  if (c.canonical == "torch.cuda.synchronize") return true;
+  const Kinds& k = kinds();
+  if (node_is_null(c.callee) || node_symbol(c.callee) != k.identifier) return false;
+  TSNode value = model.single_assignment(c.callee);
+  if (node_is_null(value)) return false;
+  if (node_symbol(value) == k.conditional_expression) {
+    for (TSNode branch : children(value))
+      if (model.canonical_name(branch) == "torch.cuda.synchronize") return true;
+    return false;
+  }
+  return model.canonical_name(value) == "torch.cuda.synchronize";
+}
+
+// True when step loop region `loop` calls torch.cuda.synchronize() itself on
+// every iteration (in its body, under no branch: a timing pattern,
+// `synchronize(); t0 = time.time()`): the step already waits for the GPU's
+// queue, so one more host-device sync in it costs little.
+bool synchronizing_loop(const SemanticModel& model, int loop) {
+  for (const CallSite& c : model.calls()) {
+    if (!names_cuda_synchronize(model, c)) continue;
+    bool every_iteration = false;
+    for (int r = c.region; r > 0; r = model.regions()[r].parent) {
+      const Region& here = model.regions()[r];
+      if (r == loop) {
+        every_iteration = true;
+        break;
+      }
+      if (here.kind != Region::Kind::With && here.kind != Region::Kind::Loop) break;  // a branch, a function
+    }
+    if (every_iteration) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 BlockingLoaderSteps::BlockingLoaderSteps(const SemanticModel& model) : model_(model) {
@@ -1196,7 +1234,7 @@ BlockingLoaderSteps::BlockingLoaderSteps(const SemanticModel& model) : model_(mo
   all_ = true;
   for (int r = 0; r < static_cast<int>(model.regions().size()) && all_; ++r) {
     if (!model.is_step_loop(r)) continue;
-    all_ = blocking_accelerate_loop(model, r);
+    all_ = blocking_accelerate_loop(model, r) || synchronizing_loop(model, r);
     any = true;
   }
   all_ = all_ && any;
@@ -1208,7 +1246,8 @@ bool BlockingLoaderSteps::in_region(int region) const {
   for (int r = region; r > 0; r = model.regions()[r].parent) {
     const Region& here = model.regions()[r];
     if (here.kind == Region::Kind::Function || here.kind == Region::Kind::Class) return all_blocking;
-    if (here.kind == Region::Kind::Loop && model.is_step_loop(r)) return blocking_accelerate_loop(model, r);
+    if (here.kind == Region::Kind::Loop && model.is_step_loop(r))
+      return blocking_accelerate_loop(model, r) || synchronizing_loop(model, r);
   }
   return all_blocking;
 }

@@ -44,8 +44,10 @@ std::vector<FrameworkStrategy> framework_strategies(const SemanticModel& model);
 /// to move each batch with a blocking copy (its default: accelerate/
 /// data_loader.py, DataLoaderShard.__iter__: send_to_device(batch, device,
 /// non_blocking=self._non_blocking), False unless DataLoaderConfiguration(
-/// non_blocking=True)): such a loop already waits for the GPU's queue at
-/// every batch, so one more host-device sync in the step costs little.
+/// non_blocking=True)), and in step loops that call torch.cuda.synchronize()
+/// on every iteration themselves (a timing pattern): such a loop already
+/// waits for the GPU's queue at every step, so one more host-device sync in
+/// the step costs little.
 class BlockingLoaderSteps {
  public:
   explicit BlockingLoaderSteps(const SemanticModel& model);
