@@ -1189,52 +1189,60 @@ bool blocking_accelerate_loop(const SemanticModel& model, int loop) {
   return node_is_null(model.argument(*c, "non_blocking")) || (non_blocking.known() && !non_blocking.truthy());
 }
 
-// `torch.cuda.synchronize`, or a name bound once to it (`synchronize =
-// torch.cuda.synchronize if device_type == "cuda" else lambda: None`: on CUDA,
-// the runs this linter speaks of, it is that).
-bool names_cuda_synchronize(const SemanticModel& model, const CallSite& c) {
-  if (c.canonical == "torch.cuda.synchronize") return true;
+// The step loops that call torch.cuda.synchronize() themselves on every
+// iteration (in the body, or in a `with` or inner loop of it, under no branch:
+// a timing pattern, `synchronize(); t0 = time.time()`): the step already waits
+// for the GPU's queue, so one more host-device sync in it costs little. The
+// call is `torch.cuda.synchronize()` or a call of a name bound once to it
+// (`synchronize = torch.cuda.synchronize if device_type == "cuda" else lambda:
+// None`: on CUDA, the runs this linter speaks of, it is that). Region
+// indices, sorted; one pass over the bindings and one over the calls.
+std::vector<int> synchronizing_loops(const SemanticModel& model) {
   const Kinds& k = kinds();
-  if (node_is_null(c.callee) || node_symbol(c.callee) != k.identifier) return false;
-  TSNode value = model.single_assignment(c.callee);
-  if (node_is_null(value)) return false;
-  if (node_symbol(value) == k.conditional_expression) {
-    for (TSNode branch : children(value))
-      if (model.canonical_name(branch) == "torch.cuda.synchronize") return true;
-    return false;
+  std::vector<std::string_view> aliases;  // names bound to torch.cuda.synchronize
+  for (const Binding& b : model.bindings()) {
+    if (b.kind != Binding::Kind::Assign || node_is_null(b.value) || node_is_null(b.target) ||
+        node_symbol(b.target) != k.identifier)
+      continue;
+    bool names = model.canonical_name(b.value) == "torch.cuda.synchronize";
+    if (!names && node_symbol(b.value) == k.conditional_expression)
+      for (TSNode branch : children(b.value)) names = names || model.canonical_name(branch) == "torch.cuda.synchronize";
+    if (names) aliases.push_back(model.text(b.target));
   }
-  return model.canonical_name(value) == "torch.cuda.synchronize";
-}
-
-// True when step loop region `loop` calls torch.cuda.synchronize() itself on
-// every iteration (in its body, under no branch: a timing pattern,
-// `synchronize(); t0 = time.time()`): the step already waits for the GPU's
-// queue, so one more host-device sync in it costs little.
-bool synchronizing_loop(const SemanticModel& model, int loop) {
+  std::vector<int> out;
   for (const CallSite& c : model.calls()) {
-    if (!names_cuda_synchronize(model, c)) continue;
-    bool every_iteration = false;
+    bool sync = c.canonical == "torch.cuda.synchronize";
+    if (!sync && !aliases.empty() && !node_is_null(c.callee) && node_symbol(c.callee) == k.identifier &&
+        std::find(aliases.begin(), aliases.end(), model.text(c.callee)) != aliases.end()) {
+      TSNode value = model.single_assignment(c.callee);  // bound once, to it
+      if (!node_is_null(value)) {
+        bool names = model.canonical_name(value) == "torch.cuda.synchronize";
+        if (!names && node_symbol(value) == k.conditional_expression)
+          for (TSNode branch : children(value)) names = names || model.canonical_name(branch) == "torch.cuda.synchronize";
+        sync = names;
+      }
+    }
+    if (!sync) continue;
     for (int r = c.region; r > 0; r = model.regions()[r].parent) {
       const Region& here = model.regions()[r];
-      if (r == loop) {
-        every_iteration = true;
-        break;
-      }
-      if (here.kind != Region::Kind::With && here.kind != Region::Kind::Loop) break;  // a branch, a function
+      if (here.kind == Region::Kind::Loop) out.push_back(r);
+      else if (here.kind != Region::Kind::With) break;  // a branch, a function
     }
-    if (every_iteration) return true;
   }
-  return false;
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
 }
 
 }  // namespace
 
-BlockingLoaderSteps::BlockingLoaderSteps(const SemanticModel& model) : model_(model) {
+BlockingLoaderSteps::BlockingLoaderSteps(const SemanticModel& model)
+    : model_(model), synchronizing_(synchronizing_loops(model)) {
   bool any = false;
   all_ = true;
   for (int r = 0; r < static_cast<int>(model.regions().size()) && all_; ++r) {
     if (!model.is_step_loop(r)) continue;
-    all_ = blocking_accelerate_loop(model, r) || synchronizing_loop(model, r);
+    all_ = synchronizing(r) || blocking_accelerate_loop(model, r);
     any = true;
   }
   all_ = all_ && any;
@@ -1247,7 +1255,7 @@ bool BlockingLoaderSteps::in_region(int region) const {
     const Region& here = model.regions()[r];
     if (here.kind == Region::Kind::Function || here.kind == Region::Kind::Class) return all_blocking;
     if (here.kind == Region::Kind::Loop && model.is_step_loop(r))
-      return blocking_accelerate_loop(model, r) || synchronizing_loop(model, r);
+      return synchronizing(r) || blocking_accelerate_loop(model, r);
   }
   return all_blocking;
 }

@@ -1,6 +1,7 @@
 // Small named predicates shared by several rules.
 #pragma once
 
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -59,7 +60,9 @@ class BlockingLoaderSteps {
 
  private:
   const SemanticModel& model_;
+  std::vector<int> synchronizing_;  // step loops that synchronize every iteration (sorted regions)
   bool all_ = false;
+  bool synchronizing(int loop) const { return std::binary_search(synchronizing_.begin(), synchronizing_.end(), loop); }
 };
 
 /// An unsafe fix that writes `strategy="<name>"` in place of the string of

@@ -386,6 +386,33 @@ TEST_CASE("a launched script's command line passed to another file's function: i
   }
 }
 
+TEST_CASE("launch scripts: the script they start from their folder or any folder above it; scripts the project lacks") {
+  TempProject t;
+  t.write("recipe/main.py", "import os\nlocal_rank = int(os.environ['LOCAL_RANK'])\n");
+  t.write("pretrain.py", "import os\nlocal_rank = int(os.environ['LOCAL_RANK'])\n");
+  const std::string run =
+      "#!/bin/bash\n"
+      "torchrun --nproc_per_node 8 main.py --epochs 3\n"      // recipe/main.py, one folder up
+      "torchrun --nproc_per_node 8 pretrain.py\n"             // the root's, two folders up
+      "torchrun --nproc_per_node 8 tools/train.py cfg.py\n"   // no such file anywhere
+      "torchrun --nproc_per_node 8 $SCRIPT\n";               // not a path: not known
+  t.write("recipe/exps/run.sh", run);
+  Project p(t.root.lexically_normal());
+  const ProjectFacts* facts = p.launch_facts_for(t.path("recipe/exps/run.sh"), run);
+  REQUIRE(facts != nullptr);
+  REQUIRE(facts->launched_script("main.py") != nullptr);
+  CHECK(facts->launched_script("main.py")->path == "recipe/main.py");
+  REQUIRE(facts->launched_script("pretrain.py") != nullptr);
+  CHECK(facts->launched_script("pretrain.py")->path == "pretrain.py");
+  CHECK(facts->launched_script("tools/train.py") == nullptr);
+  CHECK(facts->missing_scripts == std::set<std::string, std::less<>>{"tools/train.py"});
+  // and the Python side: recipe/main.py is launched by the script one folder down
+  const ProjectFacts* main_facts = p.facts_for(t.path("recipe/main.py"));
+  REQUIRE(main_facts != nullptr);
+  REQUIRE(main_facts->launched_by.size() == 1);
+  CHECK(main_facts->launched_by[0].path == "recipe/exps/run.sh");
+}
+
 TEST_CASE("per-step calls only for the logs: the result and what is passed; another caller's use does not count") {
   TempProject t;
   t.write("train.py",
