@@ -518,6 +518,9 @@ class SemanticModel {
   /// line (`train.py --workers 0`), so a message can say where the value
   /// comes from; null otherwise.
   const LaunchOfScript* launch_giving(TSNode expr) const;
+  /// True when `launch` gives, on its command line, the option `expr`
+  /// (`args.X`, an argparse option of this file not assigned in it) reads.
+  bool gives_option(const LaunchOfScript& launch, TSNode expr) const;
   /// True when `expr` is the file's parsed command line: a name that
   /// conventionally holds it (`args`, `opt`, `hparams`, ...) in a file that
   /// defines argparse options, the same reading value_of gives `args.X`.
@@ -766,6 +769,9 @@ class SemanticModel {
   /// other files of the project import and no launch script starts (package
   /// modules included, and in projects that also import by computed names):
   /// a self-test or demo the project never runs.
+  /// Also true in a branch on a command-line option (`if args.X:`, `not`
+  /// included) that every launch of the script gives with a value that
+  /// does not take it (SemanticModel::gives_option, launched_value).
   bool unreached(std::uint32_t offset) const;
   /// True when the module runs code under `if __name__ == "__main__":` at its top level.
   bool has_main_guard() const;
@@ -941,6 +947,7 @@ class SemanticModel {
   mutable bool unreached_built_ = false;
   void build_unreached() const;
   void build_unreached_definitions() const;
+  void build_unreached_launched_branches() const;
   void build_name_occurrences() const;
   friend struct FlowAccess;
   // local name -> dotted module path (views into the text or the arena)

@@ -51,8 +51,44 @@ void SemanticModel::build_unreached() const {
       if (node_symbol(c) == k.if_statement && main_test(*this, field(c, k.f_condition)))
         unreached_.emplace_back(node_start_byte(c), node_end_byte(c));
   }
+  build_unreached_launched_branches();
   build_unreached_definitions();
   std::sort(unreached_.begin(), unreached_.end());
+}
+
+void SemanticModel::build_unreached_launched_branches() const {
+  // a branch on a command-line option (`if args.enable_deepspeed:`) that every
+  // launch of the script gives, with one value: the other branch is not how
+  // the project runs (VideoMAE's DDP wrap in the `else` of a DeepSpeed flag
+  // every script passes). A value the launches do not give is left alone: a
+  // default may be changed at run time by a helper that receives `args`.
+  const ProjectFacts& p = project();
+  if (p.launched_by.empty()) return;
+  const Kinds& k = kinds();
+  for (std::size_t r = 1; r < regions_.size(); ++r) {
+    const Region& reg = regions_[r];
+    if (reg.kind != Region::Kind::Branch || node_is_null(reg.condition)) continue;
+    TSNode c = reg.condition;
+    bool negated = reg.negated;
+    for (int guard = 0; guard < 8 && !node_is_null(c); ++guard) {
+      TSSymbol s = node_symbol(c);
+      if (s == k.parenthesized_expression) c = parenthesized_inner(c);
+      else if (s == k.not_operator) {
+        c = ts_node_named_child(c, 0);
+        negated = !negated;
+      } else
+        break;
+    }
+    if (node_is_null(c) || node_symbol(c) != k.attribute) continue;
+    // every launch read and giving the option itself
+    bool every_launch_gives = true;
+    for (const LaunchOfScript& launch : p.launched_by)
+      every_launch_gives = every_launch_gives && !launch.unread && !launch.arguments_opaque && gives_option(launch, c);
+    if (!every_launch_gives) continue;
+    Value v = launched_value(c);
+    if (!v.known() || (v.kind != Value::Kind::Int && v.kind != Value::Kind::Bool)) continue;
+    if (v.truthy() == negated) unreached_.push_back(region_ranges_[r]);
+  }
 }
 
 void SemanticModel::build_unreached_definitions() const {

@@ -138,19 +138,24 @@ Value SemanticModel::launched_argument(const std::string& key, const Value& fall
   return agreed ? *agreed : Value::unknown();
 }
 
-const LaunchOfScript* SemanticModel::launch_giving(TSNode expr) const {
+bool SemanticModel::gives_option(const LaunchOfScript& launch, TSNode expr) const {
   const Kinds& k = kinds();
-  if (project().launched_by.empty() || node_symbol(expr) != k.attribute) return nullptr;
+  if (node_symbol(expr) != k.attribute) return false;
   TSNode object = field(expr, k.f_object);
-  if (node_symbol(object) != k.identifier || !is_args_like_name(text(object))) return nullptr;
-  if (!bindings_of(path_of(expr), region_of(expr)).empty()) return nullptr;  // assigned in the file
+  if (node_symbol(object) != k.identifier || !is_args_like_name(text(object))) return false;
+  if (!bindings_of(path_of(expr), region_of(expr)).empty()) return false;  // assigned in the file
   auto it = argparse_.find(std::string(text(field(expr, k.f_attribute))));
-  if (it == argparse_.end()) return nullptr;
+  if (it == argparse_.end()) return false;
+  for (const LaunchOfScript::Argument& a : launch.arguments)
+    for (int ci : it->second)
+      for (const std::string& opt : option_strings(*this, calls_[ci]))
+        if (a.written == opt) return true;
+  return false;
+}
+
+const LaunchOfScript* SemanticModel::launch_giving(TSNode expr) const {
   for (const LaunchOfScript& launch : project().launched_by)
-    for (const LaunchOfScript::Argument& a : launch.arguments)
-      for (int ci : it->second)
-        for (const std::string& opt : option_strings(*this, calls_[ci]))
-          if (a.written == opt) return &launch;
+    if (gives_option(launch, expr)) return &launch;
   return nullptr;
 }
 
