@@ -1199,28 +1199,26 @@ bool blocking_accelerate_loop(const SemanticModel& model, int loop) {
 // indices, sorted; one pass over the bindings and one over the calls.
 std::vector<int> synchronizing_loops(const SemanticModel& model) {
   const Kinds& k = kinds();
+  // `torch.cuda.synchronize`, or a conditional expression with it as a branch
+  auto names_synchronize = [&](TSNode value) {
+    if (model.canonical_name(value) == "torch.cuda.synchronize") return true;
+    if (node_symbol(value) != k.conditional_expression) return false;
+    for (TSNode branch : children(value))
+      if (model.canonical_name(branch) == "torch.cuda.synchronize") return true;
+    return false;
+  };
   std::vector<std::string_view> aliases;  // names bound to torch.cuda.synchronize
-  for (const Binding& b : model.bindings()) {
-    if (b.kind != Binding::Kind::Assign || node_is_null(b.value) || node_is_null(b.target) ||
-        node_symbol(b.target) != k.identifier)
-      continue;
-    bool names = model.canonical_name(b.value) == "torch.cuda.synchronize";
-    if (!names && node_symbol(b.value) == k.conditional_expression)
-      for (TSNode branch : children(b.value)) names = names || model.canonical_name(branch) == "torch.cuda.synchronize";
-    if (names) aliases.push_back(model.text(b.target));
-  }
+  for (const Binding& b : model.bindings())
+    if (b.kind == Binding::Kind::Assign && !node_is_null(b.value) && !node_is_null(b.target) &&
+        node_symbol(b.target) == k.identifier && names_synchronize(b.value))
+      aliases.push_back(model.text(b.target));
   std::vector<int> out;
   for (const CallSite& c : model.calls()) {
     bool sync = c.canonical == "torch.cuda.synchronize";
     if (!sync && !aliases.empty() && !node_is_null(c.callee) && node_symbol(c.callee) == k.identifier &&
         std::find(aliases.begin(), aliases.end(), model.text(c.callee)) != aliases.end()) {
       TSNode value = model.single_assignment(c.callee);  // bound once, to it
-      if (!node_is_null(value)) {
-        bool names = model.canonical_name(value) == "torch.cuda.synchronize";
-        if (!names && node_symbol(value) == k.conditional_expression)
-          for (TSNode branch : children(value)) names = names || model.canonical_name(branch) == "torch.cuda.synchronize";
-        sync = names;
-      }
+      sync = !node_is_null(value) && names_synchronize(value);
     }
     if (!sync) continue;
     for (int r = c.region; r > 0; r = model.regions()[r].parent) {
