@@ -252,12 +252,17 @@ std::optional<Notebook> Notebook::parse(std::string_view bytes, std::string& err
     return std::nullopt;
   }
   auto version = doc.find("nbformat");
-  if (version == doc.end() || !version->is_number_integer() || version->get<std::int64_t>() != 4) {
-    error = version == doc.end() ? "not nbformat 4: no `nbformat` version"
+  auto cells = doc.find("cells");
+  // Some exporters leave out the version (notebooks saved by Meta's Bento keep
+  // only `orig_nbformat` in their metadata); a top-level `cells` list is the
+  // nbformat 4 shape (3 keeps its cells under `worksheets`), and VS Code opens
+  // such files, so they are read as 4. A cell that is not 4's shape is still refused below.
+  bool unversioned_v4 = version == doc.end() && cells != doc.end() && cells->is_array();
+  if (!unversioned_v4 && (version == doc.end() || !version->is_number_integer() || version->get<std::int64_t>() != 4)) {
+    error = version == doc.end() ? "not nbformat 4: no `nbformat` version and no `cells` list"
                                  : "not nbformat 4: `nbformat` is " + version->dump() + ", only 4 is read";
     return std::nullopt;
   }
-  auto cells = doc.find("cells");
   if (cells == doc.end() || !cells->is_array()) {
     error = "not a notebook: no `cells` list";
     return std::nullopt;

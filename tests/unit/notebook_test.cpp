@@ -123,7 +123,11 @@ TEST_CASE("notebook: malformed notebooks are refused with what is wrong") {
   CHECK(error_of("{not json").starts_with("not a notebook: not JSON ("));
   CHECK(error_of("[1, 2]") == "not a notebook: the JSON is not an object");
   CHECK(error_of(R"({"cells": [], "nbformat": 3})") == "not nbformat 4: `nbformat` is 3, only 4 is read");
-  CHECK(error_of(R"({"cells": []})") == "not nbformat 4: no `nbformat` version");
+  CHECK(error_of(R"({"worksheets": []})") == "not nbformat 4: no `nbformat` version and no `cells` list");
+  // no version, but nbformat 4's top-level `cells`: read as 4 (a code cell without 4's `source` is still refused)
+  CHECK(parsed(R"({"cells": [{"cell_type": "code", "source": "x = 1"}], "metadata": {"orig_nbformat": 4}})").source() == "x = 1\n");
+  CHECK(error_of(R"({"cells": [{"cell_type": "code", "input": "x = 1"}]})") ==
+        "cell 1: `source` is not a string or a list of strings");
   CHECK(error_of(R"({"nbformat": 4})") == "not a notebook: no `cells` list");
   CHECK(error_of(R"({"nbformat": 4, "cells": {}})") == "not a notebook: no `cells` list");
   CHECK(error_of(R"({"nbformat": 4, "cells": [{"cell_type": "code", "source": 7}]})") ==
