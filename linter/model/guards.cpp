@@ -641,11 +641,31 @@ bool SemanticModel::loop_invariant_int(TSNode e, int loop, int depth) const {
 }
 
 bool SemanticModel::one_iteration_test(TSNode a, TSNode b) const {
+  const Kinds& k = kinds();
   int loop = innermost_loop(region_of(a));
+  // the bound of the `while` loop around it: `while step < n_steps:` runs
+  // until the counter reaches n_steps, so `step == n_steps` holds at most once
+  TSNode bound_test{};
+  if (loop >= 0 && node_symbol(regions_[static_cast<std::size_t>(loop)].node) == k.while_statement)
+    bound_test = field(regions_[static_cast<std::size_t>(loop)].node, k.f_condition);
+  while (!node_is_null(bound_test) && node_symbol(bound_test) == k.parenthesized_expression)
+    bound_test = parenthesized_inner(bound_test);
+  NodeList bound_sides;
+  std::string_view bound_op;
+  if (!node_is_null(bound_test) && node_symbol(bound_test) == k.comparison_operator) {
+    for (TSNode ch : children(bound_test, false)) {
+      if (ts_node_is_named(ch)) bound_sides.push_back(ch);
+      else if (bound_op.empty()) bound_op = text(ch);
+      else bound_op = {};  // `not in`, `is not`: no bound
+    }
+  }
   for (int side = 0; side < 2; ++side) {
     TSNode counter = side == 0 ? a : b, other = side == 0 ? b : a;
     if (!iteration_counter(counter) || text(counter) == text(other)) continue;
     if (loop_invariant_int(other, loop, 0)) return true;
+    if (bound_sides.size() == 2 && (bound_op == "<" || bound_op == "<=" || bound_op == "!=") &&
+        text(bound_sides[0]) == text(counter) && text(bound_sides[1]) == text(other))
+      return true;
   }
   return false;
 }
