@@ -112,8 +112,15 @@ Ranks ranks_running(const SemanticModel& model, TSNode node, std::map<int, Ranks
   return all;
 }
 
-// A per-rank shard: the path mentions the rank (`f"ckpt_rank{rank}.pt"`),
-// directly or through names bound once.
+// A fresh identifier that differs between processes and calls: `uuid.uuid4()`
+// (or a library's `uuid4` wrapper such as lhotse's), `uuid1()`, `os.getpid()`.
+bool unique_per_call(const CallSite& c) {
+  return c.method == "uuid4" || c.method == "uuid1" || c.canonical == "os.getpid";
+}
+
+// A per-rank shard or a file of each process's own: the path mentions the
+// rank (`f"ckpt_rank{rank}.pt"`) or a fresh identifier (`f"batch-{uuid4()}.pt"`,
+// unique_per_call), directly or through names bound once.
 bool per_rank_path(const SemanticModel& model, TSNode path) {
   if (node_is_null(path)) return false;
   std::vector<TSNode> stack{path};
@@ -122,6 +129,8 @@ bool per_rank_path(const SemanticModel& model, TSNode path) {
     stack.pop_back();
     TSSymbol s = node_symbol(n);
     if ((s == kinds().identifier || s == kinds().attribute || s == kinds().call) && model.is_rank_value(n)) return true;
+    if (s == kinds().call)
+      if (const CallSite* c = model.call_at(n); c && unique_per_call(*c)) return true;
     if (s == kinds().identifier) {  // any assignment of the name (if/elif branches bind it twice)
       for (const Binding* b : model.bindings_of(model.text(n), model.region_of(n)))
         if (b->kind == Binding::Kind::Assign && !node_is_null(b->value) && !node_eq(b->target, n))
