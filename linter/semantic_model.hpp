@@ -678,6 +678,12 @@ class SemanticModel {
   std::span<const Binding> bindings() const { return bindings_; }
   /// Writes to the process environment, in document order.
   std::span<const EnvWrite> env_writes() const { return env_writes_; }
+  /// True when the file itself sets `WORLD_SIZE` to 1 in the environment
+  /// (`os.environ["WORLD_SIZE"] = "1"`, a string or an integer; not
+  /// `setdefault`, which leaves a launcher's value) in a statement at its top
+  /// level that no branch guards: a tutorial or notebook that runs
+  /// `init_process_group` as the only process, whatever starts it.
+  bool declares_single_process() const;
 
   // --- file facts ----------------------------------------------------------------
   /// Calls init_process_group, wraps a model in DDP/FSDP, or reads LOCAL_RANK/RANK/WORLD_SIZE.

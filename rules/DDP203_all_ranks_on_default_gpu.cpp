@@ -10,6 +10,8 @@ void check(const SemanticModel& model, RuleContext& ctx) {
   if (!model.is_distributed() || !model.uses_cuda()) return;
   // a helper module that other files call: the script that calls it may pin the device
   if (model.helper_module()) return;
+  // a script that makes itself the only process (`os.environ["WORLD_SIZE"] = "1"`)
+  if (model.declares_single_process()) return;
   // the project's launches of this script: when each starts one process per
   // node, every rank has its node's GPU 0 to itself
   // (a script that starts its own processes: the launch's count is not theirs)

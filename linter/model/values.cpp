@@ -168,6 +168,18 @@ std::optional<std::int64_t> SemanticModel::launched_world_size() const {
   return agreed;
 }
 
+bool SemanticModel::declares_single_process() const {
+  for (const EnvWrite& w : env_writes_) {
+    if (w.name != "WORLD_SIZE" || node_is_null(w.value)) continue;
+    // `os.environ.setdefault("WORLD_SIZE", "1")` leaves a launcher's value
+    if (const CallSite* c = call_at(w.at); c && c->canonical == "os.environ.setdefault") continue;
+    Value v = value_of(w.value);
+    if (!((v.kind == Value::Kind::Str && v.s == "1") || (v.kind == Value::Kind::Int && v.i == 1))) continue;
+    if (region_of(w.at) == 0) return true;  // the module's own region: no function, loop or branch around it
+  }
+  return false;
+}
+
 Value SemanticModel::argparse_default(const std::string& key, int depth) const {
   // parser-level defaults always win (argparse docs); several of them: unknown
   if (auto sd = argparse_set_defaults_.find(key); sd != argparse_set_defaults_.end()) {
