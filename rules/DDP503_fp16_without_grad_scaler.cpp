@@ -68,6 +68,14 @@ bool has_grad_scaler(const SemanticModel& model) {
     // DeepSpeed's `engine.backward(loss)` (its loss scaler)
     if (c.method == "backward" && !node_is_null(c.receiver) && c.argument_count >= 1 && framework_object(model, c.receiver))
       return true;
+    // in a file that makes a DeepSpeed engine, `model.backward(loss)` on an
+    // engine handed to a function as a parameter: a tensor's backward takes
+    // the loss as its receiver (a positional gradient is rare), and a module
+    // has no backward method, so this is the engine's
+    if (c.method == "backward" && !node_is_null(c.receiver) && c.argument_count >= 1 &&
+        !model.calls_to("deepspeed.initialize").empty() &&
+        lowercase(model.last_name(c.receiver)).find("loss") == std::string::npos)
+      return true;
     if (is_timm_loss_scaler(c.canonical)) return true;  // holds a GradScaler (or scales through apex)
     if (c.canonical.rfind("torch.", 0) == 0 || defined_here(model, c.method)) continue;
     std::string callee = lowercase(model.last_name(c.callee));
