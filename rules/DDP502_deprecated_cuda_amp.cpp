@@ -124,10 +124,66 @@ bool fallback_for_old_torch(const SemanticModel& model, const CallSite& call) {
   return false;
 }
 
+// True when `cond` tests the installed PyTorch: it reads `torch.__version__`
+// (or `torch.version.*`), directly or through a name bound once to an
+// expression that does (`TORCH_VERSION = version.parse(torch.__version__)`),
+// calls a helper named for it (`is_torch_version(">=", "2.3")`), or asks
+// whether torch has an API (`hasattr(torch.amp, "GradScaler")`).
+bool tests_torch_version(const SemanticModel& model, TSNode cond) {
+  const Kinds& k = kinds();
+  std::vector<std::pair<TSNode, int>> stack{{cond, 0}};
+  for (int budget = 256; !stack.empty() && budget > 0; --budget) {
+    auto [n, depth] = stack.back();
+    stack.pop_back();
+    if (node_is_null(n)) continue;
+    TSSymbol s = node_symbol(n);
+    if (s == k.attribute || s == k.identifier) {
+      std::string canonical = model.canonical_name(n);
+      if (canonical == "torch.__version__" || canonical.starts_with("torch.version.")) return true;
+      if (s == k.identifier && depth < 2) {
+        TSNode bound = model.single_assignment(n);
+        if (!node_is_null(bound)) stack.push_back({bound, depth + 1});
+      }
+    }
+    if (s == k.call) {
+      if (const CallSite* c = model.call_at(n)) {
+        std::string callee = lowercase(c->method);
+        if (callee.find("torch_version") != std::string::npos || callee.find("torch_ver") != std::string::npos)
+          return true;
+        if (callee == "hasattr" && c->argument_count >= 1) {
+          TSNode object = model.argument(*c, "", 0);
+          if (!node_is_null(object) && model.canonical_name(object).starts_with("torch")) return true;
+        }
+      }
+    }
+    for (TSNode child : children(n)) stack.push_back({child, depth});
+  }
+  return false;
+}
+
+// The call sits in a branch of an `if` (or a conditional expression) that
+// tests the installed PyTorch: the project already picks the spelling per
+// release (a compatibility shim's `else` runs only where the old one is current).
+bool version_gated(const SemanticModel& model, const CallSite& call) {
+  const Kinds& k = kinds();
+  for (TSNode n = ts_node_parent(call.node); !node_is_null(n); n = ts_node_parent(n)) {
+    TSSymbol s = node_symbol(n);
+    if (s == k.function_definition || s == k.class_definition) return false;
+    if (s == k.conditional_expression && ts_node_named_child_count(n) == 3 &&
+        tests_torch_version(model, ts_node_named_child(n, 1)))
+      return true;
+    if (s != k.if_statement) continue;
+    if (tests_torch_version(model, field(n, k.f_condition))) return true;
+    for (TSNode clause : children(n))
+      if (node_symbol(clause) == k.elif_clause && tests_torch_version(model, field(clause, k.f_condition))) return true;
+  }
+  return false;
+}
+
 void check(const SemanticModel& model, RuleContext& ctx) {
   for (const CallSite& call : model.calls()) {
     std::string_view name = deprecated_name(call.canonical);
-    if (!name.empty() && fallback_for_old_torch(model, call)) continue;
+    if (!name.empty() && (fallback_for_old_torch(model, call) || version_gated(model, call))) continue;
     if (!name.empty())
       report(ctx, call.callee, name, rewrite(model, call.callee, &call, name),
              rewrite(model, call.callee, &call, name, true));
