@@ -777,7 +777,10 @@ class SemanticModel {
   /// a self-test or demo the project never runs.
   /// Also true in a branch on a command-line option (`if args.X:`, `not`
   /// included) that every launch of the script gives with a value that
-  /// does not take it (SemanticModel::gives_option, launched_value).
+  /// does not take it (SemanticModel::gives_option, launched_value), and in
+  /// a branch whose condition is false from literals alone (`if False:`,
+  /// `if False and x:`, `if 0:`, the `else` of `if True:`). Names in these two
+  /// kinds of branch reach nothing: a function called only there is unreached.
   bool unreached(std::uint32_t offset) const;
   /// True when the module runs code under `if __name__ == "__main__":` at its top level.
   bool has_main_guard() const;
@@ -952,7 +955,10 @@ class SemanticModel {
   mutable std::pmr::vector<std::pair<std::uint32_t, std::uint32_t>> unreached_{arena_.get()};
   mutable bool unreached_built_ = false;
   void build_unreached() const;
-  void build_unreached_definitions() const;
+  void build_unreached_constant_branches() const;
+  /// `certain`: the index in unreached_ from which the ranges are certain (no
+  /// run takes them), so names in them reach nothing.
+  void build_unreached_definitions(std::size_t certain) const;
   void build_unreached_launched_branches() const;
   void build_name_occurrences() const;
   friend struct FlowAccess;

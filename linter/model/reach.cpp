@@ -2,6 +2,7 @@
 // (SemanticModel::unreached), from the file's name occurrences and the
 // project's imports (ProjectFacts::imported_names).
 #include <algorithm>
+#include <optional>
 
 #include "linter/model/internal.hpp"
 #include "linter/node_access.hpp"
@@ -51,9 +52,60 @@ void SemanticModel::build_unreached() const {
       if (node_symbol(c) == k.if_statement && main_test(*this, field(c, k.f_condition)))
         unreached_.emplace_back(node_start_byte(c), node_end_byte(c));
   }
+  // what runs is certain from here on: names in these ranges reach nothing
+  // (the self-test block above is a judgement, and its names still reach)
+  const std::size_t certain = unreached_.size();
+  build_unreached_constant_branches();
   build_unreached_launched_branches();
-  build_unreached_definitions();
+  build_unreached_definitions(certain);
   std::sort(unreached_.begin(), unreached_.end());
+}
+
+namespace {
+// The truth of `c` when it is known from constants alone (`False`, `0`,
+// `False and x`, `not True`, `x and False`), else nullopt.
+std::optional<bool> constant_truth(const SemanticModel& m, TSNode c, int depth) {
+  const Kinds& k = kinds();
+  if (node_is_null(c) || depth > 8) return std::nullopt;
+  TSSymbol s = node_symbol(c);
+  if (s == k.parenthesized_expression) return constant_truth(m, parenthesized_inner(c), depth + 1);
+  if (s == k.not_operator) {
+    std::optional<bool> v = constant_truth(m, ts_node_named_child(c, 0), depth + 1);
+    return v ? std::optional<bool>(!*v) : std::nullopt;
+  }
+  if (s == k.boolean_operator) {
+    std::string_view op = m.text(field(c, k.f_operator));
+    std::optional<bool> a = constant_truth(m, field(c, k.f_left), depth + 1);
+    std::optional<bool> b = constant_truth(m, field(c, k.f_right), depth + 1);
+    if (op == "and") {
+      if ((a && !*a) || (b && !*b)) return false;
+      if (a && b) return true;
+    } else {
+      if ((a && *a) || (b && *b)) return true;
+      if (a && b) return false;
+    }
+    return std::nullopt;
+  }
+  // literals only: a name bound to a constant may be rebound where the walk does not see
+  if (s == k.false_ || s == k.none) return false;
+  if (s == k.true_) return true;
+  if (s == k.integer) {
+    std::string_view t = m.text(c);
+    return !(t == "0");
+  }
+  return std::nullopt;
+}
+}  // namespace
+
+void SemanticModel::build_unreached_constant_branches() const {
+  // `if False:`, `if False and not params.print_diagnostics:`, `if 0:`, and the
+  // `else` of `if True:`: no run takes the branch
+  for (std::size_t r = 1; r < regions_.size(); ++r) {
+    const Region& reg = regions_[r];
+    if (reg.kind != Region::Kind::Branch || node_is_null(reg.condition)) continue;
+    std::optional<bool> v = constant_truth(*this, reg.condition, 0);
+    if (v && *v == reg.negated) unreached_.push_back(region_ranges_[r]);
+  }
 }
 
 void SemanticModel::build_unreached_launched_branches() const {
@@ -91,7 +143,7 @@ void SemanticModel::build_unreached_launched_branches() const {
   }
 }
 
-void SemanticModel::build_unreached_definitions() const {
+void SemanticModel::build_unreached_definitions(std::size_t certain) const {
   const ProjectFacts& p = project();
   // a package's module is an API others may call, whatever this project calls
   if (!p.indexed || p.imported_whole || p.package_module) return;
@@ -130,6 +182,16 @@ void SemanticModel::build_unreached_definitions() const {
     return at < it->end ? static_cast<int>(it - defs.begin()) : -1;
   };
   if (!name_occurrences_built_) build_name_occurrences();
+  // a name in code no run takes (unreached_[certain..]: constant-false
+  // branches, branches the launches never take) reaches nothing
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> dead(unreached_.begin() + static_cast<std::ptrdiff_t>(certain),
+                                                            unreached_.end());
+  std::sort(dead.begin(), dead.end());
+  auto in_dead = [&](std::uint32_t at) {
+    auto it = std::upper_bound(dead.begin(), dead.end(), at,
+                               [](std::uint32_t b, const std::pair<std::uint32_t, std::uint32_t>& r) { return b < r.first; });
+    return it != dead.begin() && at < std::prev(it)->second;
+  };
   // edges: a candidate named inside another reaches it only if that one is reached
   std::vector<std::vector<int>> named_in(defs.size());
   std::vector<int> work;
@@ -139,6 +201,7 @@ void SemanticModel::build_unreached_definitions() const {
          it != name_occurrences_.end() && it->hash == key.hash; ++it) {
       int in = container(it->start);
       if (in == static_cast<int>(i)) continue;  // its own name, recursion
+      if (in_dead(it->start)) continue;
       if (in < 0) {
         if (!defs[i].reached) work.push_back(static_cast<int>(i));
         defs[i].reached = true;
