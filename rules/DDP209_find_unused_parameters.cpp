@@ -66,7 +66,7 @@ extern const Rule kRuleDDP209{
     .info = {.code = "DDP209", .name = "find-unused-parameters", .severity = Severity::Info,
              .summary = "find_unused_parameters=True: an extra autograd-graph traversal every iteration",
              .url = "https://pytorch.org/docs/stable/generated/torch.nn.parallel.DistributedDataParallel.html",
-             .fixable = true, .needs = "find_unused_parameters"},
+             .fixable = true, .opt_in = true, .needs = "find_unused_parameters"},
     .check = &check};
 
 }  // namespace ddplint::rules

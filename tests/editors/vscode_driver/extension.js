@@ -67,14 +67,18 @@ async function run() {
       .join("\n");
     report.steps.push("hover");
 
-    // "Disable for this line" on the first finding adds its noqa
-    const actions = await vscode.commands.executeCommand("vscode.executeCodeActionProvider", uri, first.range);
+    // "Disable for this line" on a finding off the DDP502 lines (the quick fix
+    // below needs one of those) adds its noqa
+    const fixLines = diagnostics.filter((d) => plain(d).code === "DDP502").map((d) => d.range.start.line);
+    const target = diagnostics.find((d) => !fixLines.includes(d.range.start.line)) || first;
+    const actions = await vscode.commands.executeCommand("vscode.executeCodeActionProvider", uri, target.range);
     report.actions = (actions || []).map((a) => a.title);
-    const code = plain(first).code;
+    const code = plain(target).code;
+    report.disabledCode = code;
     const disable = (actions || []).find((a) => a.title.includes(`(${code})`) && a.title.includes("Disable for this line"));
     if (disable && disable.edit) {
       await vscode.workspace.applyEdit(disable.edit);
-      report.disabledLine = doc.lineAt(first.range.start.line).text;
+      report.disabledLine = doc.lineAt(target.range.start.line).text;
       report.steps.push("disable");
     }
 
