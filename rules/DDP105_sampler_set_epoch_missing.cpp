@@ -34,7 +34,16 @@ void check(const SemanticModel& model, RuleContext& ctx) {
     if (model.has_unpacked_arguments(*s)) continue;
     // an evaluation sampler (`val_sampler`, or over `eval_dataset`): the order of
     // an averaged evaluation does not matter
-    if (evaluation_name(model.last_name(model.assigned_to(s->node))) ||
+    // (the sampler may be one arm of a conditional expression:
+    // `SequentialSampler(ds) if local_rank == -1 else DistributedSampler(ds)`)
+    TSNode value = s->node;
+    for (TSNode p = ts_node_parent(value); !node_is_null(p); value = p, p = ts_node_parent(p)) {
+      TSSymbol ps = node_symbol(p);
+      if (ps == kinds().parenthesized_expression) continue;
+      if (ps == kinds().conditional_expression && !node_eq(ts_node_named_child(p, 1), value)) continue;
+      break;
+    }
+    if (evaluation_name(model.last_name(model.assigned_to(value))) ||
         evaluation_name(model.last_name(model.argument(*s, "dataset", 0))))
       continue;
     ctx.report(node_start_byte(s->callee), node_end_byte(s->callee),
