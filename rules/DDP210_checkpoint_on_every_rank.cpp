@@ -11,8 +11,35 @@ namespace ddplint::rules {
 
 namespace {
 
+// `world_size != 1`, `world_size > 1`, `1 < world_size`, `world_size >= 2`:
+// true exactly when the run has several processes.
+bool several_processes_test(const SemanticModel& model, TSNode cond) {
+  const Kinds& k = kinds();
+  while (!node_is_null(cond) && node_symbol(cond) == k.parenthesized_expression) cond = parenthesized_inner(cond);
+  if (node_is_null(cond) || node_symbol(cond) != k.comparison_operator) return false;
+  NodeList operands;
+  std::string_view op;
+  int ops = 0;
+  for (TSNode ch : children(cond, false)) {
+    if (ts_node_is_named(ch)) operands.push_back(ch);
+    else if (ops++ == 0) op = model.text(ch);
+  }
+  if (operands.size() != 2 || ops != 1) return false;
+  for (int side = 0; side < 2; ++side) {
+    if (!model.is_world_size_value(operands[side])) continue;
+    Value v = model.value_of(operands[1 - side]);
+    if (v.kind != Value::Kind::Int) return false;
+    if (op == "!=" && v.i == 1) return true;
+    if (side == 0) return (op == ">" && v.i == 1) || (op == ">=" && v.i == 2);
+    return (op == "<" && v.i == 1) || (op == "<=" && v.i == 2);
+  }
+  return false;
+}
+
 // An early exit for the other ranks before `node` in its function:
-// `if rank != 0: return`, `if not is_main_process(): return`.
+// `if rank != 0: return`, `if not is_main_process(): return`, and a function
+// that refuses a run of several processes (`if dist.get_world_size() != 1:
+// raise RuntimeError(...)`): only one process gets past it.
 bool early_return_for_other_ranks(const SemanticModel& model, TSNode node) {
   int scope = model.regions()[model.region_of(node)].scope;
   const Kinds& k = kinds();
@@ -24,8 +51,10 @@ bool early_return_for_other_ranks(const SemanticModel& model, TSNode node) {
     const Region& r = model.regions()[i];
     if (r.kind != Region::Kind::Branch || r.negated || r.scope != scope) continue;
     if (node_end_byte(r.node) > node_start_byte(node)) continue;
-    if (!(model.classify_condition(r.condition, true) & kGuardMainProcess)) continue;
     std::string_view body = model.text(field(r.node, k.f_consequence));
+    if (several_processes_test(model, r.condition) && (body.starts_with("return") || body.starts_with("raise")))
+      return true;
+    if (!(model.classify_condition(r.condition, true) & kGuardMainProcess)) continue;
     if (body.rfind("return", 0) == 0) return true;
   }
   return false;
