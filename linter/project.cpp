@@ -114,6 +114,37 @@ void import_statements(std::string_view text, Each&& each) {
   if (!logical.empty()) flush();
 }
 
+// True when the text imports a module by a computed name: a call of
+// `import_module(` or `__import__(` (not on a comment line) whose first
+// argument is not one plain string literal.
+// `importlib.import_module("torch.distributed")` names its module and is no
+// computed import. A mention in a docstring still counts (no claim is the
+// safe side: reachability is then not answered).
+bool computed_import(std::string_view text) {
+  for (std::string_view call : {std::string_view("import_module("), std::string_view("__import__(")}) {
+    for (std::size_t at = text.find(call); at != std::string_view::npos; at = text.find(call, at + 1)) {
+      std::size_t line_start = text.rfind('\n', at);
+      line_start = line_start == std::string_view::npos ? 0 : line_start + 1;
+      std::string_view before = text.substr(line_start, at - line_start);
+      std::size_t code = before.find_first_not_of(" \t");
+      if (code != std::string_view::npos && before[code] == '#') continue;  // a comment line
+      if (before.find('#') != std::string_view::npos) return true;  // a comment after code, or a '#' in a string: no claim
+      std::size_t i = at + call.size();
+      while (i < text.size() && (text[i] == ' ' || text[i] == '\t')) ++i;
+      if (i < text.size() && (text[i] == 'r' || text[i] == 'u')) ++i;  // r"..." (not f"...")
+      if (i >= text.size() || (text[i] != '"' && text[i] != '\'')) return true;
+      char quote = text[i];
+      std::size_t close = i + 1;
+      while (close < text.size() && text[close] != quote && text[close] != '\n' && text[close] != '\\') ++close;
+      if (close >= text.size() || text[close] != quote) return true;
+      std::size_t j = close + 1;
+      while (j < text.size() && (text[j] == ' ' || text[j] == '\t')) ++j;
+      if (j >= text.size() || (text[j] != ',' && text[j] != ')')) return true;  // "models." + name
+    }
+  }
+  return false;
+}
+
 std::vector<std::string> imported_modules(std::string_view text) {
   std::vector<std::string> out;
   // identifier bytes: ASCII letters, digits, `_`, `.`, and any byte of a
@@ -1092,9 +1123,7 @@ Project::Project(fs::path root, std::shared_ptr<const Cache> cache, SourceOverla
     if (!bytes) continue;
     // a module imported by a computed name (`importlib.import_module(name)`,
     // `__import__(name)`) may be any file: who imports what is then not known
-    if (!dynamic_imports_ && (bytes->find("import_module(") != std::string::npos ||
-                              bytes->find("__import__(") != std::string::npos))
-      dynamic_imports_ = true;
+    if (!dynamic_imports_ && computed_import(*bytes)) dynamic_imports_ = true;
     for (const std::string& module : imported_modules(*bytes)) {
       long target = state_->solver->module_file(i, module);
       if (target < 0 || static_cast<std::size_t>(target) == i) continue;
