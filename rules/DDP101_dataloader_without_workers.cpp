@@ -15,6 +15,11 @@ void check(const SemanticModel& model, RuleContext& ctx) {
     // lists it holds), or its collate_fn puts them on the GPU, which a worker
     // process cannot do: num_workers=0 is right for it
     if (model.loader_data(*call) != LoaderData::Unknown) continue;
+    // persistent_workers=True: PyTorch refuses it without workers (a ValueError
+    // in DataLoader.__init__), so num_workers is above 0 whenever this runs
+    if (Value persistent = model.value_of(model.argument(*call, "persistent_workers"));
+        persistent.known() && persistent.truthy())
+      continue;
     // DataLoader(dataset, batch_size, shuffle, sampler, batch_sampler, num_workers, ...)
     TSNode workers = model.argument(*call, "num_workers", 5);
     if (node_is_null(workers)) {
