@@ -37,6 +37,64 @@ bool dataset_shards_by_rank(const SemanticModel& model, TSNode dataset) {
   return false;
 }
 
+// A class of this file that defines `__getitem__` and no `__iter__`, on no
+// iterable base: a map-style dataset.
+bool local_map_style_class(const SemanticModel& model, TSNode callee) {
+  const Kinds& k = kinds();
+  if (node_is_null(callee) || node_symbol(callee) != k.identifier) return false;
+  for (const Binding* b : model.bindings_of(model.text(callee), 0)) {
+    if (b->kind != Binding::Kind::Definition) continue;
+    TSNode cls = ts_node_parent(b->target);
+    if (node_is_null(cls) || node_symbol(cls) != k.class_definition) continue;
+    std::string_view bases = model.text(field(cls, k.f_superclasses));
+    if (bases.find("Iterable") != std::string_view::npos || bases.find("IterDataPipe") != std::string_view::npos)
+      return false;
+    bool getitem = false;
+    for (TSNode stmt : children(field(cls, k.f_body))) {
+      TSNode def = node_symbol(stmt) == k.decorated_definition ? field(stmt, k.f_definition) : stmt;
+      if (node_symbol(def) != k.function_definition) continue;
+      std::string_view name = model.text(field(def, k.f_name));
+      if (name == "__iter__") return false;
+      getitem = getitem || name == "__getitem__";
+    }
+    return getitem;
+  }
+  return false;
+}
+
+// The loader's dataset is known to be map-style (indexed, what a
+// DistributedSampler shards): the loader shuffles (PyTorch refuses
+// shuffle=True for an IterableDataset, torch/utils/data/dataloader.py), or the
+// dataset is built, directly or through names, by torch.utils.data's TensorDataset/Subset/ConcatDataset/
+// random_split, a torchvision or torchaudio dataset, or a map-style class of
+// this file. Anything else (a project function's result, a datapipe, a
+// streaming dataset) may shard itself: no claim.
+bool map_style_dataset(const SemanticModel& model, TSNode dataset, int depth) {
+  const Kinds& k = kinds();
+  if (node_is_null(dataset) || depth > 4) return false;
+  TSSymbol s = node_symbol(dataset);
+  if (s == k.identifier) {
+    TSNode bound = model.single_assignment(dataset);
+    if (!node_is_null(bound)) return map_style_dataset(model, bound, depth + 1);
+    // an unpacked result: `train_ds, val_ds = random_split(full, [...])`
+    for (const Binding* b : model.bindings_of(model.text(dataset), model.region_of(dataset))) {
+      if (b->kind != Binding::Kind::Assign || !node_is_null(b->value)) continue;
+      TSNode assignment = b->target;
+      while (!node_is_null(assignment) && node_symbol(assignment) != k.assignment) assignment = ts_node_parent(assignment);
+      if (!node_is_null(assignment)) return map_style_dataset(model, field(assignment, k.f_right), depth + 1);
+    }
+    return false;
+  }
+  if (s != k.call) return false;
+  const CallSite* c = model.call_at(dataset);
+  if (c == nullptr) return false;
+  std::string_view n = c->canonical;
+  if (n == "torch.utils.data.TensorDataset" || n == "torch.utils.data.Subset" || n == "torch.utils.data.ConcatDataset" ||
+      n == "torch.utils.data.random_split" || n.starts_with("torchvision.datasets.") || n.starts_with("torchaudio.datasets."))
+    return true;
+  return local_map_style_class(model, c->callee);
+}
+
 void check(const SemanticModel& model, RuleContext& ctx) {
   // ranks that cooperate: a process group or a DDP/FSDP wrap (reading LOCAL_RANK alone is not enough)
   if (!model.trains() || (!model.wraps_ddp() && model.calls_to("torch.distributed.init_process_group").empty()))
@@ -54,6 +112,9 @@ void check(const SemanticModel& model, RuleContext& ctx) {
     TSNode dataset = model.argument(*call, "dataset", 0);
     if (node_is_null(dataset) || dataset_shards_by_rank(model, dataset)) continue;
     if (prepared(model, model.path_of(model.assigned_to(call->node)))) continue;
+    // certain only for a map-style dataset: an iterable one shards or streams by itself
+    Value shuffle = model.value_of(model.argument(*call, "shuffle", 2));
+    if (!(shuffle.known() && shuffle.truthy()) && !map_style_dataset(model, dataset, 0)) continue;
     ctx.report(node_start_byte(call->callee), node_end_byte(call->callee),
                "DataLoader without a sampler in a distributed script: every rank iterates the whole dataset, so "
                "N GPUs do N times the work per epoch; pass sampler=DistributedSampler(dataset) (and call "
