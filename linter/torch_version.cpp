@@ -143,6 +143,20 @@ std::optional<std::string> read_small(const fs::path& file) {
   return read_file(file.string(), error);
 }
 
+// Narrows `into` (a declaration of torch) by a pip constraint on it: the
+// releases both allow. The constraint names the result where it narrows it.
+// Nothing to narrow when torch is not required (a constraint installs nothing).
+void constrain(std::optional<TorchSupport>& into, const std::optional<TorchSupport>& c) {
+  if (!into || !c) return;
+  bool narrowed = false;
+  if (c->lowest && (!into->lowest || *into->lowest < *c->lowest)) into->lowest = c->lowest, narrowed = true;
+  if (c->below && (!into->below || *c->below < *into->below)) into->below = c->below, narrowed = true;
+  if (narrowed) {
+    into->written = c->written;
+    into->origin = c->origin;
+  }
+}
+
 void requirements_file(const fs::path& file, const fs::path& shown_from, int depth, std::optional<TorchSupport>& out) {
   std::optional<std::string> text = read_small(file);
   if (!text) return;
@@ -151,6 +165,7 @@ void requirements_file(const fs::path& file, const fs::path& shown_from, int dep
   std::string joined;
   std::uint32_t joined_line = 0;
   std::size_t pos = 0;
+  std::optional<TorchSupport> constraints;  // `-c constraints.txt` lines: pins that narrow what is required
   while (pos <= t.size()) {
     std::size_t nl = t.find('\n', pos);
     std::string_view line = t.substr(pos, nl == std::string_view::npos ? std::string_view::npos : nl - pos);
@@ -173,12 +188,13 @@ void requirements_file(const fs::path& file, const fs::path& shown_from, int dep
       }
     if (l.empty()) continue;
     if (l[0] == '-') {
-      for (std::string_view opt : {"-r", "--requirement"}) {
+      for (std::string_view opt : {"--requirement", "--constraint", "-r", "-c"}) {
         if (!l.starts_with(opt)) continue;
         std::string rest = trim(std::string_view(l).substr(opt.size()));
         if (!rest.empty() && rest[0] == '=') rest = trim(std::string_view(rest).substr(1));
         if (rest.empty() || depth >= kMaxIncludeDepth) break;
-        requirements_file(file.parent_path() / rest, shown_from, depth + 1, out);
+        bool constraint = opt == "-c" || opt == "--constraint";
+        requirements_file(file.parent_path() / rest, shown_from, depth + 1, constraint ? constraints : out);
         break;
       }
       continue;
@@ -188,6 +204,7 @@ void requirements_file(const fs::path& file, const fs::path& shown_from, int dep
       unite(out, std::move(*s));
     }
   }
+  constrain(out, constraints);
 }
 
 // setup.py: the string literals of the file (comments are not strings) that
@@ -322,6 +339,7 @@ std::optional<TorchSupport> readme_torch(const fs::path& file, const fs::path& s
   std::string_view t = *text;
   bool in_section = false, fenced = false;
   std::optional<fs::path> block_folder = fs::path();  // a shell block's folder, relative to `dir`
+  std::string cloned;  // the folder the block's last `git clone` made
   const fs::path dir = file.parent_path();
   std::uint32_t line_no = 0;
   for (std::size_t pos = 0; pos <= t.size();) {
@@ -333,6 +351,7 @@ std::optional<TorchSupport> readme_torch(const fs::path& file, const fs::path& s
     if (l.starts_with("```") || l.starts_with("~~~")) {
       fenced = !fenced;
       block_folder = fs::path();  // each block starts in the README's folder
+      cloned.clear();
       continue;
     }
     std::string low = lower(l);
@@ -355,6 +374,20 @@ std::optional<TorchSupport> readme_torch(const fs::path& file, const fs::path& s
       }
       // `cd ImageBind` before a `pip install -r requirements.txt`: the block's
       // folder, relative to the README's (left unknown for anything else)
+      // `git clone URL [DIR]` then `cd DIR`: into the clone, this repository's
+      // own folder (the README's)
+      if (words.size() >= 3 && words[0] == "git" && words[1] == "clone") {
+        std::string url = words.size() >= 4 && words[3][0] != '-' ? words[3] : words[2];
+        while (!url.empty() && url.back() == '/') url.pop_back();
+        std::size_t slash = url.find_last_of("/:");
+        cloned = slash == std::string::npos ? url : url.substr(slash + 1);
+        if (cloned.ends_with(".git")) cloned.resize(cloned.size() - 4);
+        continue;
+      }
+      if (words.size() == 2 && words[0] == "cd" && !cloned.empty() && (words[1] == cloned || words[1] == cloned + "/")) {
+        block_folder = fs::path();
+        continue;
+      }
       if (words.size() == 2 && words[0] == "cd") {
         fs::path to = fs::path(words[1]);
         if (to.is_absolute() || words[1].find('$') != std::string::npos || words[1].find('~') != std::string::npos)
@@ -367,17 +400,30 @@ std::optional<TorchSupport> readme_torch(const fs::path& file, const fs::path& s
       // `pip install -r requirements.txt` (that file's declaration)
       bool conda = low.find("conda install") != std::string::npos;
       if (!conda && low.find("pip install") == std::string::npos) continue;
+      // `pip install -r requirements.txt -c constraints.txt`: what the files
+      // require, narrowed by the constraints (conda's `-c` names a channel)
+      std::optional<TorchSupport> required, constraints;
       for (std::size_t w = 0; w < words.size(); ++w) {
-        if (!conda && (words[w] == "-r" || words[w] == "--requirement") && w + 1 < words.size() && block_folder) {
-          fs::path listed = (dir / *block_folder / words[w + 1]).lexically_normal();
-          std::optional<TorchSupport> r;
-          requirements_file(listed, shown_from, 0, r);
-          if (r && r->bounded()) return r;  // (its origin: the requirements file's line)
+        bool listed_file = words[w] == "-r" || words[w] == "--requirement";
+        bool constraint_file = words[w] == "-c" || words[w] == "--constraint";
+        if (!conda && (listed_file || constraint_file) && w + 1 < words.size()) {
+          if (block_folder) {
+            fs::path listed = (dir / *block_folder / words[w + 1]).lexically_normal();
+            std::optional<TorchSupport> r;
+            requirements_file(listed, shown_from, 0, r);
+            if (r) {
+              if (listed_file) unite(required, std::move(*r));
+              else constraints = std::move(r);
+            }
+          }
+          ++w;
           continue;
         }
         std::optional<TorchSupport> r = torch_requirement(words[w], conda);
         if (r && r->bounded()) return found(std::move(*r));
       }
+      constrain(required, constraints);
+      if (required && required->bounded()) return required;  // (its origin: a requirements or constraints file's line)
       continue;
     }
     if (l.starts_with("#")) {

@@ -81,10 +81,13 @@ std::optional<TorchSupport> poetry_constraint(std::string_view constraint);
 /// What the files directly in folder `dir` declare about torch, united (the
 /// widest range over them): pyproject.toml, setup.py (not in a package:
 /// there it is a module), setup.cfg, requirements*.txt (following `-r`
-/// includes), conda's environment*.yml and conda*.yml (or .yaml); where none
+/// includes, narrowed by `-c` constraints files: pip's constraints install
+/// nothing, so a file that only constrains torch declares nothing), conda's
+/// environment*.yml and conda*.yml (or .yaml); where none
 /// of these bounds the release, the one README.md (else INSTALL.md) states in
 /// an installation section: a `pip install torch==X` / `conda install
-/// pytorch=X` in a shell block, or a list item naming PyTorch with a version
+/// pytorch=X` in a shell block, a `pip install -r FILE [-c FILE]` (after the
+/// block's `cd`; `git clone URL` then `cd` into it is this folder), or a list item naming PyTorch with a version
 /// ("* PyTorch 1.11.0"), read as the oldest supported release.
 /// std::nullopt when none names torch. Unreadable or malformed files add
 /// nothing. `shown_from`: the working folder, against

@@ -137,6 +137,26 @@ TEST_CASE("torch declarations: the files of one folder, united; comments and mod
   CHECK_FALSE(declared_torch_in(s.path / "f", s.path).has_value());
 }
 
+TEST_CASE("torch declarations: pip constraints narrow what is required, and constrain nothing alone") {
+  TempDir s;
+  s.write("a/requirements.txt", "torch\n-c constraints.txt\n");
+  s.write("a/constraints.txt", "numpy==1.24.4\ntorch==1.13.0\n");
+  auto a = declared_torch_in(s.path / "a", s.path);
+  REQUIRE(a);
+  CHECK(a->lowest == v(1, 13, 0));
+  CHECK(a->below == v(1, 13, 1));
+  CHECK(a->origin == "a/constraints.txt:2");
+  s.write("b/requirements.txt", "torch>=1.10\n--constraint=pins.txt\n");
+  s.write("b/pins.txt", "torch<2.0\n");
+  auto b = declared_torch_in(s.path / "b", s.path);
+  REQUIRE(b);
+  CHECK(b->lowest == v(1, 10, 0));  // the requirement's bound stays where the constraint sets none
+  CHECK(b->below == v(2, 0, 0));
+  s.write("c/requirements.txt", "numpy\n-c constraints.txt\n");  // torch constrained, never required
+  s.write("c/constraints.txt", "torch==1.13.0\n");
+  CHECK_FALSE(declared_torch_in(s.path / "c", s.path).has_value());
+}
+
 TEST_CASE("torch declarations: the closest folder up to the project's root; target-torch wins") {
   TempDir s;
   s.write("outer/requirements.txt", "torch==1.4\n");  // above the project: not its declaration
