@@ -86,7 +86,9 @@ using StringMap = std::unordered_map<std::string, V, StringHash, std::equal_to<>
 /// Local name -> imported module or object, in a flat vector: a file binds a
 /// handful of names by import, and a linear scan of a few string_views costs
 /// less than hashing the name (measured with callgrind on the torch corpus).
-/// Later imports of a name replace earlier ones, as in Python. Holds views:
+/// Later imports of a name replace earlier ones, as in Python, except the
+/// fallback import of an `except` handler whose `try` body imports the same
+/// name (the `try`'s import is what runs where it succeeds). Holds views:
 /// the model owns the text they point into.
 class AliasTable {
  public:

@@ -297,9 +297,40 @@ class ModelBuilder {
       } else {
         continue;
       }
-      m_.aliases_.set(local, target);
+      // `try: from torch import GradScaler` / `except ImportError: from
+      // torch.cuda.amp import GradScaler`: the handler's import is the fallback
+      // of an older release; where the `try` import succeeds the name is its
+      if (!imported_in_try_of(stmt, local)) m_.aliases_.set(local, target);
       import_sites_.push_back({local, node_start_byte(stmt), current_scope()});
     }
+  }
+
+  // True when `stmt` sits directly in an `except` clause whose `try` body
+  // imports `local` itself (in one of its statements, at its top level).
+  bool imported_in_try_of(TSNode stmt, std::string_view local) const {
+    TSNode block = ts_node_parent(stmt);
+    TSNode handler = node_is_null(block) ? TSNode{} : ts_node_parent(block);
+    if (node_is_null(handler) || node_symbol(handler) != k_.except_clause) return false;
+    TSNode attempt = ts_node_parent(handler);
+    if (node_is_null(attempt) || node_symbol(attempt) != k_.try_statement) return false;
+    std::string_view text = m_.source_.text();
+    for (TSNode tried : children(field(attempt, k_.f_body))) {
+      TSSymbol ts = node_symbol(tried);
+      if (ts != k_.import_statement && ts != k_.import_from_statement) continue;
+      TSNode mod = ts == k_.import_from_statement ? field(tried, k_.f_module_name) : TSNode{};
+      for (TSNode c : children(tried)) {
+        if (!node_is_null(mod) && node_eq(c, mod)) continue;
+        std::string_view bound;
+        if (node_symbol(c) == k_.dotted_name) {
+          bound = node_text(c, text);
+          if (ts == k_.import_statement) bound = bound.substr(0, bound.find('.'));
+        } else if (node_symbol(c) == k_.aliased_import) {
+          bound = node_text(field(c, k_.f_alias), text);
+        }
+        if (!bound.empty() && bound == local) return true;
+      }
+    }
+    return false;
   }
 
   // The names `with ... as name` and `except E as name` bind (in the scope
