@@ -33,6 +33,16 @@ std::string ranks_named(const RankSet& ranks) {
   }
 }
 
+// True when `node` lies in a loop of the function (or module) that holds it.
+bool in_loop_of_its_function(const SemanticModel& model, TSNode node) {
+  for (int r = model.region_of(node); r > 0; r = model.regions()[r].parent) {
+    Region::Kind kind = model.regions()[r].kind;
+    if (kind == Region::Kind::Function || kind == Region::Kind::Class) return false;
+    if (kind == Region::Kind::Loop) return true;
+  }
+  return false;
+}
+
 // True when another call of the same collective in the file may let every rank
 // join: one on the complementary ranks (the if's else, or the "rank 0 goes first"
 // pair `if rank != 0: barrier()` ... `if rank == 0: barrier()`, in one function or
@@ -57,6 +67,10 @@ bool may_pair(const SemanticModel& model, const CallSite& call, const RankSet& r
     if (ranks.complements(o)) {
       int other_function = model.top_level_function_of(other.node);
       if (other_function == function || (calls_in(function) == 1 && calls_in(other_function) == 1)) return true;
+      // the complementary ranks call it in a loop (`while True: broadcast(signal,
+      // src=0); if signal.item() == 0: break`): a protocol that may answer any
+      // number of this branch's calls
+      if (in_loop_of_its_function(model, other.node)) return true;
     }
     bool rank_dependent = o.which == Which::Zero || o.which == Which::NonZero || o.which == Which::Other;
     if (rank_dependent && (ranks.which == Which::Other || o.which == Which::Other)) return true;
