@@ -65,13 +65,18 @@ bool host_receiver(const SemanticModel& model, TSNode expr, int depth = 0, bool 
 void check(const SemanticModel& model, RuleContext& ctx) {
   if (!model.uses_cuda()) return;
   std::optional<BlockingLoaderSteps> blocking;
-  // In a chain (`loss.detach().cpu().numpy()`, `x.cpu().item()`) only the
-  // outermost read is reported: one copy, one sync, one finding.
+  // In a chain (`loss.detach().cpu().numpy()`, `x.cpu().item()`,
+  // `t.cpu().detach().numpy()`) only the outermost read is reported: one copy,
+  // one sync, one finding. Every call below a read in its chain of receivers
+  // is inner (the walk is bounded by the chain's length).
   std::unordered_set<std::uint32_t> inner;
   for (const CallSite& c : model.calls()) {
-    if ((is_host_read(c.method) || to_cpu(model, c)) && !node_is_null(c.receiver) &&
-        node_symbol(c.receiver) == kinds().call) {
-      inner.insert(node_start_byte(c.receiver) ^ (node_end_byte(c.receiver) << 1));
+    if (!(is_host_read(c.method) || to_cpu(model, c))) continue;
+    TSNode r = c.receiver;
+    for (int depth = 0; depth < 16 && !node_is_null(r) && node_symbol(r) == kinds().call; ++depth) {
+      if (!inner.insert(node_start_byte(r) ^ (node_end_byte(r) << 1)).second) break;  // walked from an outer read already
+      const CallSite* below = model.call_at(r);
+      r = below == nullptr ? TSNode{} : below->receiver;
     }
   }
   for (const CallSite& c : model.calls()) {
