@@ -647,6 +647,11 @@ class SemanticModel {
   /// the parameter is called (spawn passes `i` as fn's first argument:
   /// torch/multiprocessing/spawn.py, _wrap). A local rank, never a global one.
   bool spawned_process_index(TSNode expr) const;
+  /// A comparison of two operands with one operator token (`a < b`, `x == 0`;
+  /// not `a < b < c`, `not in` or `is not`), through parentheses: fills
+  /// `operands` with the two and `op` with the operator's text. False (and
+  /// `operands`/`op` unspecified) for anything else.
+  bool binary_comparison(TSNode expr, NodeList& operands, std::string_view& op) const;
   /// A world-size value: `dist.get_world_size()`, `torch.cuda.device_count()`,
   /// `os.environ["WORLD_SIZE"]`, names such as `world_size` / `ngpus_per_node`,
   /// or names bound to one of these.

@@ -14,17 +14,9 @@ namespace {
 // `world_size != 1`, `world_size > 1`, `1 < world_size`, `world_size >= 2`:
 // true exactly when the run has several processes.
 bool several_processes_test(const SemanticModel& model, TSNode cond) {
-  const Kinds& k = kinds();
-  while (!node_is_null(cond) && node_symbol(cond) == k.parenthesized_expression) cond = parenthesized_inner(cond);
-  if (node_is_null(cond) || node_symbol(cond) != k.comparison_operator) return false;
   NodeList operands;
   std::string_view op;
-  int ops = 0;
-  for (TSNode ch : children(cond, false)) {
-    if (ts_node_is_named(ch)) operands.push_back(ch);
-    else if (ops++ == 0) op = model.text(ch);
-  }
-  if (operands.size() != 2 || ops != 1) return false;
+  if (!model.binary_comparison(cond, operands, op)) return false;
   for (int side = 0; side < 2; ++side) {
     if (!model.is_world_size_value(operands[side])) continue;
     Value v = model.value_of(operands[1 - side]);

@@ -395,12 +395,8 @@ bool SemanticModel::periodic_predicate(int f, int depth) const {
       // `step < 3`: the first few steps of a counter
       NodeList operands;
       std::string_view op;
-      int ops = 0;
-      for (TSNode ch : children(e, false)) {
-        if (ts_node_is_named(ch)) operands.push_back(ch);
-        else op = text(ch), ++ops;
-      }
-      return ops == 1 && first_steps_test(*this, operands, op, std::numeric_limits<std::int64_t>::max());
+      return binary_comparison(e, operands, op) &&
+             first_steps_test(*this, operands, op, std::numeric_limits<std::int64_t>::max());
     }
     if (es == k.identifier) {
       std::string_view name = text(e);
@@ -640,30 +636,33 @@ bool SemanticModel::loop_invariant_int(TSNode e, int loop, int depth) const {
   return true;
 }
 
+bool SemanticModel::binary_comparison(TSNode expr, NodeList& operands, std::string_view& op) const {
+  const Kinds& k = kinds();
+  while (!node_is_null(expr) && node_symbol(expr) == k.parenthesized_expression && !node_is_null(parenthesized_inner(expr)))
+    expr = parenthesized_inner(expr);
+  if (node_is_null(expr) || node_symbol(expr) != k.comparison_operator) return false;
+  int ops = 0;
+  for (TSNode ch : children(expr, false)) {
+    if (ts_node_is_named(ch)) operands.push_back(ch);
+    else if (ops++ == 0) op = text(ch);
+  }
+  return operands.size() == 2 && ops == 1;
+}
+
 bool SemanticModel::one_iteration_test(TSNode a, TSNode b) const {
   const Kinds& k = kinds();
   int loop = innermost_loop(region_of(a));
   // the bound of the `while` loop around it: `while step < n_steps:` runs
   // until the counter reaches n_steps, so `step == n_steps` holds at most once
-  TSNode bound_test{};
-  if (loop >= 0 && node_symbol(regions_[static_cast<std::size_t>(loop)].node) == k.while_statement)
-    bound_test = field(regions_[static_cast<std::size_t>(loop)].node, k.f_condition);
-  while (!node_is_null(bound_test) && node_symbol(bound_test) == k.parenthesized_expression)
-    bound_test = parenthesized_inner(bound_test);
   NodeList bound_sides;
   std::string_view bound_op;
-  if (!node_is_null(bound_test) && node_symbol(bound_test) == k.comparison_operator) {
-    for (TSNode ch : children(bound_test, false)) {
-      if (ts_node_is_named(ch)) bound_sides.push_back(ch);
-      else if (bound_op.empty()) bound_op = text(ch);
-      else bound_op = {};  // `not in`, `is not`: no bound
-    }
-  }
+  bool bounded = loop >= 0 && node_symbol(regions_[static_cast<std::size_t>(loop)].node) == k.while_statement &&
+                 binary_comparison(field(regions_[static_cast<std::size_t>(loop)].node, k.f_condition), bound_sides, bound_op);
   for (int side = 0; side < 2; ++side) {
     TSNode counter = side == 0 ? a : b, other = side == 0 ? b : a;
     if (!iteration_counter(counter) || text(counter) == text(other)) continue;
     if (loop_invariant_int(other, loop, 0)) return true;
-    if (bound_sides.size() == 2 && (bound_op == "<" || bound_op == "<=" || bound_op == "!=") &&
+    if (bounded && (bound_op == "<" || bound_op == "<=" || bound_op == "!=") &&
         text(bound_sides[0]) == text(counter) && text(bound_sides[1]) == text(other))
       return true;
   }

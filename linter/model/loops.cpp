@@ -309,18 +309,9 @@ bool SemanticModel::stops_within_few(int r) const {
     TSNode consequence = field(stmt, k.f_consequence);
     std::uint32_t n = node_is_null(consequence) ? 0 : ts_node_named_child_count(consequence);
     if (n == 0 || node_symbol(ts_node_named_child(consequence, n - 1)) != k.break_statement) continue;
-    TSNode cond = field(stmt, k.f_condition);
-    while (!node_is_null(cond) && node_symbol(cond) == k.parenthesized_expression && !node_is_null(parenthesized_inner(cond)))
-      cond = parenthesized_inner(cond);
-    if (node_is_null(cond) || node_symbol(cond) != k.comparison_operator) continue;
     NodeList operands;
     std::string_view op;
-    int ops = 0;
-    for (TSNode ch : children(cond, false)) {
-      if (ts_node_is_named(ch)) operands.push_back(ch);
-      else if (ops++ == 0) op = text(ch);
-    }
-    if (operands.size() != 2 || ops != 1) continue;
+    if (!binary_comparison(field(stmt, k.f_condition), operands, op)) continue;
     int counter_side = -1;
     if ((op == ">=" || op == ">" || op == "==") && is_counter(operands[0])) counter_side = 0;
     else if ((op == "<=" || op == "<" || op == "==") && is_counter(operands[1])) counter_side = 1;

@@ -62,6 +62,14 @@ void SemanticModel::build_unreached() const {
 }
 
 namespace {
+// True when byte `at` lies in one of `ranges` ([start, end) pairs sorted by start).
+template <class Ranges>
+bool covered(const Ranges& ranges, std::uint32_t at) {
+  auto it = std::upper_bound(ranges.begin(), ranges.end(), at,
+                             [](std::uint32_t b, const std::pair<std::uint32_t, std::uint32_t>& r) { return b < r.first; });
+  return it != ranges.begin() && at < std::prev(it)->second;
+}
+
 // The truth of `c` when it is known from constants alone (`False`, `0`,
 // `False and x`, `not True`, `x and False`), else nullopt.
 std::optional<bool> constant_truth(const SemanticModel& m, TSNode c, int depth) {
@@ -187,11 +195,6 @@ void SemanticModel::build_unreached_definitions(std::size_t certain) const {
   std::vector<std::pair<std::uint32_t, std::uint32_t>> dead(unreached_.begin() + static_cast<std::ptrdiff_t>(certain),
                                                             unreached_.end());
   std::sort(dead.begin(), dead.end());
-  auto in_dead = [&](std::uint32_t at) {
-    auto it = std::upper_bound(dead.begin(), dead.end(), at,
-                               [](std::uint32_t b, const std::pair<std::uint32_t, std::uint32_t>& r) { return b < r.first; });
-    return it != dead.begin() && at < std::prev(it)->second;
-  };
   // edges: a candidate named inside another reaches it only if that one is reached
   std::vector<std::vector<int>> named_in(defs.size());
   std::vector<int> work;
@@ -201,7 +204,7 @@ void SemanticModel::build_unreached_definitions(std::size_t certain) const {
          it != name_occurrences_.end() && it->hash == key.hash; ++it) {
       int in = container(it->start);
       if (in == static_cast<int>(i)) continue;  // its own name, recursion
-      if (in_dead(it->start)) continue;
+      if (covered(dead, it->start)) continue;
       if (in < 0) {
         if (!defs[i].reached) work.push_back(static_cast<int>(i));
         defs[i].reached = true;
@@ -225,11 +228,7 @@ void SemanticModel::build_unreached_definitions(std::size_t certain) const {
 
 bool SemanticModel::unreached(std::uint32_t offset) const {
   if (!unreached_built_) build_unreached();
-  auto it = std::upper_bound(unreached_.begin(), unreached_.end(), offset,
-                             [](std::uint32_t b, const std::pair<std::uint32_t, std::uint32_t>& r) { return b < r.first; });
-  if (it == unreached_.begin()) return false;
-  --it;
-  return offset < it->second;
+  return covered(unreached_, offset);
 }
 
 }  // namespace ddplint
