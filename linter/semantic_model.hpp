@@ -690,7 +690,20 @@ class SemanticModel {
   /// `setdefault`, which leaves a launcher's value) in a statement at its top
   /// level that no branch guards: a tutorial or notebook that runs
   /// `init_process_group` as the only process, whatever starts it.
+  /// Also true when the file refuses a run of several processes
+  /// (refuses_several_processes).
   bool declares_single_process() const;
+  /// True when the file stops a run of several processes: `assert
+  /// dist.get_world_size() == 1` (`<= 1`, `< 2`), or `if get_world_size() !=
+  /// 1:` (`> 1`, `>= 2`) whose body starts with `raise`, `sys.exit()` or
+  /// `exit()`, on a world-size call (is_world_size_value). Wherever it sits:
+  /// a tool that refuses several processes on one path is not one to make a
+  /// per-process claim about.
+  bool refuses_several_processes() const;
+  /// True when `cond` holds exactly when the run has several processes (`W
+  /// != 1`, `W > 1`, `W >= 2`, mirrored too) on a world-size value W, or,
+  /// when `negated`, exactly when it has one (`W == 1`, `W <= 1`, `W < 2`).
+  bool several_processes_test(TSNode cond, bool negated) const;
 
   // --- file facts ----------------------------------------------------------------
   /// Calls init_process_group, wraps a model in DDP/FSDP, or reads LOCAL_RANK/RANK/WORLD_SIZE.
@@ -890,6 +903,12 @@ class SemanticModel {
   // call of its function in this file tests (0 when unknown)
   GuardMask parameter_guard(TSNode name, bool negated, int depth) const;
   RankSet rank_set_rec(TSNode condition, bool negated, int depth) const;
+  // The ranks of a distributed run on which comparison `c` (taken false when
+  // `negated`) holds, evaluated on rank 0, rank 1 and a large rank: a mask of
+  // {rank 0 = 1, every rank > 0 = 2} (0 to 3), 4 when it holds on some ranks
+  // above 0 and not others (`rank == 3`), -1 when `c` is no comparison of a
+  // rank value with integers. `rank_side` is set to the operand that is the rank.
+  int rank_comparison_mask(TSNode c, bool negated, TSNode* rank_side) const;
   // True when function `f` returns only periodic tests (a periodic predicate)
   bool periodic_predicate(int f, int depth) const;
   bool world_rec(TSNode expr, int depth) const;

@@ -324,7 +324,8 @@ void environment_yml(const fs::path& file, const fs::path& shown_from, std::opti
 // The release a README states, where nothing else bounds it: in a section
 // whose heading names installation (install, requirements, setup,
 // environment, dependencies, prerequisites, getting started), either a shell
-// block's `pip install torch==X` / `conda install pytorch=X`, or a list item
+// block's `pip install torch==X` / `conda install pytorch=X` (or `conda
+// create ... pytorch==X`), or a list item
 // that names PyTorch with a version ("* PyTorch 1.11.0 (older versions may
 // work too)", "- PyTorch >= 1.8", "1. Install `torch>=2.0.0`"). A version in
 // prose is the release the maintainers run, so it is the oldest supported
@@ -398,7 +399,11 @@ std::optional<TorchSupport> readme_torch(const fs::path& file, const fs::path& s
       }
       // `pip install torch==2.1.0 torchvision`, `conda install pytorch=1.13.1 -c pytorch`,
       // `pip install -r requirements.txt` (that file's declaration)
-      bool conda = low.find("conda install") != std::string::npos;
+      // (`conda create -n env python=3.8 pytorch==1.10.1 -c pytorch` installs
+      // the packages it names into the new environment, as `conda install` does)
+      bool conda = false;
+      for (std::string_view tool : {"conda install", "conda create", "mamba install", "mamba create"})
+        conda = conda || low.find(tool) != std::string::npos;
       if (!conda && low.find("pip install") == std::string::npos) continue;
       // `pip install -r requirements.txt -c constraints.txt`: what the files
       // require, narrowed by the constraints (conda's `-c` names a channel)

@@ -11,23 +11,6 @@ namespace ddplint::rules {
 
 namespace {
 
-// `world_size != 1`, `world_size > 1`, `1 < world_size`, `world_size >= 2`:
-// true exactly when the run has several processes.
-bool several_processes_test(const SemanticModel& model, TSNode cond) {
-  NodeList operands;
-  std::string_view op;
-  if (!model.binary_comparison(cond, operands, op)) return false;
-  for (int side = 0; side < 2; ++side) {
-    if (!model.is_world_size_value(operands[side])) continue;
-    Value v = model.value_of(operands[1 - side]);
-    if (v.kind != Value::Kind::Int) return false;
-    if (op == "!=" && v.i == 1) return true;
-    if (side == 0) return (op == ">" && v.i == 1) || (op == ">=" && v.i == 2);
-    return (op == "<" && v.i == 1) || (op == "<=" && v.i == 2);
-  }
-  return false;
-}
-
 // An early exit for the other ranks before `node` in its function:
 // `if rank != 0: return`, `if not is_main_process(): return`, and a function
 // that refuses a run of several processes (`if dist.get_world_size() != 1:
@@ -44,7 +27,7 @@ bool early_return_for_other_ranks(const SemanticModel& model, TSNode node) {
     if (r.kind != Region::Kind::Branch || r.negated || r.scope != scope) continue;
     if (node_end_byte(r.node) > node_start_byte(node)) continue;
     std::string_view body = model.text(field(r.node, k.f_consequence));
-    if (several_processes_test(model, r.condition) && (body.starts_with("return") || body.starts_with("raise")))
+    if (model.several_processes_test(r.condition, false) && (body.starts_with("return") || body.starts_with("raise")))
       return true;
     if (!(model.classify_condition(r.condition, true) & kGuardMainProcess)) continue;
     if (body.rfind("return", 0) == 0) return true;

@@ -155,6 +155,19 @@ GuardMask SemanticModel::classify_rec(TSNode c, bool neg, int depth) const {
     GuardMask g = 0;
     bool r0 = is_rank_value(operands[0]), r1 = is_rank_value(operands[1]);
     if (r0 || r1) {
+      // decided by the ranks it holds on, not by its spelling: every rank of a
+      // distributed run (`local_rank >= 0`, `rank != -1`) or none (`rank == -1`,
+      // `local_rank < 0`) is the script's distributed-mode test, the same on
+      // every rank; rank 0 alone (`rank == 0`, `local_rank <= 0`, `rank in
+      // (-1, 0)`, `rank < 1`) is the main process
+      switch (rank_comparison_mask(c, neg, nullptr)) {
+        case 0:
+        case 3: return kNeutral;
+        case 1: return kGuardMainProcess | kGuardRankDependent;
+        case 2:
+        case 4: return kGuardRankDependent;
+        default: break;
+      }
       g |= kGuardRankDependent;
       TSNode other = r0 ? operands[1] : operands[0];
       Value v = value_of(other);

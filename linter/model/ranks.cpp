@@ -142,46 +142,31 @@ RankSet SemanticModel::rank_set_rec(TSNode c, bool neg, int depth) const {
     return unknown();
   }
   if (s == k.comparison_operator) {
-    NodeList operands;
-    std::string op;
-    for (TSNode ch : children(c, false)) {
-      if (ts_node_is_named(ch)) operands.push_back(ch);
-      else op += (op.empty() ? "" : " ") + std::string(text(ch));
+    TSNode rank_side{};
+    int m = rank_comparison_mask(c, neg, &rank_side);
+    if (m >= 0) {
+      RankSet out;
+      out.rank = text(rank_side);
+      out.which = m == 4 ? Which::Other : which_of(m);  // `rank == 3`, `rank < 4`: some of the other ranks
+      return out;
     }
-    if (operands.size() == 2) {
-      int side = is_rank_value(operands[0]) ? 0 : is_rank_value(operands[1]) ? 1 : -1;
-      if (side >= 0) {
-        TSNode other = operands[1 - side];
-        std::string_view o = side == 0 ? std::string_view(op) : mirrored(op);
-        // the truth of the comparison on rank r, or nullopt when it cannot be told
-        auto holds = [&](std::int64_t r) -> std::optional<bool> {
-          if (op == "in" || op == "not in") {
-            if (side != 0) return std::nullopt;
-            TSSymbol os = node_symbol(other);
-            if (os != k.tuple && os != k.list) return std::nullopt;
-            bool found = false;
-            for (TSNode element : children(other)) {
-              Value e = value_of(element);
-              if (e.kind != Value::Kind::Int) return std::nullopt;
-              found = found || e.i == r;
-            }
-            return found == (op == "in");
-          }
-          Value v = value_of(other);
-          if (v.kind != Value::Kind::Int) return std::nullopt;
-          return compare(o, r, v.i);
-        };
-        auto t0 = holds(0), t1 = holds(1), tl = holds(std::int64_t{1} << 30);
-        if (!t0 || !t1 || !tl) return (g & kGuardRankDependent) ? constant(Which::Other) : unknown();
-        RankSet out;
-        out.rank = text(operands[side]);
-        if (*t1 != *tl) {
-          out.which = Which::Other;  // `rank == 3`, `rank < 4`: some of the other ranks
-          return out;
-        }
-        int m = (*t0 ? 1 : 0) | (*t1 ? 2 : 0);
-        out.which = which_of(neg ? (m ^ 3) : m);
-        return out;
+    if (g & kGuardRankDependent) {
+      NodeList operands;
+      for (TSNode ch : children(c)) operands.push_back(ch);
+      if (operands.size() == 2 && (is_rank_value(operands[0]) || is_rank_value(operands[1])))
+        return constant(Which::Other);
+    }
+  }
+  // a name bound once to a test of the ranks: `is_master = rank == 0`,
+  // `distributed = args.local_rank >= 0` (every rank of a distributed run)
+  if (s == k.identifier) {
+    TSNode bound = single_assignment(c);
+    if (!node_is_null(bound)) {
+      TSSymbol bs = node_symbol(bound);
+      if (bs == k.comparison_operator || bs == k.boolean_operator || bs == k.not_operator ||
+          bs == k.parenthesized_expression) {
+        RankSet via = rank_set_rec(bound, neg, depth + 1);
+        if (via.which != Which::Unknown && !(via.which == Which::All && !via.uniform.empty())) return via;
       }
     }
   }
@@ -218,6 +203,46 @@ RankSet SemanticModel::rank_set_rec(TSNode c, bool neg, int depth) const {
   out.which = Which::All;
   out.uniform.emplace_back(text(c), neg);
   return out;
+}
+
+int SemanticModel::rank_comparison_mask(TSNode c, bool negated, TSNode* rank_side) const {
+  const Kinds& k = kinds();
+  if (node_is_null(c) || node_symbol(c) != k.comparison_operator) return -1;
+  NodeList operands;
+  std::string op;
+  for (TSNode ch : children(c, false)) {
+    if (ts_node_is_named(ch)) operands.push_back(ch);
+    else op += (op.empty() ? "" : " ") + std::string(text(ch));
+  }
+  if (operands.size() != 2) return -1;
+  int side = is_rank_value(operands[0]) ? 0 : is_rank_value(operands[1]) ? 1 : -1;
+  if (side < 0) return -1;
+  TSNode other = operands[1 - side];
+  std::string_view o = side == 0 ? std::string_view(op) : mirrored(op);
+  // the truth of the comparison on rank r, or nullopt when it cannot be told
+  auto holds = [&](std::int64_t r) -> std::optional<bool> {
+    if (op == "in" || op == "not in") {
+      if (side != 0) return std::nullopt;
+      TSSymbol os = node_symbol(other);
+      if (os != k.tuple && os != k.list) return std::nullopt;
+      bool found = false;
+      for (TSNode element : children(other)) {
+        Value e = value_of(element);
+        if (e.kind != Value::Kind::Int) return std::nullopt;
+        found = found || e.i == r;
+      }
+      return found == (op == "in");
+    }
+    Value v = value_of(other);
+    if (v.kind != Value::Kind::Int) return std::nullopt;
+    return compare(o, r, v.i);
+  };
+  auto t0 = holds(0), t1 = holds(1), tl = holds(std::int64_t{1} << 30);
+  if (!t0 || !t1 || !tl) return -1;
+  if (rank_side != nullptr) *rank_side = operands[side];
+  if (*t1 != *tl) return 4;
+  int m = (*t0 ? 1 : 0) | (*t1 ? 2 : 0);
+  return negated ? (m ^ 3) : m;
 }
 
 RankSet SemanticModel::ranks_within_function(TSNode node) const {
