@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstring>
 #include <memory_resource>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
@@ -903,6 +904,18 @@ class SemanticModel {
   // call of its function in this file tests (0 when unknown)
   GuardMask parameter_guard(TSNode name, bool negated, int depth) const;
   RankSet rank_set_rec(TSNode condition, bool negated, int depth) const;
+  // A flag parameter that every training call of a function sits under:
+  // `if do_backward:` (when = true) or `if not eval_only:` (when = false).
+  struct TrainingFlag {
+    std::string_view name;
+    int position = -1;   // among the parameters callers pass (self left out)
+    TSNode fallback{};   // its default value, or null
+    bool when = true;    // the truth of the parameter that trains
+  };
+  // The flag parameter of function `f`, when each call of `f`'s own body for
+  // which `trains(call, index)` holds is in a branch of `f` that tests one
+  // parameter by itself (the same parameter and sense for all); nullopt else.
+  std::optional<TrainingFlag> training_flag(int f, const std::function<bool(const CallSite&, int)>& trains) const;
   // The ranks of a distributed run on which comparison `c` (taken false when
   // `negated`) holds, evaluated on rank 0, rank 1 and a large rank: a mask of
   // {rank 0 = 1, every rank > 0 = 2} (0 to 3), 4 when it holds on some ranks

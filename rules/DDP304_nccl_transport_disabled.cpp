@@ -1,15 +1,49 @@
 // DDP304 nccl-transport-disabled: NCCL forced onto slower transports.
 #include "linter/launch_model.hpp"
 #include "linter/semantic_model.hpp"
+#include "linter/node_access.hpp"
 #include "rules/common.hpp"
 
 namespace ddplint::rules {
 
 namespace {
 
+// True when condition `cond` tests variable `name` itself (`os.getenv(name)
+// is None`, `name not in os.environ`): a default that leaves the user's
+// setting, no test of the machine.
+bool tests_variable(const SemanticModel& model, TSNode cond, std::string_view name) {
+  std::vector<TSNode> stack{cond};
+  for (int budget = 256; !stack.empty() && budget > 0; --budget) {
+    TSNode n = stack.back();
+    stack.pop_back();
+    if (model.env_var_read(n) == name) return true;
+    if (node_symbol(n) == kinds().string) {
+      Value v = model.value_of(n);
+      if (v.kind == Value::Kind::Str && v.s == name) return true;
+    }
+    for (TSNode ch : children(n)) stack.push_back(ch);
+  }
+  return false;
+}
+
+// True when the write sits in a branch of its function that tests something
+// other than the variable itself (`if not p2p_supported():`, `if
+// gpu_is_consumer_card:`): a guarded workaround, as the shell rule below
+// leaves alone.
+bool conditional_write(const SemanticModel& model, const EnvWrite& w) {
+  for (int r = model.region_of(w.at); r > 0; r = model.regions()[r].parent) {
+    const Region& reg = model.regions()[r];
+    if (reg.kind == Region::Kind::Function || reg.kind == Region::Kind::Class) break;
+    if (reg.kind != Region::Kind::Branch) continue;
+    if (node_is_null(reg.condition) || !tests_variable(model, reg.condition, w.name)) return true;
+  }
+  return false;
+}
+
 void check(const SemanticModel& model, RuleContext& ctx) {
   if (!spells_out_nccl(model)) return;  // the rule's `needs` below hold exactly
   for (const EnvWrite& w : model.env_writes()) {
+    if (conditional_write(model, w)) continue;
     Value v = model.value_of(w.value);
     std::string what;
     if (w.name == "NCCL_IB_DISABLE" || w.name == "NCCL_P2P_DISABLE" || w.name == "NCCL_SHM_DISABLE") {

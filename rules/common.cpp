@@ -393,6 +393,38 @@ bool hands_out(const SemanticModel& model, TSNode scope, std::string_view name) 
   }
   return false;
 }
+
+// True when every use of the name `name` in `scope` (its binding by `loader`,
+// the DataLoader call, aside) is the one argument of the builtin `len()`: a
+// loader made only to count its batches (`steps = len(loader) * epochs`),
+// none of which it loads. Any other use (iterated, an attribute read,
+// passed on, returned, in a comprehension) is false.
+bool only_counted(const SemanticModel& model, TSNode scope, TSNode loader, std::string_view name) {
+  const Kinds& k = kinds();
+  TSNode body = node_symbol(scope) == k.module ? scope : field(scope, k.f_body);
+  if (node_is_null(body)) return false;
+  bool counted_once = false;
+  std::vector<TSNode> stack{body};
+  for (int budget = 1 << 16; !stack.empty(); --budget) {
+    if (budget == 0) return false;
+    TSNode n = stack.back();
+    stack.pop_back();
+    if (node_symbol(n) == k.identifier && model.text(n) == name) {
+      TSNode p = ts_node_parent(n);
+      if (node_symbol(p) == k.assignment && node_eq(field(p, k.f_left), n) && node_eq(field(p, k.f_right), loader))
+        continue;
+      TSNode call = node_symbol(p) == k.argument_list ? ts_node_parent(p) : TSNode{};
+      const CallSite* c = node_is_null(call) ? nullptr : model.call_at(call);
+      if (c == nullptr || ts_node_named_child_count(p) != 1 || node_symbol(c->callee) != k.identifier ||
+          model.text(c->callee) != "len" || !model.bindings_of("len", c->region).empty())
+        return false;
+      counted_once = true;
+      continue;
+    }
+    for (TSNode ch : children(n)) stack.push_back(ch);
+  }
+  return counted_once;
+}
 }  // namespace
 
 namespace {
@@ -510,7 +542,9 @@ bool loader_feeds_no_training(const SemanticModel& model, const CallSite& call) 
     }
     iterables.push_back(iterable);
   }
-  if (iterables.empty()) return false;
+  // made only to count its batches: `len(loader)` and nothing else
+  // (in a function: a module-level name may be imported and iterated elsewhere)
+  if (iterables.empty()) return scope > 0 && only_counted(model, model.regions()[scope].node, call.node, name);
   // returned to the caller, who may train on it
   if (scope > 0 && hands_out(model, model.regions()[scope].node, name)) return false;
   // the name passed to any other call: a use ddplint cannot follow

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <optional>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -139,6 +140,44 @@ int function_of(std::span<const Region> regions, int region) {
 }
 }  // namespace
 
+std::optional<SemanticModel::TrainingFlag> SemanticModel::training_flag(
+    int f, const std::function<bool(const CallSite&, int)>& trains) const {
+  const Kinds& k = kinds();
+  const int fregion = functions_[f].region;
+  auto params = parameters_of(f);
+  std::optional<TrainingFlag> out;
+  bool seen = false;
+  for (std::size_t i = 0; i < calls_.size(); ++i) {
+    const CallSite& c = calls_[i];
+    if (regions_[c.region].scope != fregion || !trains(c, static_cast<int>(i))) continue;
+    // the innermost branch of `f` around the call that tests a parameter by itself
+    std::optional<TrainingFlag> here;
+    for (int r = c.region; r > 0 && r != fregion; r = regions_[r].parent) {
+      const Region& reg = regions_[r];
+      if (reg.kind != Region::Kind::Branch || node_is_null(reg.condition)) continue;
+      TSNode cond = reg.condition;
+      bool when = !reg.negated;
+      while (!node_is_null(cond)) {
+        TSSymbol cs = node_symbol(cond);
+        if (cs == k.parenthesized_expression && !node_is_null(parenthesized_inner(cond))) cond = parenthesized_inner(cond);
+        else if (cs == k.not_operator) cond = ts_node_named_child(cond, 0), when = !when;
+        else break;
+      }
+      if (node_is_null(cond) || node_symbol(cond) != k.identifier) continue;
+      BindingList bound = bindings_of(text(cond), region_of(cond));
+      if (bound.size() != 1 || bound[0]->kind != Binding::Kind::Parameter || bound[0]->scope != fregion) continue;
+      for (std::size_t p = 0; p < params.size(); ++p)
+        if (params[p].first == text(cond)) here = TrainingFlag{params[p].first, static_cast<int>(p), params[p].second, when};
+      if (here) break;
+    }
+    if (!here) return std::nullopt;  // a training call no flag guards
+    if (seen && (out->name != here->name || out->when != here->when)) return std::nullopt;
+    out = here;
+    seen = true;
+  }
+  return out;
+}
+
 void SemanticModel::analyse_loops() {
   step_loop_.assign(regions_.size(), 0);
   training_loop_.assign(regions_.size(), 0);
@@ -176,21 +215,8 @@ void SemanticModel::analyse_loops() {
     return changed ? f : -1;
   };
 
-  std::vector<int> work;  // functions whose flags changed: their callers need another look
   for (std::size_t i = 0; i < calls_.size(); ++i) {
-    const CallSite& c = calls_[i];
-    if (training_call(c)) {
-      trains_ = true;
-      int f = mark(c.region, true);
-      if (f >= 0) work.push_back(f);
-    } else if (ProjectFacts::Trains t = project_callee_trains(c); t != ProjectFacts::Trains::None) {
-      // a function of another module of the project: `engine.train_one_epoch(...)`
-      // runs a training loop; `train_step(model, batch)` steps the optimizer
-      trains_ = true;
-      int f = mark(c.region, t == ProjectFacts::Trains::Direct);
-      if (f >= 0) work.push_back(f);
-    }
-    auto targets = resolve_local_function(c);
+    auto targets = resolve_local_function(calls_[i]);
     if (!targets.empty()) {
       for (int t : targets) callers_[t].push_back(static_cast<int>(i));
       local_calls.emplace_back(static_cast<int>(i), std::move(targets));
@@ -198,17 +224,77 @@ void SemanticModel::analyse_loops() {
   }
   std::unordered_map<int, const std::vector<int>*> targets_of;
   for (const auto& [ci, targets] : local_calls) targets_of[ci] = &targets;
-  // propagate up the call graph; each function's flags change at most twice
-  while (!work.empty()) {
-    int g = work.back();
-    work.pop_back();
-    for (int ci : callers_[g]) {
-      bool direct = false, any = false;
-      for (int t : *targets_of[ci]) direct |= trains_direct[t] != 0, any |= trains_any[t] != 0;
-      if (!any && !direct) continue;
-      int f = mark(calls_[ci].region, direct);
-      if (f >= 0) work.push_back(f);
+  // The marks of the training calls, then up the call graph (each function's
+  // flags change at most twice). A call of a function that trains only under
+  // a flag parameter (`def compute_loss(batch, do_backward=True): ... if
+  // do_backward: loss.backward()`) that passes a constant the flag fails on
+  // (`compute_loss(batch, do_backward=False)` in a validation step) makes
+  // its caller train nothing.
+  std::vector<std::optional<TrainingFlag>> flag(functions_.size());
+  auto skipped = [&](int ci, int t) {
+    if (!flag[t]) return false;
+    const CallSite& call = calls_[ci];
+    if (has_unpacked_arguments(call)) return false;
+    TSNode arg = argument(call, flag[t]->name, flag[t]->position);
+    if (node_is_null(arg)) arg = flag[t]->fallback;
+    if (node_is_null(arg)) return false;
+    Value v = value_of(arg);
+    return v.known() && v.truthy() != flag[t]->when;
+  };
+  auto propagate = [&] {
+    std::vector<int> work;  // functions whose flags changed: their callers need another look
+    for (std::size_t i = 0; i < calls_.size(); ++i) {
+      const CallSite& c = calls_[i];
+      if (training_call(c)) {
+        trains_ = true;
+        int f = mark(c.region, true);
+        if (f >= 0) work.push_back(f);
+      } else if (ProjectFacts::Trains t = project_callee_trains(c); t != ProjectFacts::Trains::None) {
+        // a function of another module of the project: `engine.train_one_epoch(...)`
+        // runs a training loop; `train_step(model, batch)` steps the optimizer
+        trains_ = true;
+        int f = mark(c.region, t == ProjectFacts::Trains::Direct);
+        if (f >= 0) work.push_back(f);
+      }
     }
+    while (!work.empty()) {
+      int g = work.back();
+      work.pop_back();
+      for (int ci : callers_[g]) {
+        bool direct = false, any = false;
+        for (int t : *targets_of[ci]) {
+          if (skipped(ci, t)) continue;
+          direct |= trains_direct[t] != 0, any |= trains_any[t] != 0;
+        }
+        if (!any && !direct) continue;
+        int f = mark(calls_[ci].region, direct);
+        if (f >= 0) work.push_back(f);
+      }
+    }
+  };
+  propagate();
+  // the flag parameters of the functions that train, read off the marks; with
+  // any, the marks again, skipping the calls that turn the flag off
+  bool any_flag = false;
+  for (std::size_t f = 0; f < functions_.size(); ++f) {
+    if (!trains_any[f] || callers_[f].empty()) continue;
+    flag[f] = training_flag(static_cast<int>(f), [&](const CallSite& c, int ci) {
+      if (training_call(c) || project_callee_trains(c) != ProjectFacts::Trains::None) return true;
+      auto it = targets_of.find(ci);
+      if (it == targets_of.end()) return false;
+      for (int t : *it->second)
+        if (trains_any[t]) return true;
+      return false;
+    });
+    any_flag = any_flag || flag[f].has_value();
+  }
+  if (any_flag) {
+    std::fill(step_loop_.begin(), step_loop_.end(), std::uint8_t{0});
+    std::fill(training_loop_.begin(), training_loop_.end(), std::uint8_t{0});
+    std::fill(trains_direct.begin(), trains_direct.end(), std::uint8_t{0});
+    std::fill(trains_any.begin(), trains_any.end(), std::uint8_t{0});
+    step_sites.clear();
+    propagate();
   }
   // branch guards after the call graph and the loops: a test of a parameter
   // is what its callers pass (parameter_guard)
