@@ -534,6 +534,9 @@ class SemanticModel {
   /// when no launch script starts the file, or when a launch is not read or
   /// passes words it does not fix (`"$@"`).
   ProjectFacts::OptionValues launched_command_line() const;
+  /// True when the file defines argparse option `dest` (add_argument or
+  /// set_defaults), `dest` with underscores (`gradient_accumulation_steps`).
+  bool defines_option(std::string_view dest) const;
   /// The value of `expr` as the project launches the program, where that
   /// decides it: an integer literal, a name bound once to such a value, or a
   /// command-line option `args.X` whose value the project's launches fix (in
@@ -872,8 +875,6 @@ class SemanticModel {
   Value argparse_default(const std::string& dest, int depth) const;
   Value launched_argument(const std::string& dest, const Value& fallback, int depth) const;
   Value launched_rec(TSNode expr, int depth) const;
-  // True when the file defines argparse option `dest` (add_argument or set_defaults).
-  bool defines_option(std::string_view dest) const;
   // For `object.dest` with `object` a parameter of this file's top-level
   // function that every caller elsewhere fills with a launched script's
   // command line: that option's value (ProjectFacts::command_line_parameters).

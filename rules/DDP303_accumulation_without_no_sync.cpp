@@ -27,6 +27,32 @@ int periodic_branch(const SemanticModel& model, TSNode node, int loop) {
   return -1;
 }
 
+// True when branch region `branch` tests a modulo whose interval is an
+// option of this file that defaults to 1 (`(step + 1) %
+// args.gradient_accumulation_steps == 0` with `default=1`) and no launch
+// script of the project starts the file: as the project ships, every
+// iteration steps, and accumulation is something a user may turn on. (Where
+// launch scripts start it, the model's launched value decides.)
+bool interval_defaults_to_one(const SemanticModel& model, int branch) {
+  if (branch < 0 || !model.project().launched_by.empty()) return false;
+  const Kinds& k = kinds();
+  std::vector<TSNode> stack{model.regions()[branch].condition};
+  for (int budget = 64; !stack.empty() && budget > 0; --budget) {
+    TSNode n = stack.back();
+    stack.pop_back();
+    if (node_is_null(n)) continue;
+    if (node_symbol(n) == k.binary_operator && model.text(field(n, k.f_operator)) == "%") {
+      TSNode interval = field(n, k.f_right);
+      if (node_symbol(interval) != k.attribute || !model.defines_option(model.text(field(interval, k.f_attribute))))
+        return false;
+      Value v = model.value_of(interval);
+      return v.kind == Value::Kind::Int && v.i == 1;
+    }
+    for (TSNode ch : children(n)) stack.push_back(ch);
+  }
+  return false;
+}
+
 // The script already skips the all-reduce on micro-steps some way, or may:
 // a `no_sync()` context (DDP's, or a framework's `no_backward_sync`, called
 // or bound to a name to be entered later), an
@@ -412,6 +438,7 @@ void check(const SemanticModel& model, RuleContext& ctx) {
         }
         if (!consumed) periodic_step = true;
       }
+      if (periodic_step && interval_defaults_to_one(model, branch)) periodic_step = false;
     }
     // (b) backward in an inner loop over micro-batches, the step after it in the outer loop
     bool inner_backward = holds_inner_backward[step_loop] != 0;
