@@ -697,6 +697,10 @@ class SemanticModel {
   /// Also true when the file refuses a run of several processes
   /// (refuses_several_processes).
   bool declares_single_process() const;
+  /// True when the file sets `MASTER_ADDR` to this machine (`"localhost"` or
+  /// `"127.0.0.1"`) in the environment: the process group it starts cannot
+  /// span nodes, so a global rank is a local one.
+  bool pins_master_to_this_machine() const;
   /// True when the file stops a run of several processes: `assert
   /// dist.get_world_size() == 1` (`<= 1`, `< 2`), or `if get_world_size() !=
   /// 1:` (`> 1`, `>= 2`) whose body starts with `raise`, `sys.exit()` or

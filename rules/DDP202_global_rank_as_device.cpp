@@ -170,19 +170,11 @@ void report(const SemanticModel& model, RuleContext& ctx, TSNode at) {
              "(os.environ[\"LOCAL_RANK\"])");
 }
 
-// MASTER_ADDR set to this machine in code: the job cannot span nodes, so the
-// global rank is the local rank.
-bool single_machine(const SemanticModel& model) {
-  for (const EnvWrite& w : model.env_writes()) {
-    if (w.name != "MASTER_ADDR") continue;
-    Value v = model.value_of(w.value);
-    if (v.kind == Value::Kind::Str && (v.s == "localhost" || v.s == "127.0.0.1")) return true;
-  }
-  return false;
-}
-
 void check(const SemanticModel& model, RuleContext& ctx) {
-  if (!model.uses_cuda() || single_machine(model)) return;
+  // MASTER_ADDR set to this machine, here or in a file of the project that
+  // this one is joined to by imports (the project's own launcher): the job
+  // cannot span nodes, so the global rank is the local rank
+  if (!model.uses_cuda() || model.pins_master_to_this_machine() || model.project().single_machine) return;
   for (std::string_view set_device : {"torch.cuda.set_device", "torch.accelerator.set_device_index",
                                       "torch.accelerator.set_device_idx"}) {
     for (const CallSite* c : model.calls_to(set_device)) {

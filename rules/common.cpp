@@ -395,11 +395,14 @@ bool hands_out(const SemanticModel& model, TSNode scope, std::string_view name) 
 }
 
 // True when every use of the name `name` in `scope` (its binding by `loader`,
-// the DataLoader call, aside) is the one argument of the builtin `len()`: a
-// loader made only to count its batches (`steps = len(loader) * epochs`),
-// none of which it loads. Any other use (iterated, an attribute read,
-// passed on, returned, in a comprehension) is false.
-bool only_counted(const SemanticModel& model, TSNode scope, TSNode loader, std::string_view name) {
+// the DataLoader call, aside) is the one argument of the builtin `len()` (a
+// loader made only to count its batches, `steps = len(loader) * epochs`,
+// none of which it loads) or an argument of a function of this file
+// decorated with `@torch.no_grad()` / `@torch.inference_mode()`, where no
+// gradient can be computed (a loss-analysis tool's `analyze(loader, ...)`).
+// Any other use (iterated here, an attribute read, passed to anything else,
+// returned, in a comprehension) is false.
+bool counted_or_inspected(const SemanticModel& model, TSNode scope, TSNode loader, std::string_view name) {
   const Kinds& k = kinds();
   TSNode body = node_symbol(scope) == k.module ? scope : field(scope, k.f_body);
   if (node_is_null(body)) return false;
@@ -415,9 +418,15 @@ bool only_counted(const SemanticModel& model, TSNode scope, TSNode loader, std::
         continue;
       TSNode call = node_symbol(p) == k.argument_list ? ts_node_parent(p) : TSNode{};
       const CallSite* c = node_is_null(call) ? nullptr : model.call_at(call);
-      if (c == nullptr || ts_node_named_child_count(p) != 1 || node_symbol(c->callee) != k.identifier ||
-          model.text(c->callee) != "len" || !model.bindings_of("len", c->region).empty())
-        return false;
+      if (c == nullptr) return false;
+      bool counted = ts_node_named_child_count(p) == 1 && node_symbol(c->callee) == k.identifier &&
+                     model.text(c->callee) == "len" && model.bindings_of("len", c->region).empty();
+      if (!counted) {
+        auto targets = model.resolve_local_function(*c);
+        if (targets.empty()) return false;
+        for (int f : targets)
+          if (!model.functions()[static_cast<std::size_t>(f)].no_grad) return false;
+      }
       counted_once = true;
       continue;
     }
@@ -544,7 +553,7 @@ bool loader_feeds_no_training(const SemanticModel& model, const CallSite& call) 
   }
   // made only to count its batches: `len(loader)` and nothing else
   // (in a function: a module-level name may be imported and iterated elsewhere)
-  if (iterables.empty()) return scope > 0 && only_counted(model, model.regions()[scope].node, call.node, name);
+  if (iterables.empty()) return scope > 0 && counted_or_inspected(model, model.regions()[scope].node, call.node, name);
   // returned to the caller, who may train on it
   if (scope > 0 && hands_out(model, model.regions()[scope].node, name)) return false;
   // the name passed to any other call: a use ddplint cannot follow

@@ -223,6 +223,15 @@ bool SemanticModel::refuses_several_processes() const {
   return false;
 }
 
+bool SemanticModel::pins_master_to_this_machine() const {
+  for (const EnvWrite& w : env_writes_) {
+    if (w.name != "MASTER_ADDR") continue;
+    Value v = value_of(w.value);
+    if (v.kind == Value::Kind::Str && (v.s == "localhost" || v.s == "127.0.0.1")) return true;
+  }
+  return false;
+}
+
 bool SemanticModel::declares_single_process() const {
   if (refuses_several_processes()) return true;
   for (const EnvWrite& w : env_writes_) {
