@@ -57,7 +57,6 @@ std::string fingerprint(const ProjectFacts* facts) {
   j["device_selecting_calls"] = json(std::vector<std::string>(facts->device_selecting_calls.begin(),
                                                                facts->device_selecting_calls.end()));
   j["cuda"] = facts->cuda;
-  j["single_machine"] = facts->single_machine;
   j["importers"] = json::array({facts->indexed, facts->package_module, facts->imported, facts->imported_whole,
                                 json(std::vector<std::string>(facts->imported_names.begin(), facts->imported_names.end()))});
   json launched = json::array();

@@ -396,7 +396,6 @@ std::uint32_t statement_end(TSNode node) {
 FileSummary summarize(const SemanticModel& model, const std::function<bool(std::string_view)>& project_call) {
   FileSummary s;
   s.cuda = model.uses_cuda();
-  s.local_master = model.pins_master_to_this_machine();
   // what each top-level function calls as a model: `p(x)`, `p.forward(x)` (by function index)
   std::unordered_map<int, std::set<std::string, std::less<>>> called_as_model;
   for (const CallSite& c : model.calls()) {
@@ -920,7 +919,6 @@ std::string encode_summary(const FileSummary* s) {
     out.text(target);
   }
   out.flag(s->cuda);
-  out.flag(s->local_master);
   out.number(s->launched_options.size());
   for (const auto& [dest, v] : s->launched_options) {
     out.text(dest);
@@ -983,7 +981,6 @@ std::optional<std::optional<FileSummary>> decode_summary(std::string_view bytes)
     s.imports.emplace_back(std::move(local), in.text());
   }
   s.cuda = in.flag();
-  s.local_master = in.flag();
   for (std::uint64_t n = in.count(2 * 8); n > 0 && !in.failed(); --n) {
     std::string dest = in.text();
     s.launched_options.emplace(std::move(dest), static_cast<std::int64_t>(in.number()));
@@ -1187,14 +1184,8 @@ void Project::solve(std::size_t component) const {
       files[i].facts.imported_names = std::move(imported.names);
     }
   }
-  // a file of the component that sets MASTER_ADDR to this machine (the
-  // project's own launcher): the component's jobs run on one node
-  bool local_master = false;
-  for (const ModuleFile& f : files)
-    local_master = local_master || (f.component == component && f.summarised && f.summary.local_master);
   for (std::size_t i = 0; i < files.size(); ++i) {
     if (files[i].component != component) continue;
-    files[i].facts.single_machine = local_master;
     if (files[i].summarised) summary_bytes_ += encode_summary(&files[i].summary).size();
     files[i].summary = FileSummary{};  // only the facts are kept
     files[i].facts.indexed = !dynamic_imports_;

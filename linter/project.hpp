@@ -85,8 +85,6 @@ struct FileSummary {
   /// `from MODULE import *` as ("*", MODULE).
   std::vector<std::pair<std::string, std::string>> imports;
   bool cuda = false;  ///< SemanticModel::uses_cuda(), project facts included
-  /// SemanticModel::pins_master_to_this_machine(): the file sets MASTER_ADDR to localhost.
-  bool local_master = false;
   /// When some call passes the file's parsed command line: its options'
   /// integer values as the project's launches give them
   /// (SemanticModel::launched_command_line; empty where no launch starts the file).

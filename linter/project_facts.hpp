@@ -166,10 +166,6 @@ struct ProjectFacts {
   std::set<std::string, std::less<>> device_selecting_calls;
   /// A file that moves work to CUDA calls into this one (transitively).
   bool cuda = false;
-  /// Some file of the files joined to this one by imports sets MASTER_ADDR
-  /// to this machine (FileSummary::local_master): the project's own launcher
-  /// starts its jobs on one node.
-  bool single_machine = false;
   /// The project was indexed and its imports followed: `imported`,
   /// `imported_whole` and `imported_names` are complete. False for a file
   /// linted alone, in a project too large to index, or in one that imports
@@ -212,7 +208,7 @@ struct ProjectFacts {
   bool empty() const {
     return callees.empty() && step_entries.empty() && loop_entries.empty() && host_parameters.empty() &&
            ddp_parameters.empty() && command_line_parameters.empty() && logged_calls.empty() && result_uses.empty() && forwarding_calls.empty() &&
-           device_selecting_calls.empty() && !cuda && !single_machine && !imported && !imported_whole && imported_names.empty() &&
+           device_selecting_calls.empty() && !cuda && !imported && !imported_whole && imported_names.empty() &&
            launched.empty() && missing_scripts.empty() && launched_by.empty();
   }
   bool operator==(const ProjectFacts&) const = default;

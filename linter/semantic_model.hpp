@@ -917,10 +917,11 @@ class SemanticModel {
     TSNode fallback{};   // its default value, or null
     bool when = true;    // the truth of the parameter that trains
   };
-  // The flag parameter of function `f`, when each call of `f`'s own body for
-  // which `trains(call, index)` holds is in a branch of `f` that tests one
+  // The flag parameter of function `f`, when each call of `f`'s own body
+  // (`calls`: indices into calls_) for which `trains(call, index)` holds is in a branch of `f` that tests one
   // parameter by itself (the same parameter and sense for all); nullopt else.
-  std::optional<TrainingFlag> training_flag(int f, const std::function<bool(const CallSite&, int)>& trains) const;
+  std::optional<TrainingFlag> training_flag(int f, std::span<const int> calls,
+                                            const std::function<bool(const CallSite&, int)>& trains) const;
   // The ranks of a distributed run on which comparison `c` (taken false when
   // `negated`) holds, evaluated on rank 0, rank 1 and a large rank: a mask of
   // {rank 0 = 1, every rank > 0 = 2} (0 to 3), 4 when it holds on some ranks

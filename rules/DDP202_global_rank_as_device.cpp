@@ -171,10 +171,9 @@ void report(const SemanticModel& model, RuleContext& ctx, TSNode at) {
 }
 
 void check(const SemanticModel& model, RuleContext& ctx) {
-  // MASTER_ADDR set to this machine, here or in a file of the project that
-  // this one is joined to by imports (the project's own launcher): the job
-  // cannot span nodes, so the global rank is the local rank
-  if (!model.uses_cuda() || model.pins_master_to_this_machine() || model.project().single_machine) return;
+  // MASTER_ADDR set to this machine in code: the job cannot span nodes, so
+  // the global rank is the local rank
+  if (!model.uses_cuda() || model.pins_master_to_this_machine()) return;
   for (std::string_view set_device : {"torch.cuda.set_device", "torch.accelerator.set_device_index",
                                       "torch.accelerator.set_device_idx"}) {
     for (const CallSite* c : model.calls_to(set_device)) {

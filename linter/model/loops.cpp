@@ -141,15 +141,15 @@ int function_of(std::span<const Region> regions, int region) {
 }  // namespace
 
 std::optional<SemanticModel::TrainingFlag> SemanticModel::training_flag(
-    int f, const std::function<bool(const CallSite&, int)>& trains) const {
+    int f, std::span<const int> calls, const std::function<bool(const CallSite&, int)>& trains) const {
   const Kinds& k = kinds();
   const int fregion = functions_[f].region;
   auto params = parameters_of(f);
   std::optional<TrainingFlag> out;
   bool seen = false;
-  for (std::size_t i = 0; i < calls_.size(); ++i) {
-    const CallSite& c = calls_[i];
-    if (regions_[c.region].scope != fregion || !trains(c, static_cast<int>(i))) continue;
+  for (int i : calls) {
+    const CallSite& c = calls_[static_cast<std::size_t>(i)];
+    if (regions_[c.region].scope != fregion || !trains(c, i)) continue;
     // the innermost branch of `f` around the call that tests a parameter by itself
     std::optional<TrainingFlag> here;
     for (int r = c.region; r > 0 && r != fregion; r = regions_[r].parent) {
@@ -276,9 +276,16 @@ void SemanticModel::analyse_loops() {
   // the flag parameters of the functions that train, read off the marks; with
   // any, the marks again, skipping the calls that turn the flag off
   bool any_flag = false;
+  std::vector<std::vector<int>> calls_of_function(functions_.size());  // the calls of each function's own body
+  for (std::size_t i = 0; i < calls_.size(); ++i) {
+    const Region& scope = regions_[regions_[calls_[i].region].scope];
+    if (scope.kind == Region::Kind::Function && scope.function >= 0 && trains_any[scope.function] &&
+        !callers_[scope.function].empty())
+      calls_of_function[scope.function].push_back(static_cast<int>(i));
+  }
   for (std::size_t f = 0; f < functions_.size(); ++f) {
     if (!trains_any[f] || callers_[f].empty()) continue;
-    flag[f] = training_flag(static_cast<int>(f), [&](const CallSite& c, int ci) {
+    flag[f] = training_flag(static_cast<int>(f), calls_of_function[f], [&](const CallSite& c, int ci) {
       if (training_call(c) || project_callee_trains(c) != ProjectFacts::Trains::None) return true;
       auto it = targets_of.find(ci);
       if (it == targets_of.end()) return false;

@@ -159,7 +159,9 @@ RankSet SemanticModel::rank_set_rec(TSNode c, bool neg, int depth) const {
   }
   // a name bound once to a test of the ranks: `is_master = rank == 0`,
   // `distributed = args.local_rank >= 0` (every rank of a distributed run)
-  if (s == k.identifier) {
+  // (a few levels only: a chain of names bound to tests of each other,
+  // `d1 = d0 and d0`, would otherwise be followed down every branch)
+  if (s == k.identifier && depth < 4) {
     TSNode bound = single_assignment(c);
     if (!node_is_null(bound)) {
       TSSymbol bs = node_symbol(bound);
