@@ -712,6 +712,10 @@ class SemanticModel {
   /// != 1`, `W > 1`, `W >= 2`, mirrored too) on a world-size value W, or,
   /// when `negated`, exactly when it has one (`W == 1`, `W <= 1`, `W < 2`).
   bool several_processes_test(TSNode cond, bool negated) const;
+  /// True when the body of `if_statement` (an `if` or `elif`) starts, past
+  /// comments, with `raise` or a call of `sys.exit`, `os._exit` or the
+  /// builtins `exit()`/`quit()`: the branch stops the program.
+  bool branch_starts_by_exiting(TSNode if_statement) const;
 
   // --- file facts ----------------------------------------------------------------
   /// Calls init_process_group, wraps a model in DDP/FSDP, or reads LOCAL_RANK/RANK/WORLD_SIZE.

@@ -394,6 +394,12 @@ bool hands_out(const SemanticModel& model, TSNode scope, std::string_view name) 
   return false;
 }
 
+// True when `c` calls the builtin `len()` (no binding of `len` in its scope).
+bool builtin_len(const SemanticModel& model, const CallSite& c) {
+  return node_symbol(c.callee) == kinds().identifier && model.text(c.callee) == "len" &&
+         model.bindings_of("len", c.region).empty();
+}
+
 // True when every use of the name `name` in `scope` (its binding by `loader`,
 // the DataLoader call, aside) is the one argument of the builtin `len()` (a
 // loader made only to count its batches, `steps = len(loader) * epochs`,
@@ -419,8 +425,7 @@ bool counted_or_inspected(const SemanticModel& model, TSNode scope, TSNode loade
       TSNode call = node_symbol(p) == k.argument_list ? ts_node_parent(p) : TSNode{};
       const CallSite* c = node_is_null(call) ? nullptr : model.call_at(call);
       if (c == nullptr) return false;
-      bool counted = ts_node_named_child_count(p) == 1 && node_symbol(c->callee) == k.identifier &&
-                     model.text(c->callee) == "len" && model.bindings_of("len", c->region).empty();
+      bool counted = ts_node_named_child_count(p) == 1 && builtin_len(model, *c);
       if (!counted) {
         auto targets = model.resolve_local_function(*c);
         if (targets.empty()) return false;
@@ -569,8 +574,7 @@ bool loader_feeds_no_training(const SemanticModel& model, const CallSite& call) 
       bool in_loop = std::any_of(iterables.begin(), iterables.end(), [&](TSNode it) { return within(it, c.node); });
       bool prepared = c.method == "prepare";
       // `len(loader)`: the number of batches, none of them loaded
-      bool counted = node_symbol(c.callee) == k.identifier && model.text(c.callee) == "len" &&
-                     model.bindings_of("len", c.region).empty();
+      bool counted = builtin_len(model, c);
       if (!in_loop && !prepared && !counted) return false;
     }
   }

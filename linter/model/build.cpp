@@ -878,21 +878,7 @@ class ModelBuilder {
         TSSymbol ps = node_symbol(p);
         if (ps == k_.assert_statement) return true;
         if (ps == k_.if_statement || ps == k_.elif_clause) {
-          if (!ts_node_eq(n, field(p, k_.f_condition))) return false;
-          TSNode body = field(p, k_.f_consequence);
-          TSNode first = node_is_null(body) ? TSNode{} : ts_node_named_child(body, 0);
-          while (!node_is_null(first) && node_symbol(first) == k_.comment) first = ts_node_next_named_sibling(first);
-          if (node_is_null(first)) return false;
-          if (node_symbol(first) == k_.raise_statement) return true;
-          if (node_symbol(first) == k_.expression_statement) {
-            const CallSite* exit = m_.call_at(ts_node_named_child(first, 0));
-            if (exit == nullptr) return false;
-            std::string_view callee = exit->canonical;
-            if (callee.empty() && !node_is_null(exit->callee) && node_symbol(exit->callee) == k_.identifier)
-              callee = m_.text(exit->callee);  // the builtins exit() and quit()
-            return callee == "sys.exit" || callee == "os._exit" || callee == "exit" || callee == "quit";
-          }
-          return false;
+          return ts_node_eq(n, field(p, k_.f_condition)) && m_.branch_starts_by_exiting(p);
         }
         if (ps == k_.block || ps == k_.module || ps == k_.function_definition) return false;
       }

@@ -24,6 +24,15 @@ inline std::string lower(std::string_view s) {
 
 inline bool contains(std::string_view hay, std::string_view needle) { return hay.find(needle) != std::string_view::npos; }
 
+// `b op' a` written as `a op b`: the mirrored comparison (`0 < rank` is `rank > 0`).
+inline std::string_view mirrored(std::string_view op) {
+  if (op == "<") return ">";
+  if (op == "<=") return ">=";
+  if (op == ">") return "<";
+  if (op == ">=") return "<=";
+  return op;
+}
+
 using Entry = CallRange::Entry;
 
 // A name index: (name_hash, position) entries sorted by hash, then name (only

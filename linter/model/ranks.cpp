@@ -54,15 +54,6 @@ std::optional<bool> compare(std::string_view op, std::int64_t a, std::int64_t b)
   return std::nullopt;
 }
 
-// `b op' a` written as `a op b`: the mirrored comparison (`0 < rank` is `rank > 0`).
-std::string_view mirrored(std::string_view op) {
-  if (op == "<") return ">";
-  if (op == "<=") return ">=";
-  if (op == ">") return "<";
-  if (op == ">=") return "<=";
-  return op;
-}
-
 }  // namespace
 
 bool RankSet::complements(const RankSet& other) const {

@@ -177,14 +177,29 @@ bool SemanticModel::several_processes_test(TSNode cond, bool negated) const {
     Value v = value_of(operands[1 - side]);
     if (v.kind != Value::Kind::Int) return false;
     // the world size w on the left: `w op v`; a mirrored operator on the right
-    std::string_view o = op;
-    if (side == 1) o = op == "<" ? ">" : op == ">" ? "<" : op == "<=" ? ">=" : op == ">=" ? "<=" : op;
+    std::string_view o = side == 1 ? mirrored(op) : op;
     // true exactly when w > 1 (`!= 1`, `> 1`, `>= 2`), or exactly when w == 1 (`== 1`, `<= 1`, `< 2`)
     bool several = (o == "!=" && v.i == 1) || (o == ">" && v.i == 1) || (o == ">=" && v.i == 2);
     bool one = (o == "==" && v.i == 1) || (o == "<=" && v.i == 1) || (o == "<" && v.i == 2);
     return negated ? one : several;
   }
   return false;
+}
+
+bool SemanticModel::branch_starts_by_exiting(TSNode if_statement) const {
+  const Kinds& k = kinds();
+  TSNode body = field(if_statement, k.f_consequence);
+  TSNode first = node_is_null(body) ? TSNode{} : ts_node_named_child(body, 0);
+  while (!node_is_null(first) && node_symbol(first) == k.comment) first = ts_node_next_named_sibling(first);
+  if (node_is_null(first)) return false;
+  if (node_symbol(first) == k.raise_statement) return true;
+  if (node_symbol(first) != k.expression_statement) return false;
+  const CallSite* exit = call_at(ts_node_named_child(first, 0));
+  if (exit == nullptr) return false;
+  std::string_view callee = exit->canonical;
+  if (callee.empty() && !node_is_null(exit->callee) && node_symbol(exit->callee) == k.identifier)
+    callee = text(exit->callee);  // the builtins exit() and quit()
+  return callee == "sys.exit" || callee == "os._exit" || callee == "exit" || callee == "quit";
 }
 
 bool SemanticModel::refuses_several_processes() const {
@@ -201,19 +216,7 @@ bool SemanticModel::refuses_several_processes() const {
     TSSymbol ps = node_symbol(p);
     if (ps == k.assert_statement) return ts_node_eq(ts_node_named_child(p, 0), test) && several_processes_test(test, true);
     if ((ps != k.if_statement && ps != k.elif_clause) || !ts_node_eq(field(p, k.f_condition), test)) return false;
-    if (!several_processes_test(test, false)) return false;
-    TSNode body = field(p, k.f_consequence);
-    TSNode first = node_is_null(body) ? TSNode{} : ts_node_named_child(body, 0);
-    while (!node_is_null(first) && node_symbol(first) == k.comment) first = ts_node_next_named_sibling(first);
-    if (node_is_null(first)) return false;
-    if (node_symbol(first) == k.raise_statement) return true;
-    if (node_symbol(first) != k.expression_statement) return false;
-    const CallSite* exit = call_at(ts_node_named_child(first, 0));
-    if (exit == nullptr) return false;
-    std::string_view callee = exit->canonical;
-    if (callee.empty() && !node_is_null(exit->callee) && node_symbol(exit->callee) == k.identifier)
-      callee = text(exit->callee);  // the builtins exit() and quit()
-    return callee == "sys.exit" || callee == "os._exit" || callee == "exit" || callee == "quit";
+    return several_processes_test(test, false) && branch_starts_by_exiting(p);
   };
   for (const CallSite& c : calls_) {
     if (!is_world_size_value(c.node)) continue;
