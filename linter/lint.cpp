@@ -123,7 +123,10 @@ LintResult lint_decoded(const SourceFile& source, const SyntaxTree& tree, std::s
                         const ProjectFacts* project) {
   LintResult result;
   if (!tree) {
-    result.error = "tree-sitter could not parse the file";
+    result.error = too_deeply_indented(source.text())
+                       ? "too many levels of indentation: CPython refuses more than 99 (IndentationError), so the "
+                         "file was not linted"
+                       : "tree-sitter could not parse the file";
     return result;
   }
   const FileRole role = file_role(source.path());

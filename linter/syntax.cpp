@@ -404,8 +404,130 @@ static void exclude_bom(TSParser* parser, const SourceFile& source, std::string_
   ts_parser_set_included_ranges(parser, &range, 1);
 }
 
+namespace {
+
+// The column a line's indentation reaches, as CPython's tokenizer counts it
+// (a tab to the next multiple of 8, a form feed back to 0); `at` is left on
+// the first byte after the indentation.
+int indentation_column(std::string_view text, std::size_t& at) {
+  int column = 0;
+  for (; at < text.size(); ++at) {
+    char c = text[at];
+    if (c == ' ')
+      ++column;
+    else if (c == '\t')
+      column = (column / 8 + 1) * 8;
+    else if (c == '\f')
+      column = 0;
+    else
+      break;
+  }
+  return column;
+}
+
+// True when some line's indentation reaches column kMaxIndentationLevels: a
+// text without one cannot open that many levels (each level is deeper by at
+// least one column), whatever its brackets and strings.
+bool some_line_indented_past_limit(std::string_view text) {
+  for (std::size_t at = 0; at < text.size();) {
+    if (indentation_column(text, at) >= kMaxIndentationLevels) return true;
+    const void* nl = std::memchr(text.data() + at, '\n', text.size() - at);
+    if (nl == nullptr) break;
+    at = static_cast<std::size_t>(static_cast<const char*>(nl) - text.data()) + 1;
+  }
+  return false;
+}
+
+// Past a string literal that opens at `at` (its quote): a backslash escapes
+// the next byte (in raw strings too, for where the literal ends); a
+// single-quoted literal also ends at a line break (unterminated).
+std::size_t skip_string(std::string_view text, std::size_t at) {
+  const char quote = text[at];
+  const bool triple = at + 2 < text.size() && text[at + 1] == quote && text[at + 2] == quote;
+  at += triple ? 3 : 1;
+  while (at < text.size()) {
+    char c = text[at];
+    if (c == '\\') {
+      at += 2;
+    } else if (c == quote) {
+      if (!triple) return at + 1;
+      if (at + 2 < text.size() && text[at + 1] == quote && text[at + 2] == quote) return at + 3;
+      ++at;
+    } else if (!triple && (c == '\n' || c == '\r')) {
+      return at;
+    } else {
+      ++at;
+    }
+  }
+  return text.size();
+}
+
+}  // namespace
+
+bool too_deeply_indented(std::string_view text) {
+  if (!some_line_indented_past_limit(text)) return false;
+  int levels[kMaxIndentationLevels + 1] = {0};  // the indentation stack; levels[0] is the margin
+  int top = 0, brackets = 0;
+  bool line_start = true;
+  for (std::size_t at = 0; at < text.size();) {
+    if (line_start) {
+      line_start = false;
+      if (brackets == 0) {
+        int column = indentation_column(text, at);
+        if (at >= text.size()) break;
+        char c = text[at];
+        if (c == '\n' || c == '\r' || c == '#') continue;  // blank or comment-only: no logical line
+        if (column > levels[top]) {
+          if (top == kMaxIndentationLevels) return true;
+          levels[++top] = column;
+        } else {
+          while (top > 0 && column < levels[top]) --top;
+        }
+        continue;
+      }
+    }
+    switch (text[at]) {
+      case '\r':
+        if (at + 1 < text.size() && text[at + 1] == '\n') ++at;
+        [[fallthrough]];
+      case '\n':
+        line_start = true;
+        ++at;
+        break;
+      case '#': {
+        std::size_t end = text.find_first_of("\r\n", at);
+        at = end == std::string_view::npos ? text.size() : end;
+        break;
+      }
+      case '\\':  // a continuation (the line break after it starts no logical line)
+        at += (at + 2 < text.size() && text[at + 1] == '\r' && text[at + 2] == '\n') ? 3 : 2;
+        break;
+      case '(':
+      case '[':
+      case '{':
+        ++brackets;
+        ++at;
+        break;
+      case ')':
+      case ']':
+      case '}':
+        if (brackets > 0) --brackets;
+        ++at;
+        break;
+      case '\'':
+      case '"':
+        at = skip_string(text, at);
+        break;
+      default:
+        ++at;
+    }
+  }
+  return false;
+}
+
 SyntaxTree parse_python(const SourceFile& source, const SyntaxTree* previous) {
   ArenaPause pause(source.text().size() > ParseArenaScope::kMaxSourceBytes);  // (outlives the parser)
+  if (too_deeply_indented(source.text())) return {};  // (CPython refuses it; the parser can crash on it)
   std::unique_ptr<TSParser, void (*)(TSParser*)> parser(ts_parser_new(), &ts_parser_delete);
   if (!parser || !ts_parser_set_language(parser.get(), tree_sitter_python())) return {};
   std::string_view text = source.text();

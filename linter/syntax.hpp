@@ -101,10 +101,27 @@ class ParseArenaScope {
 /// allocated outside a scope may then be freed with the hooks on or off).
 void set_parse_arena_hooks(bool on);
 
+/// The most levels of indentation CPython's tokenizer accepts: a 100th level
+/// raises "IndentationError: too many levels of indentation" (MAXINDENT, 100,
+/// in CPython's Parser/tokenizer.h; the stack's level 0 is the margin).
+/// tree-sitter-python's scanner keeps at most 511 levels in the state it
+/// serializes (1,024 bytes, two per level) and was seen to crash at 515.
+inline constexpr int kMaxIndentationLevels = 99;
+
+/// True when `text` opens more than kMaxIndentationLevels levels of
+/// indentation as CPython's tokenizer counts them: at the start of logical
+/// lines only (not inside brackets or strings, not after a backslash
+/// continuation), blank and comment-only lines skipped, a tab advancing to the
+/// next multiple of 8 columns and a form feed resetting the column. Linear in
+/// the text; a text whose lines all start within 99 columns is answered from
+/// the line starts alone. parse_python returns an empty tree for such a text.
+bool too_deeply_indented(std::string_view text);
+
 /// Parses `source` with tree-sitter-python. A leading BOM is excluded from
 /// parsing (offsets stay relative to the whole buffer). Never fails on bad
-/// syntax: errors appear as ERROR/MISSING nodes. Returns an empty tree only if
-/// tree-sitter itself fails (out of memory).
+/// syntax: errors appear as ERROR/MISSING nodes. Returns an empty tree if
+/// tree-sitter itself fails (out of memory), and for a text that is
+/// too_deeply_indented (CPython refuses it; tree-sitter-python can crash on it).
 ///
 /// Python reads source with universal newlines; tree-sitter-python takes a
 /// lone \r (old Mac line endings) for a space. A text with a lone \r is parsed

@@ -282,6 +282,25 @@ TEST_CASE("huge and deeply nested files: no crash, no hang") {
   CHECK(ddplint({"-q", "calls.py"}, "", d.path).rc == 0);
 }
 
+TEST_CASE("indentation deeper than CPython allows: a clear error naming the file, the others still linted") {
+  // tree-sitter-python crashed past about 512 levels; CPython refuses a 100th.
+  TempDir d;
+  auto nested = [](int levels, const std::string& body) {
+    std::string text = "import torch\n";
+    for (int i = 0; i < levels; ++i) text += std::string(static_cast<std::size_t>(i), ' ') + "if a:\n";
+    return text + std::string(static_cast<std::size_t>(levels), ' ') + body + "\n";
+  };
+  d.write("deep_blocks.py", nested(520, "torch.save(m, 'x.pt')"));
+  d.write("at_limit.py", nested(99, "torch.save(m, 'x.pt')") + kBadLoader);
+  d.write("bad.py", kBadLoader);
+  Run r = ddplint({"-q", "deep_blocks.py", "at_limit.py", "bad.py"}, "", d.path);
+  CHECK(r.rc == 2);
+  CHECK(contains(r.err, "deep_blocks.py: too many levels of indentation"));
+  CHECK_FALSE(contains(r.err, "at_limit.py"));
+  CHECK(contains(r.out, "at_limit.py:"));
+  CHECK(contains(r.out, "bad.py:3:10: DDP101"));
+}
+
 TEST_CASE("shapes that were once quadratic or exponential finish (no hang)") {
   TempDir d;
   // a 20,000-clause elif chain: every branch is a region
