@@ -151,6 +151,41 @@ bool assigns_magic(std::string_view t) {
   return i < t.size() && (t[i] == '!' || t[i] == '%');
 }
 
+// A line magic written without its `%`, which IPython runs as one while
+// automagic is on (its default): `pip install x`, `cd data`, `load_ext
+// autoreload`, and the shell aliases IPython defines on POSIX (`ls -l`).
+// Only where the line cannot be Python: the name, blanks, then a word, a path
+// or an option (`pip install`, `cd ..`, `ls -l`), not an operator or a
+// keyword that would continue an expression (`pip = 3`, `cd if x else y`).
+bool automagic(std::string_view t) {
+  static constexpr std::string_view kNames[] = {
+      // line magics people type without `%`
+      "pip", "conda", "mamba", "micromamba", "cd", "pwd", "env", "set_env", "load_ext", "reload_ext",
+      "autoreload", "matplotlib", "pylab", "timeit", "run", "who", "whos", "reset", "history", "pushd",
+      "popd", "bookmark", "store", "config", "xmode", "precision", "pdb", "alias", "unalias", "rehashx",
+      // IPython's default shell aliases on POSIX
+      "cat", "cp", "ldir", "lf", "lk", "ll", "ls", "lx", "mkdir", "mv", "rm", "rmdir", "clear", "less",
+      "man", "more"};
+  std::size_t i = 0;
+  while (i < t.size() && (std::isalnum(static_cast<unsigned char>(t[i])) || t[i] == '_')) ++i;
+  std::string_view name = t.substr(0, i);
+  if (std::find(std::begin(kNames), std::end(kNames), name) == std::end(kNames)) return false;
+  std::size_t blanks = i;
+  while (i < t.size() && (t[i] == ' ' || t[i] == '\t')) ++i;
+  if (i == blanks || i >= t.size()) return false;  // `pwd` alone, or `ls` alone, is a Python name too
+  std::string_view rest = t.substr(i);
+  std::size_t word = 0;
+  while (word < rest.size() && (std::isalnum(static_cast<unsigned char>(rest[word])) || rest[word] == '_')) ++word;
+  if (word > 0) {
+    for (std::string_view keyword : {"if", "else", "and", "or", "not", "in", "is", "for", "async", "await", "lambda"})
+      if (rest.substr(0, word) == keyword) return false;
+    return true;
+  }
+  const char c = rest[0];
+  if (c == '-') return rest.size() > 1 && (rest[1] == '-' || std::isalpha(static_cast<unsigned char>(rest[1])));
+  return c == '/' || c == '~' || c == '$' || (c == '.' && rest.size() > 1 && (rest[1] == '.' || rest[1] == '/'));
+}
+
 // Where the strings of each cell's `source` are written in a notebook's JSON
 // text (valid, as nlohmann read it): per cell of `cells`, the 1-based line of
 // each string (one for a string source; none where a key is spelled with
@@ -321,7 +356,7 @@ std::optional<Notebook> Notebook::parse(std::string_view bytes, std::string& err
       bool magic = magic_continues;
       if (!magic && statement_start && !body.empty()) {
         LexState probe = state;
-        magic = body.starts_with('%') || body.starts_with('!') || body.starts_with('?') || assigns_magic(body) ||
+        magic = body.starts_with('%') || body.starts_with('!') || body.starts_with('?') || assigns_magic(body) || automagic(body) ||
                 scan_line(line, probe);
       }
       std::string out(line);

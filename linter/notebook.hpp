@@ -77,7 +77,9 @@ class Notebook {
  public:
   /// Reads a notebook. The code cells' sources (a string or a list of
   /// strings) are joined into one virtual source, each cell ending in "\n";
-  /// IPython lines (`%line magic`, `!shell`, `?help`/`obj?`, `x = !cmd`, and
+  /// IPython lines (`%line magic`, `!shell`, `?help`/`obj?`, `x = !cmd`, a
+  /// line magic or shell alias automagic runs without its `%` where the line
+  /// cannot be Python (`pip install x`, `cd data`), and
   /// the lines they continue with `\`) are blanked to a same-length Python
   /// statement (`...` padded with spaces, or `0`), at the top level only (not
   /// inside brackets or strings); a cell whose first line is a cell magic

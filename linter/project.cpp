@@ -28,7 +28,7 @@ namespace {
 // Every guard kind: a call under any classified `if` is not "every step" for
 // another file (a rule there may exempt any of them).
 constexpr GuardMask kAnyGuard = kGuardPeriodic | kGuardFinalStep | kGuardMainProcess | kGuardRankDependent |
-                                kGuardOffByDefault;
+                                kGuardOffByDefault | kGuardOnFailure;
 
 
 std::vector<std::string> split_dots(std::string_view name) {

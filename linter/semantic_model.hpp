@@ -29,6 +29,7 @@ enum GuardKind : std::uint8_t {
   kGuardMainProcess = 1 << 2,    ///< `rank == 0`, `is_main_process()`, `local_rank in (-1, 0)`
   kGuardRankDependent = 1 << 3,  ///< any condition on a rank value
   kGuardOffByDefault = 1 << 4,   ///< `if args.sync_step:` whose value is false by default (store_true, False)
+  kGuardOnFailure = 1 << 5,      ///< taken only when a value is not finite: `if loss.isnan().any():`, `if not math.isfinite(x):`
 };
 using GuardMask = std::uint8_t;
 
@@ -873,10 +874,24 @@ class SemanticModel {
   bool stops_within_few(int r) const;
   bool runs_every_step_from(int region, std::uint32_t at, GuardMask exempt, int depth, std::vector<int>& visiting,
                             bool& cycle) const;
-  // Guards of the early exits of function or loop region `r` before byte `at`:
-  // `if <test>: return` (or raise; in a loop, continue or break) among its
-  // body's statements before the one holding `at`, each test negated.
-  GuardMask early_exit_guards(int r, std::uint32_t at) const;
+  // True when byte `at` of function or loop region `r` runs only after a rare
+  // test (a guard in `exempt`) let it through: an `if` among its body's
+  // statements before the one holding `at` (in line `with`/`try` bodies
+  // included) whose every path that falls through passed such a test, the
+  // others leaving (return or raise; in a loop, continue or break):
+  // `if step % every != 0: return`, or an if/else tree of such tests.
+  bool after_rare_early_exit(int r, std::uint32_t at, GuardMask exempt) const;
+  // True when `block` (a suite) ends by leaving: return, raise (in a loop,
+  // continue or break), or an if/else whose every branch does.
+  bool block_exits(TSNode block, bool loop, int depth) const;
+  // True when every path through `if_statement` that falls through passed a
+  // test with a guard in `exempt` (its own condition, or an earlier one
+  // negated) or a statement of its branch that is itself such an `if`.
+  bool falls_through_rarely(TSNode if_statement, bool loop, GuardMask exempt, int depth) const;
+  bool falls_through_rarely_uncached(TSNode if_statement, bool loop, GuardMask exempt, int depth) const;
+  // True when some statement of `block` that ends before byte `at` is an `if`
+  // that falls_through_rarely.
+  bool rare_tail(TSNode block, std::uint32_t at, bool loop, GuardMask exempt, int depth) const;
   Value value_rec(TSNode expr, int depth) const;
   Value value_uncached(TSNode expr, int depth) const;
   Value argparse_uncached(const std::string& dest, int depth) const;
@@ -962,6 +977,8 @@ class SemanticModel {
   ModelArena arena_;  // (first: the containers below allocate from it)
   mutable std::pmr::unordered_map<MemoKey, std::uint8_t, MemoHash> memo_{arena_.get()};
   mutable std::pmr::unordered_map<std::uint64_t, bool> step_memo_{arena_.get()};
+  // falls_through_rarely per (if statement start byte, loop, exempt): each if tree is read once per query kind
+  mutable std::pmr::unordered_map<std::uint64_t, bool> rare_if_memo_{arena_.get()};
   mutable std::pmr::unordered_map<std::uint64_t, GuardMask> parameter_guard_memo_{arena_.get()};
   mutable std::pmr::unordered_map<MemoKey, Value, MemoHash> value_memo_{arena_.get()};
   mutable std::unordered_map<std::string, Value> argparse_memo_;

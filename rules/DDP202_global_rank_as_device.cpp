@@ -73,6 +73,15 @@ bool local_rank_value(const SemanticModel& model, TSNode expr, int depth = 0) {
 std::optional<bool> parameter_global_rank(const SemanticModel& model, TSNode expr, int depth) {
   std::optional<ParameterOf> param = parameter_of(model, expr);
   if (!param) return std::nullopt;
+  // A function other files import (by name, or the module whole) has callers
+  // there too, and what they pass is not known here (DINOv3's scoring helper
+  // gets the global rank from its own file's test entry and the current
+  // device from the training script): no claim. The caller that passes the
+  // global rank is flagged where that rank becomes a device.
+  const ProjectFacts& facts = model.project();
+  const int f = static_cast<int>(param->fn - model.functions().data());
+  if (model.is_top_level_function(f) && (facts.imported_whole || facts.imported_names.contains(param->fn->name)))
+    return false;
   std::string_view name = model.text(expr);
   int calls = 0;
   for (const CallSite* c : model.calls_named(param->fn->name)) {

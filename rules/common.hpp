@@ -22,7 +22,8 @@ inline constexpr std::string_view kDataParallel = "torch.nn.parallel.DataParalle
 /// Guards under which a per-step cost is not per step: logging intervals,
 /// the final iteration, the main process only, and opt-in flags that are off
 /// by default (`if args.synchronize_step:` with action="store_true").
-inline constexpr GuardMask kRareGuards = kGuardPeriodic | kGuardFinalStep | kGuardMainProcess | kGuardOffByDefault;
+inline constexpr GuardMask kRareGuards =
+    kGuardPeriodic | kGuardFinalStep | kGuardMainProcess | kGuardOffByDefault | kGuardOnFailure;
 
 /// True if `name` (without the `torch.distributed.` prefix) is a collective.
 bool is_collective(std::string_view canonical);

@@ -51,6 +51,40 @@ bool first_steps_test(const SemanticModel& model, const NodeList& operands, std:
   std::string counter = lower(model.last_name(operands[counter_side]));
   return contains(counter, "step") || contains(counter, "iter");
 }
+
+// A test of whether a value is finite, through the reductions and reads that
+// keep its sense: +1 when it holds on a non-finite value (`torch.isnan(x)`,
+// `x.isinf().any()`, `math.isnan(v)`), -1 when it holds on a finite one
+// (`torch.isfinite(x).all()`, `math.isfinite(v)`), 0 for anything else.
+int nonfinite_test(const SemanticModel& model, TSNode c, int depth) {
+  const Kinds& k = kinds();
+  if (node_is_null(c) || depth > 6) return 0;
+  if (node_symbol(c) == k.parenthesized_expression && !node_is_null(parenthesized_inner(c)))
+    return nonfinite_test(model, parenthesized_inner(c), depth + 1);
+  if (node_symbol(c) != k.call) return 0;
+  const CallSite* site = model.call_at(c);
+  if (site == nullptr) return 0;
+  std::string_view m = site->method;
+  const bool method = !node_is_null(site->receiver);
+  // the sense passes through `.any()`/`.all()`/`.item()` and `bool()`,
+  // `torch.any()`/`torch.all()` (any of isnan, all of isfinite)
+  if (method && (m == "any" || m == "all" || m == "item") && model.positional_count(*site) == 0)
+    return nonfinite_test(model, site->receiver, depth + 1);
+  std::string_view canonical = site->canonical;
+  if (canonical == "bool" || canonical == "torch.any" || canonical == "torch.all" ||
+      (canonical.empty() && !method && m == "bool"))
+    return nonfinite_test(model, model.argument(*site, "input", 0), depth + 1);
+  for (std::string_view lib : {"torch.", "math.", "numpy.", "cmath."}) {
+    if (!canonical.starts_with(lib)) continue;
+    std::string_view f = canonical.substr(lib.size());
+    if (f == "isnan" || f == "isinf" || f == "isneginf" || f == "isposinf") return 1;
+    if (f == "isfinite") return -1;
+  }
+  if (method && (m == "isnan" || m == "isinf")) return 1;
+  if (method && m == "isfinite") return -1;
+  return 0;
+}
+
 }  // namespace
 
 GuardMask SemanticModel::classify_condition(TSNode cond, bool negated) const {
@@ -263,6 +297,8 @@ GuardMask SemanticModel::classify_rec(TSNode c, bool neg, int depth) const {
   if (s == k.call) {
     std::string_view name = last_name(field(c, k.f_function));
     if (is_main_process_name(name)) return neg ? kGuardRankDependent : (kGuardMainProcess | kGuardRankDependent);
+    // a branch taken only on a non-finite value: the step failed (NaN loss)
+    if (int sense = nonfinite_test(*this, c, 0); sense != 0 && (sense > 0) != neg) return kGuardOnFailure;
     // a periodic predicate of this file: `if every_n_steps(state, freq):`, `if self.should_log(step):`
     if (!neg && depth < 4) {
       if (const CallSite* site = call_at(c)) {

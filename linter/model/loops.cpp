@@ -460,12 +460,80 @@ bool SemanticModel::runs_every_step(TSNode node, GuardMask exempt) const {
   return runs_every_step_from(region_of(node), node_start_byte(node), exempt, 0, visiting, cycle);
 }
 
-GuardMask SemanticModel::early_exit_guards(int r, std::uint32_t at) const {
+bool SemanticModel::block_exits(TSNode block, bool loop, int depth) const {
   const Kinds& k = kinds();
+  std::uint32_t n = node_is_null(block) ? 0 : ts_node_named_child_count(block);
+  if (n == 0 || depth > kMaxDepth) return false;
+  TSNode last = ts_node_named_child(block, n - 1);
+  TSSymbol s = node_symbol(last);
+  if (s == k.return_statement || s == k.raise_statement) return true;
+  if (loop && (s == k.break_statement || std::string_view(ts_node_type(last)) == "continue_statement")) return true;
+  if (s != k.if_statement) return false;
+  // an if whose every branch exits, an else included
+  if (!block_exits(field(last, k.f_consequence), loop, depth + 1)) return false;
+  bool has_else = false;
+  for (TSNode clause : children(last)) {
+    TSSymbol cs = node_symbol(clause);
+    if (cs == k.elif_clause && !block_exits(field(clause, k.f_consequence), loop, depth + 1)) return false;
+    if (cs == k.else_clause) {
+      has_else = true;
+      if (!block_exits(field(clause, k.f_body), loop, depth + 1)) return false;
+    }
+  }
+  return has_else;
+}
+
+bool SemanticModel::falls_through_rarely(TSNode if_statement, bool loop, GuardMask exempt, int depth) const {
+  if (depth > kMaxDepth) return false;
+  const std::uint64_t key = (static_cast<std::uint64_t>(node_start_byte(if_statement)) << 9) |
+                            (static_cast<std::uint64_t>(loop) << 8) | exempt;
+  if (auto m = rare_if_memo_.find(key); m != rare_if_memo_.end()) return m->second;
+  bool rare = falls_through_rarely_uncached(if_statement, loop, exempt, depth);
+  rare_if_memo_.emplace(key, rare);
+  return rare;
+}
+
+bool SemanticModel::falls_through_rarely_uncached(TSNode if_statement, bool loop, GuardMask exempt, int depth) const {
+  const Kinds& k = kinds();
+  // each branch with the tests its path passed: its own condition, the earlier ones negated
+  GuardMask earlier = 0;  // the guards of the earlier conditions, negated
+  auto branch_rare = [&](TSNode condition, TSNode body) {
+    GuardMask path = earlier;
+    if (!node_is_null(condition)) path |= classify_condition(condition, false);
+    return (path & exempt) != 0 || block_exits(body, loop, depth + 1) ||
+           rare_tail(body, node_end_byte(body), loop, exempt, depth + 1);
+  };
+  TSNode condition = field(if_statement, k.f_condition);
+  if (!branch_rare(condition, field(if_statement, k.f_consequence))) return false;
+  earlier |= classify_condition(condition, true);
+  for (TSNode clause : children(if_statement)) {
+    TSSymbol cs = node_symbol(clause);
+    if (cs == k.elif_clause) {
+      TSNode c = field(clause, k.f_condition);
+      if (!branch_rare(c, field(clause, k.f_consequence))) return false;
+      earlier |= classify_condition(c, true);
+    } else if (cs == k.else_clause) {
+      return branch_rare(TSNode{}, field(clause, k.f_body));
+    }
+  }
+  return (earlier & exempt) != 0;  // no else: the path that takes no branch
+}
+
+bool SemanticModel::rare_tail(TSNode block, std::uint32_t at, bool loop, GuardMask exempt, int depth) const {
+  if (node_is_null(block) || depth > kMaxDepth) return false;
+  for (TSNode stmt : children(block)) {
+    if (node_end_byte(stmt) > at) break;  // the statement holding `at`, and those after it
+    if (node_symbol(stmt) == kinds().if_statement && falls_through_rarely(stmt, loop, exempt, depth)) return true;
+  }
+  return false;
+}
+
+bool SemanticModel::after_rare_early_exit(int r, std::uint32_t at, GuardMask exempt) const {
+  const Kinds& k = kinds();
+  if (exempt == 0) return false;
   TSNode body = field(regions_[r].node, k.f_body);
-  if (node_is_null(body)) return 0;
+  if (node_is_null(body)) return false;
   bool loop = regions_[r].kind == Region::Kind::Loop;
-  GuardMask mask = 0;
   // the statements before `at` in its block and in the blocks around it up to
   // the body: `with torch.no_grad():` and `try:` bodies run in line
   std::vector<TSNode> blocks{body};
@@ -479,22 +547,12 @@ GuardMask SemanticModel::early_exit_guards(int r, std::uint32_t at) const {
       }
     }
   }
-  for (TSNode block : blocks) {
-    for (TSNode stmt : children(block)) {
-      if (node_end_byte(stmt) > at) break;  // the statement holding `at`, and those after it
-      if (node_symbol(stmt) != k.if_statement || !node_is_null(field(stmt, k.f_alternative))) continue;
-      TSNode consequence = field(stmt, k.f_consequence);
-      std::uint32_t n = node_is_null(consequence) ? 0 : ts_node_named_child_count(consequence);
-      if (n == 0) continue;
-      TSNode last = ts_node_named_child(consequence, n - 1);
-      std::string_view type = ts_node_type(last);
-      bool exits = node_symbol(last) == k.return_statement || node_symbol(last) == k.raise_statement ||
-                   (loop && (type == "continue_statement" || node_symbol(last) == k.break_statement));
-      // what follows runs only when the test is false: `if step % every != 0: return`
-      if (exits) mask |= classify_condition(field(stmt, k.f_condition), true);
-    }
-  }
-  return mask;
+  // what follows an `if` whose every path that falls through passed a rare
+  // test runs only on those paths: `if step % every != 0: return`, or an
+  // if/else tree of such tests (`if step == 0: ... else: if step % n != 0: return`)
+  for (TSNode block : blocks)
+    if (rare_tail(block, at, loop, exempt, 0)) return true;
+  return false;
 }
 
 bool SemanticModel::runs_every_step_from(int region, std::uint32_t at, GuardMask exempt, int depth,
@@ -508,12 +566,12 @@ bool SemanticModel::runs_every_step_from(int region, std::uint32_t at, GuardMask
         break;
       case Region::Kind::Loop:
         // a loop of a few iterations (a probe, a smoke test): nothing adds up per step
-        if (step_loop_[r]) return !few_iterations_[r] && (early_exit_guards(r, at) & exempt) == 0;
+        if (step_loop_[r]) return !few_iterations_[r] && !after_rare_early_exit(r, at, exempt);
         if (training_loop_[r]) return false;  // an epoch loop: runs once per epoch
         break;
       case Region::Kind::Function: {
         // after an early exit on a rare condition (`if step % every != 0: return`)
-        if (early_exit_guards(r, at) & exempt) return false;
+        if (after_rare_early_exit(r, at, exempt)) return false;
         // memoised per (function, exempt): each function's call sites are
         // examined once per query kind, however the call graph branches
         std::uint64_t key = (static_cast<std::uint64_t>(reg.function) << 8) | exempt;
