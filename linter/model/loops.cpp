@@ -495,28 +495,37 @@ bool SemanticModel::falls_through_rarely(TSNode if_statement, bool loop, GuardMa
 
 bool SemanticModel::falls_through_rarely_uncached(TSNode if_statement, bool loop, GuardMask exempt, int depth) const {
   const Kinds& k = kinds();
-  // each branch with the tests its path passed: its own condition, the earlier ones negated
+  // each branch with the tests its path passed: its own condition, the
+  // earlier ones negated. A branch passes when it leaves, when its path's
+  // tests carry an exempt guard, or when its own body holds such an `if`
+  // (which leaves somewhere). Some branch must leave: with none, every run
+  // falls through one branch or another (`if rank == 0: ... else: ...` is
+  // rank-dependent on both sides, yet every rank runs what follows).
   GuardMask earlier = 0;  // the guards of the earlier conditions, negated
-  auto branch_rare = [&](TSNode condition, TSNode body) {
+  bool leaves = false;
+  auto branch_passes = [&](TSNode condition, TSNode body) {
+    if (block_exits(body, loop, depth + 1) || rare_tail(body, node_end_byte(body), loop, exempt, depth + 1)) {
+      leaves = true;
+      return true;
+    }
     GuardMask path = earlier;
     if (!node_is_null(condition)) path |= classify_condition(condition, false);
-    return (path & exempt) != 0 || block_exits(body, loop, depth + 1) ||
-           rare_tail(body, node_end_byte(body), loop, exempt, depth + 1);
+    return (path & exempt) != 0;
   };
   TSNode condition = field(if_statement, k.f_condition);
-  if (!branch_rare(condition, field(if_statement, k.f_consequence))) return false;
+  if (!branch_passes(condition, field(if_statement, k.f_consequence))) return false;
   earlier |= classify_condition(condition, true);
   for (TSNode clause : children(if_statement)) {
     TSSymbol cs = node_symbol(clause);
     if (cs == k.elif_clause) {
       TSNode c = field(clause, k.f_condition);
-      if (!branch_rare(c, field(clause, k.f_consequence))) return false;
+      if (!branch_passes(c, field(clause, k.f_consequence))) return false;
       earlier |= classify_condition(c, true);
     } else if (cs == k.else_clause) {
-      return branch_rare(TSNode{}, field(clause, k.f_body));
+      return branch_passes(TSNode{}, field(clause, k.f_body)) && leaves;
     }
   }
-  return (earlier & exempt) != 0;  // no else: the path that takes no branch
+  return (earlier & exempt) != 0 && leaves;  // no else: the path that takes no branch
 }
 
 bool SemanticModel::rare_tail(TSNode block, std::uint32_t at, bool loop, GuardMask exempt, int depth) const {
