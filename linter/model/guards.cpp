@@ -21,7 +21,11 @@ bool is_main_process_name(std::string_view raw) {
       "master_process", "is_master", "is_main_process", "main_process", "is_main", "is_rank0",
       "rank0", "is_rank_zero", "rank_zero", "is_primary", "is_global_zero", "is_local_main_process",
       "is_main_rank", "master", "is_master_process", "is_leader"};
-  return std::find(names.begin(), names.end(), name) != names.end();
+  if (std::find(names.begin(), names.end(), name) != names.end()) return true;
+  // the main process of a node or of a process subgroup, spelled as a
+  // predicate: `is_subgroup_main_process()`, `is_node_main_process()`
+  return name.starts_with("is_") && (name.ends_with("_main_process") || name.ends_with("_master_process")) &&
+         name.find("not") == std::string::npos;
 }
 
 }  // namespace
