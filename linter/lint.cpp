@@ -124,8 +124,8 @@ LintResult lint_decoded(const SourceFile& source, const SyntaxTree& tree, std::s
   LintResult result;
   if (!tree) {
     result.error = too_deeply_indented(source.text())
-                       ? "too many levels of indentation: CPython refuses more than 99 (IndentationError), so the "
-                         "file was not linted"
+                       ? "too many levels of indentation (CPython refuses more than 99, tree-sitter-python fails past "
+                         "about 500), so the file was not linted"
                        : "tree-sitter could not parse the file";
     return result;
   }

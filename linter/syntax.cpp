@@ -11,6 +11,7 @@
 #include <stdexcept>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include <sys/mman.h>
 
@@ -427,33 +428,64 @@ int indentation_column(std::string_view text, std::size_t& at) {
 
 // True when some line's indentation reaches column kMaxIndentationLevels: a
 // text without one cannot open that many levels (each level is deeper by at
-// least one column), whatever its brackets and strings.
+// least one column), whatever its brackets and strings. Lines break at \n,
+// \r\n and a lone \r, as Python's universal newlines (and parse_python) read them.
 bool some_line_indented_past_limit(std::string_view text) {
   for (std::size_t at = 0; at < text.size();) {
     if (indentation_column(text, at) >= kMaxIndentationLevels) return true;
-    const void* nl = std::memchr(text.data() + at, '\n', text.size() - at);
-    if (nl == nullptr) break;
-    at = static_cast<std::size_t>(static_cast<const char*>(nl) - text.data()) + 1;
+    std::size_t eol = text.find_first_of("\r\n", at);
+    if (eol == std::string_view::npos) break;
+    at = eol + 1;
   }
   return false;
 }
 
+// True when the quote at `at` opens an f-string (or a t-string): the letters
+// just before it are a string prefix holding f or t (`f"`, `rf'`, `Ft"`).
+bool formatted_string_at(std::string_view text, std::size_t at) {
+  std::size_t start = at;
+  while (start > 0 && at - start < 3 && std::isalpha(static_cast<unsigned char>(text[start - 1]))) --start;
+  if (start > 0 && (std::isalnum(static_cast<unsigned char>(text[start - 1])) || text[start - 1] == '_'))
+    return false;  // the end of a longer name: no prefix
+  bool formatted = false;
+  for (std::size_t i = start; i < at; ++i) {
+    char c = static_cast<char>(std::tolower(static_cast<unsigned char>(text[i])));
+    if (c != 'r' && c != 'b' && c != 'u' && c != 'f' && c != 't') return false;
+    formatted = formatted || c == 'f' || c == 't';
+  }
+  return formatted;
+}
+
 // Past a string literal that opens at `at` (its quote): a backslash escapes
 // the next byte (in raw strings too, for where the literal ends); a
-// single-quoted literal also ends at a line break (unterminated).
-std::size_t skip_string(std::string_view text, std::size_t at) {
+// single-quoted literal also ends at a line break (unterminated), except
+// inside a replacement field of an f-string, which since Python 3.12 may
+// span lines and hold strings of its own, even in the same quotes
+// (`f"{x["key"]}"`); `depth` bounds that nesting.
+std::size_t skip_string(std::string_view text, std::size_t at, int depth) {
+  const bool formatted = formatted_string_at(text, at);
   const char quote = text[at];
   const bool triple = at + 2 < text.size() && text[at + 1] == quote && text[at + 2] == quote;
   at += triple ? 3 : 1;
+  int fields = 0;  // open replacement fields
   while (at < text.size()) {
     char c = text[at];
     if (c == '\\') {
       at += 2;
+    } else if (formatted && c == '{') {
+      if (fields == 0 && at + 1 < text.size() && text[at + 1] == '{') ++at;  // `{{`: a brace
+      else ++fields;
+      ++at;
+    } else if (formatted && c == '}') {
+      if (fields > 0) --fields;
+      ++at;
+    } else if (fields > 0 && (c == '\'' || c == '"') && depth < 8) {
+      at = skip_string(text, at, depth + 1);
     } else if (c == quote) {
       if (!triple) return at + 1;
       if (at + 2 < text.size() && text[at + 1] == quote && text[at + 2] == quote) return at + 3;
       ++at;
-    } else if (!triple && (c == '\n' || c == '\r')) {
+    } else if (!triple && fields == 0 && (c == '\n' || c == '\r')) {
       return at;
     } else {
       ++at;
@@ -462,29 +494,43 @@ std::size_t skip_string(std::string_view text, std::size_t at) {
   return text.size();
 }
 
+// Past kParserLevels levels counted at every line start, brackets or not,
+// tree-sitter-python's scanner comes near the 511 it keeps (an unclosed
+// bracket before deep blocks hides them from CPython's count, not from the
+// parser's error recovery).
+constexpr int kParserLevels = 400;
+
 }  // namespace
 
 bool too_deeply_indented(std::string_view text) {
   if (!some_line_indented_past_limit(text)) return false;
-  int levels[kMaxIndentationLevels + 1] = {0};  // the indentation stack; levels[0] is the margin
+  int levels[kMaxIndentationLevels + 1] = {0};  // the logical lines' stack; levels[0] is the margin
   int top = 0, brackets = 0;
+  std::vector<int> lines{0};  // the stack of every line start, brackets or not
   bool line_start = true;
   for (std::size_t at = 0; at < text.size();) {
     if (line_start) {
       line_start = false;
-      if (brackets == 0) {
-        int column = indentation_column(text, at);
-        if (at >= text.size()) break;
-        char c = text[at];
-        if (c == '\n' || c == '\r' || c == '#') continue;  // blank or comment-only: no logical line
-        if (column > levels[top]) {
-          if (top == kMaxIndentationLevels) return true;
-          levels[++top] = column;
+      int column = indentation_column(text, at);
+      if (at >= text.size()) break;
+      char c = text[at];
+      if (c != '\n' && c != '\r' && c != '#') {  // blank or comment-only lines open nothing
+        if (column > lines.back()) {
+          if (static_cast<int>(lines.size()) > kParserLevels) return true;
+          lines.push_back(column);
         } else {
-          while (top > 0 && column < levels[top]) --top;
+          while (lines.size() > 1 && column < lines.back()) lines.pop_back();
         }
-        continue;
+        if (brackets == 0) {
+          if (column > levels[top]) {
+            if (top == kMaxIndentationLevels) return true;
+            levels[++top] = column;
+          } else {
+            while (top > 0 && column < levels[top]) --top;
+          }
+        }
       }
+      continue;
     }
     switch (text[at]) {
       case '\r':
@@ -516,7 +562,7 @@ bool too_deeply_indented(std::string_view text) {
         break;
       case '\'':
       case '"':
-        at = skip_string(text, at);
+        at = skip_string(text, at, 0);
         break;
       default:
         ++at;

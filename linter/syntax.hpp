@@ -110,11 +110,15 @@ inline constexpr int kMaxIndentationLevels = 99;
 
 /// True when `text` opens more than kMaxIndentationLevels levels of
 /// indentation as CPython's tokenizer counts them: at the start of logical
-/// lines only (not inside brackets or strings, not after a backslash
-/// continuation), blank and comment-only lines skipped, a tab advancing to the
-/// next multiple of 8 columns and a form feed resetting the column. Linear in
-/// the text; a text whose lines all start within 99 columns is answered from
-/// the line starts alone. parse_python returns an empty tree for such a text.
+/// lines only (not inside brackets or strings, f-strings' replacement fields
+/// included, not after a backslash continuation), blank and comment-only
+/// lines skipped, a tab advancing to the next multiple of 8 columns and a form
+/// feed resetting the column; or more than 400 counted at every line start,
+/// brackets or not (an unclosed bracket hides blocks from CPython's count but
+/// not from tree-sitter's error recovery). Lines break at \n, \r\n and a
+/// lone \r. Linear in the text; a text whose lines all start within 99
+/// columns is answered from the line starts alone. parse_python returns an
+/// empty tree for such a text.
 bool too_deeply_indented(std::string_view text);
 
 /// Parses `source` with tree-sitter-python. A leading BOM is excluded from

@@ -51,6 +51,24 @@ TEST_CASE("too_deeply_indented: lines inside brackets, strings and continuations
   CHECK(too_deeply_indented("x = (  # )\n  1)\n" + nested(100)));
 }
 
+TEST_CASE("too_deeply_indented: lone CR line breaks, an unclosed bracket, f-string fields over lines") {
+  // old Mac line endings: the line starts are found after each \r too
+  std::string cr;
+  for (char c : nested(520)) cr += c == '\n' ? '\r' : c;
+  CHECK(too_deeply_indented(cr));
+  // an unclosed bracket hides the blocks from CPython's count, not from the
+  // parser's error recovery: refused past 400 levels counted at every line
+  CHECK(too_deeply_indented("x = (\n" + nested(520)));
+  CHECK_FALSE(too_deeply_indented("x = (\n" + nested(300)));
+  // Python 3.12: a replacement field spans lines and holds strings in the same quotes
+  std::string field = "x = f\"{\n";
+  for (int i = 1; i <= 150; ++i) field += std::string(static_cast<std::size_t>(i), ' ') + "1 +\n";
+  CHECK_FALSE(too_deeply_indented(field + "1}\"\n"));
+  CHECK(too_deeply_indented("x = f\"{\"(\" }\"\n" + nested(150)));
+  // a name that ends in f before a string is no f-string prefix
+  CHECK(too_deeply_indented("x = elif\"{\"\n" + nested(150)));
+}
+
 TEST_CASE("parse_python refuses a too deeply indented text (tree-sitter-python crashed past 512 levels)") {
   SourceFile deep("deep.py", "import torch\n" + nested(520, " ", "torch.save(m, 'x.pt')"));
   CHECK_FALSE(parse_python(deep));
