@@ -927,6 +927,11 @@ class SemanticModel {
   // The guard a test of parameter `name` carries: what the argument of every
   // call of its function in this file tests (0 when unknown)
   GuardMask parameter_guard(TSNode name, bool negated, int depth) const;
+  /// The guard of `name OP bound` (or `bound OP name`) where `name` is a
+  /// parameter: off by default when every call of its function in this file
+  /// passes (or defaults to) an integer that fails the test, else 0.
+  GuardMask parameter_comparison_guard(TSNode name, std::string_view op, bool name_left, std::int64_t bound,
+                                       bool negated) const;
   RankSet rank_set_rec(TSNode condition, bool negated, int depth) const;
   // A flag parameter that every training call of a function sits under:
   // `if do_backward:` (when = true) or `if not eval_only:` (when = false).

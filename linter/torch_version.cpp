@@ -331,7 +331,10 @@ void environment_yml(const fs::path& file, const fs::path& shown_from, std::opti
 // prose is the release the maintainers run, so it is the oldest supported
 // one (lowest), with no upper bound. A shell block's `pip install -r FILE`
 // reads FILE (after the block's `cd DIR` lines) like requirements.txt. The
-// first such statement of the file.
+// first shell block's statement of the file, else its first list item: an
+// install command states the release exactly where prose beside it only
+// names one ("- developed with PyTorch 1.13" above `conda install
+// pytorch==1.13.0`).
 std::optional<TorchSupport> readme_torch(const fs::path& file, const fs::path& shown_from) {
   std::optional<std::string> text = read_small(file);
   if (!text) return std::nullopt;
@@ -341,6 +344,7 @@ std::optional<TorchSupport> readme_torch(const fs::path& file, const fs::path& s
   bool in_section = false, fenced = false;
   std::optional<fs::path> block_folder = fs::path();  // a shell block's folder, relative to `dir`
   std::string cloned;  // the folder the block's last `git clone` made
+  std::optional<TorchSupport> prose;  // the first list item that names a release
   const fs::path dir = file.parent_path();
   std::uint32_t line_no = 0;
   for (std::size_t pos = 0; pos <= t.size();) {
@@ -469,10 +473,11 @@ std::optional<TorchSupport> readme_torch(const fs::path& file, const fs::path& s
       TorchSupport s;
       s.lowest = *v;
       s.written = l.substr(start, end - start);
-      return found(std::move(s));
+      if (!prose) prose = found(std::move(s));
+      break;
     }
   }
-  return std::nullopt;
+  return prose;
 }
 
 }  // namespace

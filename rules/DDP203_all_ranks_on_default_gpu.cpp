@@ -10,6 +10,11 @@ void check(const SemanticModel& model, RuleContext& ctx) {
   if (!model.is_distributed() || !model.uses_cuda()) return;
   // a helper module that other files call: the script that calls it may pin the device
   if (model.helper_module()) return;
+  // a package's module that is no entry (no `__main__` block, no launch starts
+  // it): it runs in the processes of whatever imports it, whose device choice
+  // (a framework's, a script's set_device) is theirs
+  const ProjectFacts& p = model.project();
+  if (p.indexed && p.package_module && p.launched_by.empty() && !model.has_main_guard()) return;
   // a script that makes itself the only process (`os.environ["WORLD_SIZE"] = "1"`)
   if (model.declares_single_process()) return;
   // the project's launches of this script: when each starts one process per

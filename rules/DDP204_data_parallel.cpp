@@ -24,18 +24,41 @@ bool file_trains(const SemanticModel& model) {
 // enclosing `if`/`elif`/`else` wraps the model in DDP or FSDP, or starts a
 // process group (`if config.distributed: ... DDP(...) elif ...:
 // DataParallel(model)`). Which branch the project's runs take is a setting
-// the file does not show: no claim.
+// the file does not show: no claim. The same holds when the distributed
+// wrap sits in an `if` of its own in the same function, beside the branch of
+// the DataParallel wrap (`if args.n_gpu > 1: DataParallel(model)` then `if
+// args.local_rank != -1: DDP(model)`, where launch mode decides the GPU count
+// the first test sees).
 bool fallback_of_distributed(const SemanticModel& model, TSNode wrap) {
   const Kinds& k = kinds();
+  bool conditional = false;
   for (TSNode branch = ts_node_parent(wrap); !node_is_null(branch); branch = ts_node_parent(branch)) {
     TSSymbol s = node_symbol(branch);
-    if (s == k.function_definition || s == k.class_definition) return false;
+    if (s == k.function_definition || s == k.class_definition || s == k.module) {
+      if (!conditional) return false;
+      std::uint32_t scope_start = node_start_byte(branch), scope_end = node_end_byte(branch);
+      for (const CallSite& c : model.calls()) {
+        std::uint32_t at = node_start_byte(c.node);
+        if (at < scope_start || at >= scope_end || !(is_ddp_wrap(c.canonical) || c.canonical == "torch.distributed.init_process_group"))
+          continue;
+        // the distributed wrap is in this scope itself, not in a nested function, and under an `if` too
+        bool nested = false, guarded = false;
+        for (TSNode up = ts_node_parent(c.node); !node_is_null(up) && !node_eq(up, branch); up = ts_node_parent(up)) {
+          TSSymbol u = node_symbol(up);
+          if (u == k.function_definition || u == k.class_definition || u == k.lambda) nested = true;
+          if (u == k.if_statement || u == k.elif_clause || u == k.else_clause) guarded = true;
+        }
+        if (!nested && guarded) return true;
+      }
+      return false;
+    }
     if (s != k.block) continue;
     TSNode owner = ts_node_parent(branch);
     if (node_is_null(owner)) return false;
     TSSymbol o = node_symbol(owner);
     TSNode chain = o == k.if_statement ? owner : (o == k.elif_clause || o == k.else_clause) ? ts_node_parent(owner) : TSNode{};
     if (node_is_null(chain) || node_symbol(chain) != k.if_statement) continue;
+    conditional = true;
     std::uint32_t in_start = node_start_byte(branch), in_end = node_end_byte(branch);
     std::uint32_t chain_start = node_start_byte(chain), chain_end = node_end_byte(chain);
     for (const CallSite& c : model.calls()) {

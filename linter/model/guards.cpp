@@ -230,6 +230,17 @@ GuardMask SemanticModel::classify_rec(TSNode c, bool neg, int depth) const {
       Value v = value_of(other);
       if (v.kind == Value::Kind::Int && v.i == 1 && ((op == "==" && !neg) || (op == "<=" && !neg))) return kNeutral;
     }
+    // an option passed down as a parameter and compared with a number
+    // (`def train(..., eval_every=0): if eval_every > 0 and ...: evaluate()`)
+    // where every call passes a value that fails the test
+    if (op_count == 1 && (op == ">" || op == ">=" || op == "<" || op == "<=" || op == "==" || op == "!=")) {
+      for (int side = 0; side < 2; ++side) {
+        if (node_symbol(operands[side]) != k.identifier) continue;
+        Value bound = value_of(operands[1 - side]);
+        if (bound.kind != Value::Kind::Int) continue;
+        if (GuardMask via = parameter_comparison_guard(operands[side], op, side == 0, bound.i, neg); via != 0) return via;
+      }
+    }
     // a configuration choice the launched configuration does not make:
     // `if args.precision == "fp16":` where --precision defaults to "bf16" (and
     // no launch script gives another), `if mode in ("debug", "profile"):`
@@ -420,6 +431,59 @@ GuardMask SemanticModel::parameter_guard(TSNode name, bool neg, int depth) const
   GuardMask out = any ? acc : rare_elsewhere ? 0 : kGuardOffByDefault;
   parameter_guard_memo_[key] = out;
   return out;
+}
+
+// `eval_every > 0` on a parameter, as the calls of its function pass it:
+// `train(loader, model)` with `eval_every=0` by default, and `train(...,
+// eval_every=args.eval_every)` where the option defaults to -1. When every
+// call of the function in this file passes (or leaves out for its default) an
+// integer the test fails on, the branch is off unless the user turns the
+// option on (kGuardOffByDefault). A call whose value is not a known integer,
+// that unpacks arguments, a function other files call, or one this file never
+// calls: unknown (0). The parameter must be bound only as the parameter.
+GuardMask SemanticModel::parameter_comparison_guard(TSNode name, std::string_view op, bool name_left,
+                                                    std::int64_t bound, bool neg) const {
+  std::string_view id = text(name);
+  BindingList bindings = bindings_of(id, region_of(name));
+  if (bindings.size() != 1 || bindings[0]->kind != Binding::Kind::Parameter) return 0;
+  const Region& scope = regions_[bindings[0]->scope];
+  if (scope.kind != Region::Kind::Function) return 0;
+  int f = scope.function;
+  if (f < 0 || static_cast<std::size_t>(f) >= callers_.size() || callers_[f].empty()) return 0;
+  if (project_ != nullptr && is_top_level_function(f)) {
+    std::string_view fname = functions_[f].name;
+    if (project_->step_entries.count(fname) != 0 || project_->loop_entries.count(fname) != 0 ||
+        project_->imported_names.count(fname) != 0 || project_->imported_whole)
+      return 0;
+  }
+  auto params = parameters_of(f);
+  int position = -1;
+  TSNode fallback{};
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    if (params[i].first == id) {
+      position = static_cast<int>(i);
+      fallback = params[i].second;
+    }
+  }
+  if (position < 0) return 0;
+  for (int ci : callers_[f]) {
+    const CallSite& call = calls_[ci];
+    if (has_unpacked_arguments(call)) return 0;
+    TSNode arg = argument(call, id, position);
+    if (node_is_null(arg)) arg = fallback;
+    if (node_is_null(arg)) return 0;
+    Value v = value_of(arg);
+    if (v.kind != Value::Kind::Int) return 0;
+    std::int64_t a = name_left ? v.i : bound, b = name_left ? bound : v.i;
+    bool holds = op == ">"    ? a > b
+                 : op == ">=" ? a >= b
+                 : op == "<"  ? a < b
+                 : op == "<=" ? a <= b
+                 : op == "==" ? a == b
+                              : a != b;
+    if (holds != neg) return 0;  // this call takes the branch
+  }
+  return kGuardOffByDefault;
 }
 
 // True when every value function `f` returns is a periodic test (or False/None):
