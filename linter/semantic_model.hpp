@@ -623,6 +623,10 @@ class SemanticModel {
   /// test `torch.cuda.is_available()` (or a name bound once to it), in an
   /// `elif` after one, or under `if not torch.cuda.is_available():`. A claim
   /// about CUDA runs is not made there (the `gloo` group of a CPU or MPS fallback).
+  /// Also where the operating system is not Linux (`if os.name == "nt":`, the
+  /// `else` of `if "linux" in sys.platform:`): NCCL, the backend of multi-GPU
+  /// CUDA runs, is Linux-only (torch.distributed's backends table), so no
+  /// multi-GPU CUDA run takes that path.
   bool on_path_without_cuda(TSNode node) const;
   /// The ranks on which `condition` holds (its else branch when `negated`),
   /// decided by the set of ranks each comparison holds on, not by its

@@ -11,6 +11,10 @@ void check(const SemanticModel& model, RuleContext& ctx) {
     // a loader only iterated by loops that train nothing (DreamBooth's prompt
     // loader for generating class images once): its loading slows no step
     if (loader_feeds_no_training(model, *call)) continue;
+    // a loader built only where no multi-GPU CUDA run goes (the single-process
+    // fallback of `if "linux" in sys.platform:`, a CPU-only branch): the
+    // worker count the GPU runs use is the other branch's
+    if (model.on_path_without_cuda(call->node)) continue;
     // its batches cost nothing to load (a TensorDataset, a Dataset that indexes
     // lists it holds), or its collate_fn puts them on the GPU, which a worker
     // process cannot do: num_workers=0 is right for it

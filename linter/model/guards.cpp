@@ -641,6 +641,78 @@ int cuda_available_test(const SemanticModel& model, TSNode expr, int depth = 0) 
   }
   return 0;
 }
+
+// +1: `expr` is true exactly on Linux (`"linux" in sys.platform`,
+// `sys.platform.startswith("linux")`, `platform.system() == "Linux"`); -1:
+// exactly on another system (`os.name == "nt"`, `sys.platform == "win32"`,
+// `platform.system() != "Linux"`); 0: anything else.
+int linux_test(const SemanticModel& model, TSNode expr, int depth = 0) {
+  if (node_is_null(expr) || depth > 6) return 0;
+  const Kinds& k = kinds();
+  TSSymbol s = node_symbol(expr);
+  if (s == k.parenthesized_expression) return linux_test(model, parenthesized_inner(expr), depth + 1);
+  if (s == k.not_operator) return -linux_test(model, field(expr, k.f_argument), depth + 1);
+  if (s == k.boolean_operator) {
+    // `a or b` holds only on one kind of system when both sides do; `a and b`
+    // when either side does
+    int a = linux_test(model, field(expr, k.f_left), depth + 1);
+    int b = linux_test(model, field(expr, k.f_right), depth + 1);
+    if (model.text(field(expr, k.f_operator)) == "or") return a == b ? a : 0;
+    return a == 0 ? b : b == 0 || a == b ? a : 0;
+  }
+  // the system a name or call says: "sys.platform", "os.name", "platform.system"
+  auto system_of = [&](TSNode x) -> std::string {
+    std::string name;
+    if (node_symbol(x) == k.call) {
+      const CallSite* c = model.call_at(x);
+      return c != nullptr && c->canonical == "platform.system" && model.positional_count(*c) == 0 ? std::string(c->canonical) : std::string();
+    }
+    if (node_symbol(x) == k.attribute && model.canonical_name_into(x, name) && (name == "sys.platform" || name == "os.name"))
+      return name;
+    return {};
+  };
+  // +1 for a Linux value, -1 for another system's, 0 for one not known
+  auto sense_of = [&](std::string_view value) {
+    std::string v = lower(value);
+    if (v.starts_with("linux")) return 1;
+    if (v == "win32" || v == "cygwin" || v == "windows" || v == "darwin" || v == "nt" || v == "win") return -1;
+    return 0;
+  };
+  if (s == k.call) {  // `sys.platform.startswith("linux")`
+    const CallSite* c = model.call_at(expr);
+    if (c == nullptr || c->method != "startswith" || node_is_null(c->receiver) || system_of(c->receiver) != "sys.platform")
+      return 0;
+    if (model.positional_count(*c) != 1) return 0;
+    Value v = model.value_of(model.argument(*c, "prefix", 0));
+    return v.kind == Value::Kind::Str ? sense_of(v.s) : 0;
+  }
+  if (s != k.comparison_operator) return 0;
+  NodeList operands;
+  std::string_view op;
+  if (!model.binary_comparison(expr, operands, op) || operands.size() != 2) return 0;
+  if (op == "in" || op == "not in") {  // `"linux" in sys.platform`
+    if (system_of(operands[1]) != "sys.platform") return 0;
+    Value v = model.value_of(operands[0]);
+    int sense = v.kind == Value::Kind::Str ? sense_of(v.s) : 0;
+    return op == "in" ? sense : -sense;
+  }
+  if (op != "==" && op != "!=") return 0;
+  for (int side = 0; side < 2; ++side) {
+    if (system_of(operands[side]).empty()) continue;
+    Value v = model.value_of(operands[1 - side]);
+    int sense = v.kind == Value::Kind::Str ? sense_of(v.s) : 0;
+    return op == "==" ? sense : -sense;
+  }
+  return 0;
+}
+
+// The sense of a branch test for on_path_without_cuda: +1 when it holds only
+// where a multi-GPU CUDA run can happen (CUDA available, Linux), -1 when it
+// holds only where none can.
+int multi_gpu_test(const SemanticModel& model, TSNode expr) {
+  int cuda = cuda_available_test(model, expr);
+  return cuda != 0 ? cuda : linux_test(model, expr);
+}
 }  // namespace
 
 bool SemanticModel::on_path_without_cuda(TSNode node) const {
@@ -651,19 +723,19 @@ bool SemanticModel::on_path_without_cuda(TSNode node) const {
     if (region.kind != Region::Kind::Branch) continue;
     TSSymbol s = node_symbol(region.node);
     if (s == k.if_statement) {
-      if (cuda_available_test(*this, region.condition) < 0) return true;
+      if (multi_gpu_test(*this, region.condition) < 0) return true;
       continue;
     }
     // an elif or else: every test before it in its `if` statement was false
     TSNode statement = ts_node_parent(region.node);
     if (node_is_null(statement) || node_symbol(statement) != k.if_statement) continue;
-    if (cuda_available_test(*this, field(statement, k.f_condition)) > 0) return true;
+    if (multi_gpu_test(*this, field(statement, k.f_condition)) > 0) return true;
     for (TSNode clause : children(statement)) {
       if (node_eq(clause, region.node)) break;
-      if (node_symbol(clause) == k.elif_clause && cuda_available_test(*this, field(clause, k.f_condition)) > 0)
+      if (node_symbol(clause) == k.elif_clause && multi_gpu_test(*this, field(clause, k.f_condition)) > 0)
         return true;
     }
-    if (s == k.elif_clause && cuda_available_test(*this, region.condition) < 0) return true;
+    if (s == k.elif_clause && multi_gpu_test(*this, region.condition) < 0) return true;
   }
   return false;
 }
