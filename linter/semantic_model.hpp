@@ -936,6 +936,15 @@ class SemanticModel {
   /// passes (or defaults to) an integer that fails the test, else 0.
   GuardMask parameter_comparison_guard(TSNode name, std::string_view op, bool name_left, std::int64_t bound,
                                        bool negated) const;
+  /// The default that a configuration class of this file gives the field read
+  /// by `attr` (`cfg.sync_every_step`), where `cfg` is a parameter annotated
+  /// with the class (`cfg: TrainConfig`) or a name bound once to a call of it
+  /// that passes nothing that could set the field (`cfg = TrainConfig()`), and
+  /// the class body declares the field with a literal default (`sync_every_step:
+  /// bool = False`, `= field(default=False)`) and defines no `__init__` or
+  /// `__post_init__`. Unknown otherwise (a class of another file, a field the
+  /// file assigns anywhere).
+  Value config_field_default(TSNode attr) const;
   RankSet rank_set_rec(TSNode condition, bool negated, int depth) const;
   // A flag parameter that every training call of a function sits under:
   // `if do_backward:` (when = true) or `if not eval_only:` (when = false).

@@ -350,6 +350,8 @@ GuardMask SemanticModel::classify_rec(TSNode c, bool neg, int depth) const {
     // with, which value_of leaves unknown across methods
     Value flag = value_of(c);
     if (!flag.known() && !node_is_null(bound) && path_of(c).starts_with("self.")) flag = value_of(bound);
+    // a configuration object's field (`if cfg.sync_every_step:`) by its class's default
+    if (!flag.known() && s == k.attribute && node_is_null(bound)) flag = config_field_default(c);
     if (flag.known() && flag.truthy() == neg) return kGuardOffByDefault;
     // a local flag that starts false and is set only on rare steps
     // (`cancel_initiated = False`, then `if step % check_every == 0:
@@ -484,6 +486,73 @@ GuardMask SemanticModel::parameter_comparison_guard(TSNode name, std::string_vie
     if (holds != neg) return 0;  // this call takes the branch
   }
   return kGuardOffByDefault;
+}
+
+Value SemanticModel::config_field_default(TSNode attr) const {
+  const Kinds& k = kinds();
+  if (node_is_null(attr) || node_symbol(attr) != k.attribute) return {};
+  TSNode object = field(attr, k.f_object), name_node = field(attr, k.f_attribute);
+  if (node_is_null(object) || node_symbol(object) != k.identifier || node_is_null(name_node)) return {};
+  std::string_view name = text(name_node);
+  BindingList bound = bindings_of(text(object), region_of(attr));
+  if (bound.size() != 1) return {};
+  std::string_view class_name;
+  if (bound[0]->kind == Binding::Kind::Parameter) {
+    TSNode p = ts_node_parent(bound[0]->target);
+    if (node_is_null(p) || (node_symbol(p) != k.typed_parameter && node_symbol(p) != k.typed_default_parameter)) return {};
+    TSNode type = ts_node_child_by_field_name(p, "type", 4);
+    if (node_is_null(type)) return {};
+    if (ts_node_named_child_count(type) == 1) type = ts_node_named_child(type, 0);
+    if (node_symbol(type) != k.identifier) return {};
+    class_name = text(type);
+  } else if (bound[0]->kind == Binding::Kind::Assign && !node_is_null(bound[0]->value)) {
+    const CallSite* call = call_at(bound[0]->value);
+    if (call == nullptr || node_is_null(call->callee) || node_symbol(call->callee) != k.identifier) return {};
+    if (positional_count(*call) != 0 || has_unpacked_arguments(*call) || !node_is_null(argument(*call, name))) return {};
+    class_name = text(call->callee);
+  } else {
+    return {};
+  }
+  // the class, defined at the top of this file
+  TSNode body{};
+  for (TSNode c : children(regions_[0].node)) {
+    TSNode def = c;
+    if (node_symbol(def) == k.decorated_definition) def = field(def, k.f_definition);
+    if (node_is_null(def) || node_symbol(def) != k.class_definition || text(field(def, k.f_name)) != class_name) continue;
+    body = field(def, k.f_body);
+  }
+  if (node_is_null(body)) return {};
+  Value out;
+  for (TSNode st : children(body)) {
+    TSNode def = node_symbol(st) == k.decorated_definition ? field(st, k.f_definition) : st;
+    if (!node_is_null(def) && node_symbol(def) == k.function_definition) {
+      std::string_view fn = text(field(def, k.f_name));
+      if (fn == "__init__" || fn == "__post_init__") return {};
+      continue;
+    }
+    if (node_symbol(st) != k.expression_statement || ts_node_named_child_count(st) != 1) continue;
+    TSNode a = ts_node_named_child(st, 0);
+    if (node_symbol(a) != k.assignment) continue;
+    TSNode left = field(a, k.f_left);
+    if (node_symbol(left) != k.identifier || text(left) != name) continue;
+    TSNode right = field(a, k.f_right);
+    if (const CallSite* f = node_is_null(right) ? nullptr : call_at(right);
+        f != nullptr && (f->canonical == "dataclasses.field" || f->canonical == "field"))
+      right = argument(*f, "default");
+    if (node_is_null(right)) return {};
+    TSSymbol rs = node_symbol(right);
+    if (rs != k.true_ && rs != k.false_ && rs != k.integer && rs != k.string && rs != k.none) return {};
+    out = value_of(right);
+  }
+  if (!out.known()) return out;
+  // the field is written nowhere in the file (`cfg.flag = True`; `setattr`
+  // aside): every read sees the instance's value (last: few reads get here)
+  for (const Binding& b : bindings_) {
+    if (b.kind != Binding::Kind::Definition && !node_is_null(b.target) && node_symbol(b.target) == k.attribute &&
+        text(field(b.target, k.f_attribute)) == name)
+      return {};
+  }
+  return out;
 }
 
 // True when every value function `f` returns is a periodic test (or False/None):
