@@ -143,7 +143,7 @@ def main():
         train_set,
         batch_size=args.batch_size // world_size,  # expect: DDP601
         sampler=train_sampler,
-        num_workers=args.workers,  # expect: DDP101
+        num_workers=args.workers,  # expect: DDP101@info
         pin_memory=True,
         drop_last=True,
     )

@@ -766,6 +766,16 @@ class SemanticModel {
   /// calls nothing but builtins and tensor conversions (InMemory); otherwise
   /// Unknown (datasets.cpp).
   LoaderData loader_data(const CallSite& loader) const;
+  /// The call that makes each sample of DataLoader call `loader` cost work:
+  /// its dataset is (every binding of a name to) a Dataset class of this file
+  /// whose `__getitem__`, or a method of the class it calls on `self`, reads
+  /// or decodes a file (`open`, PIL, OpenCV, imageio, torchvision.io,
+  /// torchaudio, soundfile, librosa, decord, PyAV, h5py, pandas readers,
+  /// `numpy.load`, `torch.load`, json/pickle) or calls a transform, augmenter,
+  /// tokenizer or processor it holds (`self.transform(img)`,
+  /// `self.tokenizer(text)`). Null when none is seen (a dataset of another
+  /// file, an in-memory one): DDP101's cost then depends on the dataset.
+  TSNode per_sample_work(const CallSite& loader) const;
   /// The framework configuration whose constructor call `expr` (a name bound
   /// once to it, or an attribute such as `self.accelerator`) holds, or nullptr.
   const FrameworkConfig* framework_config_of(TSNode expr) const;
@@ -928,6 +938,7 @@ class SemanticModel {
   bool body_puts_on_device(TSNode body, int depth) const;
   bool collate_puts_on_device(TSNode expr, int depth) const;
   bool in_memory_dataset(TSNode expr, int depth) const;
+  TSNode per_sample_work_rec(TSNode expr, int depth) const;
   // The guard a test of parameter `name` carries: what the argument of every
   // call of its function in this file tests (0 when unknown)
   GuardMask parameter_guard(TSNode name, bool negated, int depth) const;

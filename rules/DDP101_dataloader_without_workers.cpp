@@ -6,6 +6,27 @@
 namespace ddplint::rules {
 
 namespace {
+// What the loading costs, as far as the file shows it: the dataset's per-sample
+// work (a warning: every step waits for it), or nothing seen (info: the fact is
+// certain, its cost depends on the dataset, which may hold tensors in memory).
+struct Cost {
+  Severity severity = Severity::Info;
+  std::string why;
+};
+Cost loading_cost(const SemanticModel& model, const CallSite& call) {
+  TSNode work = model.per_sample_work(call);
+  if (node_is_null(work)) {
+    return {Severity::Info,
+            "whatever its dataset does per sample (reading files, decoding, augmenting) runs while the GPU "
+            "waits; workers would overlap it with the step"};
+  }
+  const CallSite* c = model.call_at(work);
+  std::string name = c != nullptr && !node_is_null(c->callee) ? std::string(model.text(c->callee)) : "the dataset";
+  if (name.size() > 40) name = name.substr(0, 40) + "...";
+  return {Severity::Warning, "the GPU waits while the dataset reads, decodes or transforms each sample (`" + name +
+                                 "` at line " + std::to_string(ts_node_start_point(work).row + 1) + ")"};
+}
+
 void check(const SemanticModel& model, RuleContext& ctx) {
   for (const CallSite* call : model.calls_to(kDataLoader)) {
     // a loader only iterated by loops that train nothing (DreamBooth's prompt
@@ -32,10 +53,10 @@ void check(const SemanticModel& model, RuleContext& ctx) {
       std::optional<Fix> fix;
       if (std::optional<Edit> e = append_argument(model, *call, "num_workers=4", ctx.options().line_length))
         fix = Fix{Fix::Applicability::Unsafe, "Load in 4 worker processes (`num_workers=4`; tune it)", {std::move(*e)}};
-      ctx.report(node_start_byte(call->callee), node_end_byte(call->callee),
-                 "DataLoader without num_workers loads every batch in the training process: the GPU "
-                 "waits while the next batch is read and augmented",
-                 std::move(fix));
+      Cost cost = loading_cost(model, *call);
+      ctx.report_at(cost.severity, node_start_byte(call->callee), node_end_byte(call->callee),
+                    "DataLoader without num_workers loads every batch in the training process: " + cost.why,
+                    std::move(fix));
       continue;
     }
     Value v = model.value_of(workers);
@@ -49,10 +70,10 @@ void check(const SemanticModel& model, RuleContext& ctx) {
       if (written == "0")
         fix = Fix{Fix::Applicability::Unsafe, "Load in 4 worker processes (`num_workers=4`; tune it)",
                   {Edit{node_start_byte(workers), node_end_byte(workers), "4"}}};
-      ctx.report(node_start_byte(at), node_end_byte(at),
-                 "DataLoader with " + what + " loads every batch in the training process: the GPU "
-                 "waits while the next batch is read and augmented",
-                 std::move(fix));
+      Cost cost = loading_cost(model, *call);
+      ctx.report_at(cost.severity, node_start_byte(at), node_end_byte(at),
+                    "DataLoader with " + what + " loads every batch in the training process: " + cost.why,
+                    std::move(fix));
     }
   }
 }

@@ -6,6 +6,21 @@
 namespace ddplint::rules {
 
 namespace {
+// `torch.bfloat16`, or a name bound once to an expression that may be one
+// (`dtype = torch.bfloat16 if bf16_ok else torch.float32`): a model cast with
+// `.to(dtype)` may train in half precision, so no claim.
+bool may_be_half_dtype(const SemanticModel& model, TSNode e, int depth) {
+  if (node_is_null(e) || depth > 4) return false;
+  std::string d = model.canonical_name(e);
+  if (d == "torch.float16" || d == "torch.half" || d == "torch.bfloat16") return true;
+  if (node_symbol(e) == kinds().identifier) return may_be_half_dtype(model, model.single_assignment(e), depth + 1);
+  if (node_symbol(e) == kinds().conditional_expression || node_symbol(e) == kinds().parenthesized_expression) {
+    for (TSNode ch : children(e))
+      if (may_be_half_dtype(model, ch, depth + 1)) return true;
+  }
+  return false;
+}
+
 
 // Anything that makes the step run in reduced precision: autocast (any
 // spelling, also as a decorator), a half/bfloat16 model or default dtype,
@@ -37,10 +52,8 @@ bool uses_reduced_precision(const SemanticModel& model) {
       }
     }
     if (m == "to") {
-      for (TSNode a : {model.argument(c, "dtype", 0), model.argument(c, "", 1)}) {
-        std::string d = model.canonical_name(a);
-        if (d == "torch.float16" || d == "torch.half" || d == "torch.bfloat16") return true;
-      }
+      for (TSNode a : {model.argument(c, "dtype", 0), model.argument(c, "", 1)})
+        if (may_be_half_dtype(model, a, 0)) return true;
     }
     // Accelerator(mixed_precision=...), Trainer(precision=...), Fabric(precision=...)
     for (const Argument& a : model.arguments(c)) {

@@ -208,6 +208,84 @@ bool SemanticModel::in_memory_dataset(TSNode e, int depth) const {
   return any;
 }
 
+namespace {
+// A call that reads or decodes a file, or runs a transform, augmenter,
+// tokenizer or processor the dataset holds (see SemanticModel::per_sample_work).
+bool per_sample_call(const SemanticModel& m, const CallSite& c) {
+  static constexpr std::array<std::string_view, 20> prefixes = {
+      "PIL.",        "cv2.",          "imageio.",       "skimage.io.", "torchvision.io.", "torchvision.transforms",
+      "torchaudio.", "soundfile.",    "librosa.",       "decord.",     "av.",             "h5py.",
+      "pandas.read_", "numpy.load",   "torch.load",     "json.load",   "pickle.load",     "scipy.io.",
+      "tifffile.",   "nibabel."};
+  for (std::string_view p : prefixes)
+    if (c.canonical.starts_with(p)) return true;
+  const Kinds& k = kinds();
+  if (!node_is_null(c.callee) && node_symbol(c.callee) == k.identifier && m.text(c.callee) == "open")
+    return m.bindings_of("open", c.region).empty();
+  // `self.transform(img)`, `self.tokenizer(text, ...)`, `self.aug.augment(x)`
+  if (!node_is_null(c.callee) && node_symbol(c.callee) == k.attribute) {
+    std::string path = lower(m.path_of(c.callee));
+    if (!path.starts_with("self.")) return false;
+    for (std::string_view w : {"transform", "tokeniz", "augment", "processor", "feature_extractor", "decode"})
+      if (contains(path, w)) return true;
+  }
+  return false;
+}
+}  // namespace
+
+TSNode SemanticModel::per_sample_work_rec(TSNode e, int depth) const {
+  const Kinds& k = kinds();
+  if (node_is_null(e) || depth > kMaxLoaderDepth) return {};
+  TSSymbol s = node_symbol(e);
+  if (s == k.identifier) {
+    BindingList bound = bindings_of(text(e), region_of(e));
+    if (bound.empty()) return {};
+    TSNode first{};
+    for (const Binding* b : bound) {
+      if (b->kind != Binding::Kind::Assign || node_is_null(b->value)) return {};
+      TSNode w = per_sample_work_rec(b->value, depth + 1);
+      if (node_is_null(w)) return {};
+      if (node_is_null(first)) first = w;
+    }
+    return first;
+  }
+  if (s != k.call) return {};
+  const CallSite* c = call_at(e);
+  if (c == nullptr || node_is_null(c->callee) || node_symbol(c->callee) != k.identifier) return {};
+  std::vector<const Binding*> defs;
+  for (const Binding* d : bindings_of(text(c->callee), 0)) defs.push_back(d);
+  if (defs.size() != 1 || defs[0]->kind != Binding::Kind::Definition || node_symbol(defs[0]->value) != k.class_definition)
+    return {};
+  int cr = region_of(field(defs[0]->value, k.f_body));
+  if (cr <= 0 || regions_[cr].kind != Region::Kind::Class) return {};
+  const FunctionInfo* getitem = nullptr;
+  for (const FunctionInfo& f : functions_)
+    if (f.name == "__getitem__" && regions_[f.region].parent == cr) getitem = &f;
+  if (getitem == nullptr) return {};
+  // __getitem__'s calls, and those of the methods of the class it calls on self (one level)
+  std::vector<const FunctionInfo*> bodies{getitem};
+  const std::uint32_t from = node_start_byte(getitem->node), to = node_end_byte(getitem->node);
+  for (const CallSite& call : calls_) {
+    std::uint32_t at = node_start_byte(call.node);
+    if (at < from || at >= to || node_is_null(call.callee) || node_symbol(call.callee) != k.attribute) continue;
+    if (path_of(field(call.callee, k.f_object)) != "self") continue;
+    for (const FunctionInfo& f : functions_)
+      if (f.name == call.method && regions_[f.region].parent == cr && &f != getitem) bodies.push_back(&f);
+  }
+  for (const FunctionInfo* f : bodies) {
+    const std::uint32_t b = node_start_byte(f->node), end = node_end_byte(f->node);
+    for (const CallSite& call : calls_) {
+      std::uint32_t at = node_start_byte(call.node);
+      if (at >= b && at < end && per_sample_call(*this, call)) return call.node;
+    }
+  }
+  return {};
+}
+
+TSNode SemanticModel::per_sample_work(const CallSite& loader) const {
+  return per_sample_work_rec(argument(loader, "dataset", 0), 0);
+}
+
 LoaderData SemanticModel::loader_data(const CallSite& loader) const {
   // DataLoader(dataset, batch_size, shuffle, sampler, batch_sampler, num_workers, collate_fn, ...)
   if (collate_puts_on_device(argument(loader, "collate_fn", 6), 0)) return LoaderData::OnDevice;

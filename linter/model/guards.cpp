@@ -89,6 +89,46 @@ int nonfinite_test(const SemanticModel& model, TSNode c, int depth) {
   return 0;
 }
 
+// +1 when `c` is a range check that holds only on out-of-range values: the
+// largest value of a tensor above a number, or its smallest below one
+// (`torch.min(y) < -1.0`, `y.max() > 1.0`, `x.abs().max() > 1500`), the
+// sanity checks of a waveform bounded by tanh or of a sample's coordinates;
+// -1 for the opposite test (`torch.max(y) <= 1.0`, it holds on good values);
+// 0 for anything else (`loss > 10`, a comparison with a variable).
+int range_check_test(const SemanticModel& model, TSNode c) {
+  const Kinds& k = kinds();
+  NodeList operands;
+  std::string_view op;
+  if (!model.binary_comparison(c, operands, op)) return 0;
+  if (op != "<" && op != "<=" && op != ">" && op != ">=") return 0;
+  // the side that reduces a tensor to its extreme, and the number on the other
+  auto extreme = [&](TSNode x) -> int {  // +1 max, -1 min, 0 neither
+    if (node_is_null(x) || node_symbol(x) != k.call) return 0;
+    const CallSite* site = model.call_at(x);
+    if (site == nullptr) return 0;
+    std::string_view m = site->method;
+    if (!node_is_null(site->receiver) && site->canonical.empty() && model.positional_count(*site) == 0 &&
+        model.arguments(*site).empty()) {
+      if (m == "max" || m == "amax") return 1;
+      if (m == "min" || m == "amin") return -1;
+    }
+    if ((site->canonical == "torch.max" || site->canonical == "torch.amax") && model.arguments(*site).size() == 1) return 1;
+    if ((site->canonical == "torch.min" || site->canonical == "torch.amin") && model.arguments(*site).size() == 1) return -1;
+    return 0;
+  };
+  auto number = [&](TSNode x) {
+    if (node_is_null(x)) return false;
+    if (node_symbol(x) == k.unary_operator) x = field(x, k.f_argument);
+    return !node_is_null(x) && (node_symbol(x) == k.integer || node_symbol(x) == k.float_);
+  };
+  int e = extreme(operands[0]);
+  bool greater = op == ">" || op == ">=";
+  if (e != 0 && number(operands[1])) return (e > 0) == greater ? 1 : -1;
+  e = extreme(operands[1]);
+  if (e != 0 && number(operands[0])) return (e > 0) == !greater ? 1 : -1;
+  return 0;
+}
+
 }  // namespace
 
 GuardMask SemanticModel::classify_condition(TSNode cond, bool negated) const {
@@ -123,9 +163,13 @@ GuardMask SemanticModel::classify_rec(TSNode c, bool neg, int depth) const {
     // as configured, the other side decides
     if (a == kGuardOffByDefault && b != 0) return b;
     if (b == kGuardOffByDefault && a != 0) return a;
+    // `torch.isnan(x).any() or x.abs().max() > 1500`: a failure either way
+    if ((a & kGuardOnFailure) && (b & kGuardOnFailure)) return kGuardOnFailure;
     return static_cast<GuardMask>(a & b);
   }
   if (s == k.comparison_operator) {
+    // a range check of a tensor's values (`if torch.min(y) < -1.0:`): it holds only on bad values
+    if (int sense = range_check_test(*this, c); sense != 0 && (sense > 0) != neg) return kGuardOnFailure;
     // operands are the named children; operators are the anonymous ones
     // (two operands have one operator token between them, or two for `not in`
     // and `is not`; a chain such as `a < b < c` has more operands: not classified)

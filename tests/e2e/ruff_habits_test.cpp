@@ -42,7 +42,7 @@ TEST_CASE("ruff habits: `check` is the default command, --output-format is --for
   CHECK(check.err.empty());
   Run concise = ddplint({"check", "--isolated", "--no-cache", "--output-format", "concise", "t.py"}, "", d.path);
   CHECK(concise.rc == 1);
-  CHECK(contains(concise.out, "t.py:4:10: DDP101 [warning] DataLoader without num_workers loads every batch in the training process\n"));
+  CHECK(contains(concise.out, "t.py:4:10: DDP101 [info] DataLoader without num_workers loads every batch in the training process\n"));
   // the long message is for text, full and --explain
   CHECK_FALSE(contains(concise.out, "the GPU waits"));
   CHECK(contains(plain.out, "the GPU waits"));
@@ -59,12 +59,12 @@ TEST_CASE("ruff habits: severity and [*] in text and grouped output, and Ruff's 
   TempDir d;
   d.write("t.py", kLoader);
   Run r = ddplint({"--isolated", "--no-cache", "--extend-select", "DDP102", "t.py"}, "", d.path);
-  CHECK(contains(r.out, "t.py:4:10: DDP101 [warning] "));
+  CHECK(contains(r.out, "t.py:4:10: DDP101 [info] "));
   CHECK(contains(r.out, "t.py:4:10: DDP102 [*] [warning] "));
   CHECK(contains(r.out, "[*] 1 fixable with the `--fix` option (1 hidden fix can be enabled with the `--unsafe-fixes` option).\n"));
   Run unsafe = ddplint({"--isolated", "--no-cache", "--extend-select", "DDP102", "--unsafe-fixes", "t.py"}, "", d.path);
   CHECK(contains(unsafe.out, "[*] 2 fixable with the `--fix` option.\n"));
-  CHECK(contains(unsafe.out, "t.py:4:10: DDP101 [*] [warning] "));  // applies under --unsafe-fixes, so marked
+  CHECK(contains(unsafe.out, "t.py:4:10: DDP101 [*] [info] "));  // applies under --unsafe-fixes, so marked
   // a file that does not parse gets no fixes: none marked, counted or diffed
   d.write("syn.py", kLoader + "def f(:\n    pass\n");
   Run syn = ddplint({"--isolated", "--no-cache", "--extend-select", "DDP102", "syn.py"}, "", d.path);
@@ -72,7 +72,7 @@ TEST_CASE("ruff habits: severity and [*] in text and grouped output, and Ruff's 
   CHECK_FALSE(contains(syn.out, "[*]"));
   CHECK(ddplint({"--isolated", "--no-cache", "--extend-select", "DDP102", "--diff", "syn.py"}, "", d.path).out.empty());
   Run grouped = ddplint({"--isolated", "--no-cache", "--format", "grouped", "t.py"}, "", d.path);
-  CHECK(contains(grouped.out, "  4:10 DDP101 [warning] "));
+  CHECK(contains(grouped.out, "  4:10 DDP101 [info] "));
 }
 
 TEST_CASE("ruff habits: rule names and lowercase codes, with did-you-mean hints") {
@@ -151,11 +151,12 @@ TEST_CASE("ruff habits: --min-severity, JSON short messages, --statistics as JSO
   d.write("t.py", kLoader + "import torch.distributed as dist\ndist.init_process_group('nccl')\n");
   Run all = ddplint({"--isolated", "--no-cache", "--format", "concise", "t.py"}, "", d.path);
   CHECK(contains(all.out, "[error]"));
-  CHECK(contains(all.out, "[warning]"));
+  CHECK(contains(all.out, "[info]"));  // DDP101: a dataset the file does not show
   Run errors = ddplint({"--isolated", "--no-cache", "--format", "concise", "--min-severity", "error", "t.py"}, "", d.path);
   CHECK(errors.rc == 1);
   CHECK(contains(errors.out, "[error]"));
   CHECK_FALSE(contains(errors.out, "[warning]"));
+  CHECK_FALSE(contains(errors.out, "[info]"));
   // every finding of the examples has a short form of at most 100 bytes, a
   // clean clause (never cut with "...")
   Run examples = ddplint({"--isolated", "--no-cache", "--select", "ALL", "--format", "json", "examples"}, "",
