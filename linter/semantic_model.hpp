@@ -942,6 +942,18 @@ class SemanticModel {
   // The guard a test of parameter `name` carries: what the argument of every
   // call of its function in this file tests (0 when unknown)
   GuardMask parameter_guard(TSNode name, bool negated, int depth) const;
+  /// A parameter of a function of this file, as its calls here see it.
+  struct LocalParameter {
+    int function = -1;  ///< index into functions()
+    int position = -1;  ///< 0-based position among the function's parameters
+    TSNode fallback{};  ///< its default value (null when none)
+  };
+  /// The function whose parameter `name` is (bound only as that parameter), for
+  /// reading its calls in this file: nullopt when `name` is no such parameter,
+  /// the function has no call here, or another file calls it every step or in
+  /// a training loop (with `imported_too`, or imports it at all), since those
+  /// calls' arguments are not seen here.
+  std::optional<LocalParameter> local_parameter(TSNode name, bool imported_too) const;
   /// The guard of `name OP bound` (or `bound OP name`) where `name` is a
   /// parameter: off by default when every call of its function in this file
   /// passes (or defaults to) an integer that fails the test, else 0.
@@ -1009,6 +1021,22 @@ class SemanticModel {
   // falls_through_rarely per (if statement start byte, loop, exempt): each if tree is read once per query kind
   mutable std::pmr::unordered_map<std::uint64_t, bool> rare_if_memo_{arena_.get()};
   mutable std::pmr::unordered_map<std::uint64_t, GuardMask> parameter_guard_memo_{arena_.get()};
+  // config_field_default's indexes, built on first use: the top-level classes
+  // by name (the last definition of a name wins, as in Python) with their
+  // field defaults read on first question, and the attribute names the file
+  // assigns anywhere
+  struct ConfigClass {
+    TSNode body{};
+    bool read = false;
+    bool has_init = false;  ///< defines __init__ or __post_init__: class defaults say nothing
+    std::unordered_map<std::string_view, Value> fields;  ///< literal defaults by field name
+  };
+  mutable std::optional<std::unordered_map<std::string_view, ConfigClass>> config_classes_;
+  mutable std::optional<std::unordered_map<std::string_view, bool>> written_attributes_;
+  // on_path_without_cuda's answer for an `elif`/`else` clause (by its start
+  // byte): whether an earlier test of its `if` statement holds where multi-GPU
+  // CUDA runs can happen; filled for a whole statement at once
+  mutable std::unordered_map<std::uint32_t, bool> clause_after_cuda_test_;
   mutable std::pmr::unordered_map<MemoKey, Value, MemoHash> value_memo_{arena_.get()};
   mutable std::unordered_map<std::string, Value> argparse_memo_;
   mutable std::pmr::unordered_multimap<std::uint32_t, int> assigned_index_{arena_.get()};  // start byte of a bound value -> binding

@@ -424,28 +424,38 @@ GuardMask SemanticModel::classify_rec(TSNode c, bool neg, int depth) const {
 // function that another file of the project calls (its arguments are not
 // seen here), or one with no call in this file, makes it unknown (0). The
 // parameter must be bound only as the parameter (not reassigned in the body).
-GuardMask SemanticModel::parameter_guard(TSNode name, bool neg, int depth) const {
+std::optional<SemanticModel::LocalParameter> SemanticModel::local_parameter(TSNode name, bool imported_too) const {
   std::string_view id = text(name);
   BindingList bound = bindings_of(id, region_of(name));
-  if (bound.size() != 1 || bound[0]->kind != Binding::Kind::Parameter) return 0;
+  if (bound.size() != 1 || bound[0]->kind != Binding::Kind::Parameter) return std::nullopt;
   const Region& scope = regions_[bound[0]->scope];
-  if (scope.kind != Region::Kind::Function) return 0;
-  int f = scope.function;
-  if (f < 0 || static_cast<std::size_t>(f) >= callers_.size() || callers_[f].empty()) return 0;
+  if (scope.kind != Region::Kind::Function) return std::nullopt;
+  const int f = scope.function;
+  if (f < 0 || static_cast<std::size_t>(f) >= callers_.size() || callers_[f].empty()) return std::nullopt;
   if (project_ != nullptr && is_top_level_function(f)) {
     std::string_view fname = functions_[f].name;
-    if (project_->step_entries.count(fname) != 0 || project_->loop_entries.count(fname) != 0) return 0;
+    if (project_->step_entries.count(fname) != 0 || project_->loop_entries.count(fname) != 0) return std::nullopt;
+    if (imported_too && (project_->imported_names.count(fname) != 0 || project_->imported_whole)) return std::nullopt;
   }
+  LocalParameter out;
+  out.function = f;
   auto params = parameters_of(f);
-  int position = -1;
-  TSNode fallback{};
   for (std::size_t i = 0; i < params.size(); ++i) {
     if (params[i].first == id) {
-      position = static_cast<int>(i);
-      fallback = params[i].second;
+      out.position = static_cast<int>(i);
+      out.fallback = params[i].second;
     }
   }
-  if (position < 0) return 0;
+  if (out.position < 0) return std::nullopt;
+  return out;
+}
+
+GuardMask SemanticModel::parameter_guard(TSNode name, bool neg, int depth) const {
+  std::string_view id = text(name);
+  std::optional<LocalParameter> param = local_parameter(name, false);
+  if (!param) return 0;
+  const int f = param->function, position = param->position;
+  const TSNode fallback = param->fallback;
   std::uint64_t key = (static_cast<std::uint64_t>(f) << 32) | (static_cast<std::uint64_t>(position) << 1) | (neg ? 1u : 0u);
   if (auto m = parameter_guard_memo_.find(key); m != parameter_guard_memo_.end()) return m->second;
   parameter_guard_memo_[key] = 0;  // a recursive question meets "unknown"
@@ -490,29 +500,11 @@ GuardMask SemanticModel::parameter_guard(TSNode name, bool neg, int depth) const
 GuardMask SemanticModel::parameter_comparison_guard(TSNode name, std::string_view op, bool name_left,
                                                     std::int64_t bound, bool neg) const {
   std::string_view id = text(name);
-  BindingList bindings = bindings_of(id, region_of(name));
-  if (bindings.size() != 1 || bindings[0]->kind != Binding::Kind::Parameter) return 0;
-  const Region& scope = regions_[bindings[0]->scope];
-  if (scope.kind != Region::Kind::Function) return 0;
-  int f = scope.function;
-  if (f < 0 || static_cast<std::size_t>(f) >= callers_.size() || callers_[f].empty()) return 0;
-  if (project_ != nullptr && is_top_level_function(f)) {
-    std::string_view fname = functions_[f].name;
-    if (project_->step_entries.count(fname) != 0 || project_->loop_entries.count(fname) != 0 ||
-        project_->imported_names.count(fname) != 0 || project_->imported_whole)
-      return 0;
-  }
-  auto params = parameters_of(f);
-  int position = -1;
-  TSNode fallback{};
-  for (std::size_t i = 0; i < params.size(); ++i) {
-    if (params[i].first == id) {
-      position = static_cast<int>(i);
-      fallback = params[i].second;
-    }
-  }
-  if (position < 0) return 0;
-  for (int ci : callers_[f]) {
+  std::optional<LocalParameter> param = local_parameter(name, true);
+  if (!param) return 0;
+  const int position = param->position;
+  const TSNode fallback = param->fallback;
+  for (int ci : callers_[param->function]) {
     const CallSite& call = calls_[ci];
     if (has_unpacked_arguments(call)) return 0;
     TSNode arg = argument(call, id, position);
@@ -557,46 +549,59 @@ Value SemanticModel::config_field_default(TSNode attr) const {
   } else {
     return {};
   }
-  // the class, defined at the top of this file
-  TSNode body{};
-  for (TSNode c : children(regions_[0].node)) {
-    TSNode def = c;
-    if (node_symbol(def) == k.decorated_definition) def = field(def, k.f_definition);
-    if (node_is_null(def) || node_symbol(def) != k.class_definition || text(field(def, k.f_name)) != class_name) continue;
-    body = field(def, k.f_body);
-  }
-  if (node_is_null(body)) return {};
-  Value out;
-  for (TSNode st : children(body)) {
-    TSNode def = node_symbol(st) == k.decorated_definition ? field(st, k.f_definition) : st;
-    if (!node_is_null(def) && node_symbol(def) == k.function_definition) {
-      std::string_view fn = text(field(def, k.f_name));
-      if (fn == "__init__" || fn == "__post_init__") return {};
-      continue;
+  // the top-level classes of the file, by name (once)
+  if (!config_classes_) {
+    config_classes_.emplace();
+    for (TSNode c : children(regions_[0].node)) {
+      TSNode def = node_symbol(c) == k.decorated_definition ? field(c, k.f_definition) : c;
+      if (node_is_null(def) || node_symbol(def) != k.class_definition) continue;
+      ConfigClass entry;
+      entry.body = field(def, k.f_body);
+      (*config_classes_)[text(field(def, k.f_name))] = entry;
     }
-    if (node_symbol(st) != k.expression_statement || ts_node_named_child_count(st) != 1) continue;
-    TSNode a = ts_node_named_child(st, 0);
-    if (node_symbol(a) != k.assignment) continue;
-    TSNode left = field(a, k.f_left);
-    if (node_symbol(left) != k.identifier || text(left) != name) continue;
-    TSNode right = field(a, k.f_right);
-    if (const CallSite* f = node_is_null(right) ? nullptr : call_at(right);
-        f != nullptr && (f->canonical == "dataclasses.field" || f->canonical == "field"))
-      right = argument(*f, "default");
-    if (node_is_null(right)) return {};
-    TSSymbol rs = node_symbol(right);
-    if (rs != k.true_ && rs != k.false_ && rs != k.integer && rs != k.string && rs != k.none) return {};
-    out = value_of(right);
   }
-  if (!out.known()) return out;
+  auto it = config_classes_->find(class_name);
+  if (it == config_classes_->end() || node_is_null(it->second.body)) return {};
+  ConfigClass& cls = it->second;
+  if (!cls.read) {  // its fields' literal defaults (once per class)
+    cls.read = true;
+    for (TSNode st : children(cls.body)) {
+      TSNode def = node_symbol(st) == k.decorated_definition ? field(st, k.f_definition) : st;
+      if (!node_is_null(def) && node_symbol(def) == k.function_definition) {
+        std::string_view fn = text(field(def, k.f_name));
+        if (fn == "__init__" || fn == "__post_init__") cls.has_init = true;
+        continue;
+      }
+      if (node_symbol(st) != k.expression_statement || ts_node_named_child_count(st) != 1) continue;
+      TSNode a = ts_node_named_child(st, 0);
+      if (node_symbol(a) != k.assignment) continue;
+      TSNode left = field(a, k.f_left);
+      if (node_symbol(left) != k.identifier) continue;
+      TSNode right = field(a, k.f_right);
+      if (const CallSite* f = node_is_null(right) ? nullptr : call_at(right);
+          f != nullptr && (f->canonical == "dataclasses.field" || f->canonical == "field"))
+        right = argument(*f, "default");
+      Value v;
+      if (!node_is_null(right)) {
+        TSSymbol rs = node_symbol(right);
+        if (rs == k.true_ || rs == k.false_ || rs == k.integer || rs == k.string || rs == k.none) v = value_of(right);
+      }
+      cls.fields[text(left)] = v;  // a later declaration of the name wins; unknown when not a literal
+    }
+  }
+  if (cls.has_init) return {};
+  auto field_it = cls.fields.find(name);
+  if (field_it == cls.fields.end() || !field_it->second.known()) return {};
   // the field is written nowhere in the file (`cfg.flag = True`; `setattr`
-  // aside): every read sees the instance's value (last: few reads get here)
-  for (const Binding& b : bindings_) {
-    if (b.kind != Binding::Kind::Definition && !node_is_null(b.target) && node_symbol(b.target) == k.attribute &&
-        text(field(b.target, k.f_attribute)) == name)
-      return {};
+  // aside): every read sees the instance's value
+  if (!written_attributes_) {
+    written_attributes_.emplace();
+    for (const Binding& b : bindings_)
+      if (b.kind != Binding::Kind::Definition && !node_is_null(b.target) && node_symbol(b.target) == k.attribute)
+        (*written_attributes_)[text(field(b.target, k.f_attribute))] = true;
   }
-  return out;
+  if (written_attributes_->contains(name)) return {};
+  return field_it->second;
 }
 
 // True when every value function `f` returns is a periodic test (or False/None):
@@ -840,14 +845,22 @@ bool SemanticModel::on_path_without_cuda(TSNode node) const {
       continue;
     }
     // an elif or else: every test before it in its `if` statement was false
+    // (answered for the statement's clauses in one pass: a long elif chain is linear)
     TSNode statement = ts_node_parent(region.node);
     if (node_is_null(statement) || node_symbol(statement) != k.if_statement) continue;
-    if (multi_gpu_test(*this, field(statement, k.f_condition)) > 0) return true;
-    for (TSNode clause : children(statement)) {
-      if (node_eq(clause, region.node)) break;
-      if (node_symbol(clause) == k.elif_clause && multi_gpu_test(*this, field(clause, k.f_condition)) > 0)
-        return true;
+    auto known = clause_after_cuda_test_.find(node_start_byte(region.node));
+    if (known == clause_after_cuda_test_.end()) {
+      bool earlier = multi_gpu_test(*this, field(statement, k.f_condition)) > 0;
+      for (TSNode clause : children(statement)) {
+        TSSymbol cs = node_symbol(clause);
+        if (cs != k.elif_clause && cs != k.else_clause) continue;
+        clause_after_cuda_test_[node_start_byte(clause)] = earlier;
+        if (cs == k.elif_clause && !earlier) earlier = multi_gpu_test(*this, field(clause, k.f_condition)) > 0;
+      }
+      known = clause_after_cuda_test_.find(node_start_byte(region.node));
+      if (known == clause_after_cuda_test_.end()) continue;
     }
+    if (known->second) return true;
     if (s == k.elif_clause && multi_gpu_test(*this, region.condition) < 0) return true;
   }
   return false;
