@@ -6,13 +6,15 @@
 namespace ddplint::rules {
 
 namespace {
+// A reduced-precision dtype's canonical name.
+bool half_dtype_name(std::string_view d) { return d == "torch.float16" || d == "torch.half" || d == "torch.bfloat16"; }
+
 // `torch.bfloat16`, or a name bound once to an expression that may be one
 // (`dtype = torch.bfloat16 if bf16_ok else torch.float32`): a model cast with
 // `.to(dtype)` may train in half precision, so no claim.
 bool may_be_half_dtype(const SemanticModel& model, TSNode e, int depth) {
   if (node_is_null(e) || depth > 4) return false;
-  std::string d = model.canonical_name(e);
-  if (d == "torch.float16" || d == "torch.half" || d == "torch.bfloat16") return true;
+  if (half_dtype_name(model.canonical_name(e))) return true;
   if (node_symbol(e) == kinds().identifier) return may_be_half_dtype(model, model.single_assignment(e), depth + 1);
   if (node_symbol(e) == kinds().conditional_expression || node_symbol(e) == kinds().parenthesized_expression) {
     for (TSNode ch : children(e))
@@ -20,7 +22,6 @@ bool may_be_half_dtype(const SemanticModel& model, TSNode e, int depth) {
   }
   return false;
 }
-
 
 // Anything that makes the step run in reduced precision: autocast (any
 // spelling, also as a decorator), a half/bfloat16 model or default dtype,
@@ -46,8 +47,7 @@ bool uses_reduced_precision(const SemanticModel& model) {
         if (node_is_null(d)) continue;
         std::string name = model.canonical_name(d);
         Value v = model.value_of(d);
-        if (name == "torch.float16" || name == "torch.half" || name == "torch.bfloat16" ||
-            (v.kind == Value::Kind::Str && v.s == "auto") || (!v.known() && name.empty()))
+        if (half_dtype_name(name) || (v.kind == Value::Kind::Str && v.s == "auto") || (!v.known() && name.empty()))
           return true;
       }
     }
