@@ -56,6 +56,9 @@ std::string fingerprint(const ProjectFacts* facts) {
   j["forwarding_calls"] = std::move(forwarding);
   j["device_selecting_calls"] = json(std::vector<std::string>(facts->device_selecting_calls.begin(),
                                                                facts->device_selecting_calls.end()));
+  json datasets = json::object();
+  for (const auto& [name, d] : facts->datasets) datasets[name] = json::array({d.in_memory, d.work, d.where});
+  j["datasets"] = std::move(datasets);
   j["cuda"] = facts->cuda;
   j["importers"] = json::array({facts->indexed, facts->package_module, facts->imported, facts->imported_whole,
                                 json(std::vector<std::string>(facts->imported_names.begin(), facts->imported_names.end()))});

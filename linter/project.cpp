@@ -427,6 +427,25 @@ FileSummary summarize(const SemanticModel& model, const std::function<bool(std::
     }
     s.functions.push_back(std::move(fn));
   }
+  // the top-level Dataset classes whose samples' cost is known: those with a
+  // `__getitem__` (found from the functions, one pass)
+  for (const FunctionInfo& f : model.functions()) {
+    if (f.name != "__getitem__") continue;
+    const Region& r = model.regions()[static_cast<std::size_t>(f.region)];
+    if (r.parent <= 0) continue;
+    const Region& c = model.regions()[static_cast<std::size_t>(r.parent)];
+    if (c.kind != Region::Kind::Class || c.parent != 0) continue;
+    SemanticModel::DatasetClassCost cost = model.dataset_class_cost(c.node);
+    if (!cost.in_memory && ts_node_is_null(cost.work)) continue;
+    FileSummary::Dataset d{std::string(model.text(field(c.node, kinds().f_name))), cost.in_memory, {}, 0};
+    if (!cost.in_memory) {
+      const CallSite* w = model.call_at(cost.work);
+      std::string_view callee = w != nullptr && !ts_node_is_null(w->callee) ? model.text(w->callee) : std::string_view("?");
+      d.work = std::string(callee.substr(0, 40));
+      d.line = model.source().lines().line_of(ts_node_start_byte(cost.work)) + 1;
+    }
+    s.datasets.push_back(std::move(d));
+  }
   std::unordered_map<std::string_view, std::size_t> seen;
   std::vector<bool> shown_non_host;  // per entry of s.calls: its line's call passes a non-host value
   std::vector<std::set<std::string, std::less<>>> not_command_line;  // per entry: arguments some call fills otherwise
@@ -654,6 +673,8 @@ class Solver {
     if (!m.summarised) return {-1, {}};
     for (const FileSummary::Function& f : m.summary.functions)
       if (f.name == name) return {file, name};
+    for (const FileSummary::Dataset& d : m.summary.datasets)  // a Dataset class, called to make one
+      if (d.name == name) return {file, name};
     for (const auto& [local, target] : m.summary.imports)
       if (local == name && target != canonical) return function_of(static_cast<std::size_t>(file), target, depth + 1);
     // `from .dist import *` in a package's `__init__.py`: the name may come from any of them
@@ -710,6 +731,11 @@ class Solver {
       for (const FileSummary::Call& call : caller.summary.calls) {
         auto [b, name] = function_of(a, call.canonical);
         if (b < 0 || static_cast<std::size_t>(b) == a) continue;
+        for (const FileSummary::Dataset& d : files_[static_cast<std::size_t>(b)].summary.datasets)
+          if (d.name == name)
+            out[a].datasets.emplace(call.canonical,
+                                    ProjectFacts::DatasetCost{d.in_memory, d.work,
+                                                              d.in_memory ? std::string() : files_[static_cast<std::size_t>(b)].shown + ":" + std::to_string(d.line)});
         const FileSummary::Function* f = function(b, name);
         if (f == nullptr) continue;
         ProjectFacts& callee = out[static_cast<std::size_t>(b)];
@@ -913,6 +939,13 @@ std::string encode_summary(const FileSummary* s) {
     out.text(c.logged_step_function);
     out.text(c.function);
   }
+  out.number(s->datasets.size());
+  for (const FileSummary::Dataset& d : s->datasets) {
+    out.text(d.name);
+    out.flag(d.in_memory);
+    out.text(d.work);
+    out.number(d.line);
+  }
   out.number(s->imports.size());
   for (const auto& [local, target] : s->imports) {
     out.text(local);
@@ -975,6 +1008,16 @@ std::optional<std::optional<FileSummary>> decode_summary(std::string_view bytes)
     c.logged_step_function = in.text();
     c.function = in.text();
     s.calls.push_back(std::move(c));
+  }
+  for (std::uint64_t n = in.count(4 * 8); n > 0 && !in.failed(); --n) {
+    FileSummary::Dataset d;
+    d.name = in.text();
+    d.in_memory = in.flag();
+    d.work = in.text();
+    std::uint64_t line = in.number();
+    if (line > UINT32_MAX) in.fail();
+    d.line = static_cast<std::uint32_t>(line);
+    s.datasets.push_back(std::move(d));
   }
   for (std::uint64_t n = in.count(2 * 8); n > 0 && !in.failed(); --n) {
     std::string local = in.text();

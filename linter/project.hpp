@@ -81,6 +81,15 @@ struct FileSummary {
   };
   std::vector<Function> functions;
   std::vector<Call> calls;
+  /// A Dataset class defined at the top level whose samples' cost is known
+  /// (SemanticModel::dataset_class_cost).
+  struct Dataset {
+    std::string name;
+    bool in_memory = false;
+    std::string work;         ///< the per-sample call as written (`Image.open`), when not in memory
+    std::uint32_t line = 0;   ///< 1-based line of that call
+  };
+  std::vector<Dataset> datasets;
   /// The file's imports (local name -> target), for names other modules import from it;
   /// `from MODULE import *` as ("*", MODULE).
   std::vector<std::pair<std::string, std::string>> imports;

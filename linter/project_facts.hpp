@@ -164,6 +164,20 @@ struct ProjectFacts {
   /// in their body or in a callee's, as `init_distributed_mode(args)` does),
   /// by the call's canonical name.
   std::set<std::string, std::less<>> device_selecting_calls;
+  /// What the samples of a Dataset class of another file cost, for the
+  /// classes this file calls (SemanticModel::dataset_class_cost there), by the
+  /// call's canonical name (`.data.QueryDataset`, `datasets.coco.CocoDetection`).
+  /// Classes whose cost is not known are left out.
+  struct DatasetCost {
+    /// `__getitem__` only indexes what the object holds: loading costs nothing.
+    bool in_memory = false;
+    /// Otherwise the per-sample work: the call as written (`Image.open`, `self.transform`)...
+    std::string work;
+    /// ...and where, `path:line` as messages name it.
+    std::string where;
+    bool operator==(const DatasetCost&) const = default;
+  };
+  std::map<std::string, DatasetCost, std::less<>> datasets;
   /// A file that moves work to CUDA calls into this one (transitively).
   bool cuda = false;
   /// The project was indexed and its imports followed: `imported`,
@@ -208,7 +222,7 @@ struct ProjectFacts {
   bool empty() const {
     return callees.empty() && step_entries.empty() && loop_entries.empty() && host_parameters.empty() &&
            ddp_parameters.empty() && command_line_parameters.empty() && logged_calls.empty() && result_uses.empty() && forwarding_calls.empty() &&
-           device_selecting_calls.empty() && !cuda && !imported && !imported_whole && imported_names.empty() &&
+           device_selecting_calls.empty() && datasets.empty() && !cuda && !imported && !imported_whole && imported_names.empty() &&
            launched.empty() && missing_scripts.empty() && launched_by.empty();
   }
   bool operator==(const ProjectFacts&) const = default;

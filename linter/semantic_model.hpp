@@ -776,6 +776,29 @@ class SemanticModel {
   /// `self.tokenizer(text)`). Null when none is seen (a dataset of another
   /// file, an in-memory one): DDP101's cost then depends on the dataset.
   TSNode per_sample_work(const CallSite& loader) const;
+  /// What the samples of a Dataset class cost (`class_definition` a class of
+  /// this file): `in_memory` when its bases are torch's Dataset, `object` or
+  /// none and its `__getitem__` only indexes what it holds (builtins,
+  /// container and tensor methods that convert or view); else `work`, the
+  /// first call of `__getitem__` (or of a method of the class it calls on
+  /// `self`) that reads or decodes a file or runs a transform, tokenizer or
+  /// processor it holds (per_sample_work's list); neither when unknown (no
+  /// `__getitem__`, other calls).
+  struct DatasetClassCost {
+    bool in_memory = false;
+    TSNode work{};
+  };
+  DatasetClassCost dataset_class_cost(TSNode class_definition) const;
+  /// The Class region of `class_definition` (a class statement of this
+  /// file), or -1. (Not region_of() of its body: a body of one method starts
+  /// and ends where that method does, and region_of() answers the method.)
+  int class_region(TSNode class_definition) const;
+  /// The cost of the samples of DataLoader call `loader`'s dataset when it is
+  /// (every binding of a name to) a call of a Dataset class of another file
+  /// whose cost the project facts know (ProjectFacts::datasets), else null.
+  /// Only per-sample work is answered here; an in-memory class of another
+  /// file makes loader_data() InMemory.
+  const ProjectFacts::DatasetCost* dataset_work_elsewhere(const CallSite& loader) const;
   /// The framework configuration whose constructor call `expr` (a name bound
   /// once to it, or an attribute such as `self.accelerator`) holds, or nullptr.
   const FrameworkConfig* framework_config_of(TSNode expr) const;
@@ -939,6 +962,7 @@ class SemanticModel {
   bool collate_puts_on_device(TSNode expr, int depth) const;
   bool in_memory_dataset(TSNode expr, int depth) const;
   TSNode per_sample_work_rec(TSNode expr, int depth) const;
+  const ProjectFacts::DatasetCost* dataset_elsewhere_rec(TSNode expr, int depth) const;
   // The guard a test of parameter `name` carries: what the argument of every
   // call of its function in this file tests (0 when unknown)
   GuardMask parameter_guard(TSNode name, bool negated, int depth) const;

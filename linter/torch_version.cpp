@@ -222,6 +222,12 @@ void setup_py(const fs::path& file, const fs::path& shown_from, std::optional<To
     TSNode n = stack.back();
     stack.pop_back();
     if (ts_node_symbol(n) == k.string) {
+      // a dictionary's key names an extra (`extras_require={"torch": ["torch==1.13.1"]}`),
+      // not a requirement
+      TSNode parent = ts_node_parent(n);
+      if (!ts_node_is_null(parent) && ts_node_symbol(parent) == k.pair &&
+          ts_node_eq(ts_node_named_child(parent, 0), n))
+        continue;
       // one string_content child, no interpolation: a plain literal
       std::string content;
       bool plain = true;
@@ -321,30 +327,157 @@ void environment_yml(const fs::path& file, const fs::path& shown_from, std::opti
   }
 }
 
+// The words of a shell command line, quotes around a word taken off.
+std::vector<std::string> shell_words(std::string_view l) {
+  std::vector<std::string> words;
+  for (std::size_t at = 0; at < l.size();) {
+    while (at < l.size() && std::isspace(static_cast<unsigned char>(l[at]))) ++at;
+    std::size_t end = at;
+    while (end < l.size() && !std::isspace(static_cast<unsigned char>(l[end]))) ++end;
+    std::string word(l.substr(at, end - at));
+    if (word.size() > 2 && (word.front() == '"' || word.front() == '\'') && word.back() == word.front())
+      word = word.substr(1, word.size() - 2);
+    if (!word.empty()) words.push_back(std::move(word));
+    at = end;
+  }
+  return words;
+}
+
+bool is_word(const std::string& w, std::initializer_list<std::string_view> names) {
+  std::string_view base = w;
+  if (std::size_t slash = base.find_last_of('/'); slash != std::string_view::npos) base = base.substr(slash + 1);
+  return std::any_of(names.begin(), names.end(), [&](std::string_view n) { return base == n; });
+}
+
+std::optional<TorchSupport> install_command(const std::vector<std::string>& words, const fs::path& dir,
+                                            const std::optional<fs::path>& folder, const fs::path& shown_from,
+                                            const std::string& origin, int depth);
+
+// A shell script of the project that an install recipe runs (`./install.sh`,
+// `bash scripts/setup_env.sh`): its install commands, read as the recipe's
+// own (run from the recipe's folder; the script's own `cd` lines are not
+// followed). Only from the README itself, not from a script it runs.
+std::optional<TorchSupport> install_script(const fs::path& script, const fs::path& dir, const std::optional<fs::path>& folder,
+                                           const fs::path& shown_from) {
+  std::optional<std::string> text = read_small(script);
+  if (!text) return std::nullopt;
+  std::string_view t = *text;
+  std::uint32_t line_no = 0;
+  for (std::size_t pos = 0; pos <= t.size();) {
+    std::size_t nl = t.find('\n', pos);
+    std::string_view line = t.substr(pos, nl == std::string_view::npos ? std::string_view::npos : nl - pos);
+    pos = nl == std::string_view::npos ? t.size() + 1 : nl + 1;
+    ++line_no;
+    std::string l = trim(line);
+    if (l.empty() || l[0] == '#') continue;
+    if (auto r = install_command(shell_words(l), dir, folder, shown_from, shown_path(script, shown_from) + ":" + std::to_string(line_no), 1))
+      return r;
+  }
+  return std::nullopt;
+}
+
+// What one command of an install recipe (a README's shell block or inline
+// code, or a script the README runs) states about torch, when it bounds the
+// release: `pip install torch==2.1.0 torchvision` (`pip3`, `python -m pip`,
+// options before `install` too), `conda install pytorch=1.13.1 -c pytorch`
+// (`conda create ... pytorch==1.10.1` installs into the new environment, as
+// `conda install` does; mamba alike), `pip install -r requirements.txt`
+// (that file's declaration, narrowed by `-c constraints.txt`), `conda env
+// create -f env/environment.yml` (that file's `dependencies`), and a project
+// script the recipe runs (install_script). `folder`: where the command runs,
+// relative to `dir` (nullopt when not known: files named relative to it are
+// not read). `origin`: `README.md:12`, where the command is written.
+std::optional<TorchSupport> install_command(const std::vector<std::string>& words, const fs::path& dir,
+                                            const std::optional<fs::path>& folder, const fs::path& shown_from,
+                                            const std::string& origin, int depth) {
+  if (words.empty()) return std::nullopt;
+  auto found = [&](TorchSupport s) {
+    s.origin = origin;
+    return std::optional<TorchSupport>(std::move(s));
+  };
+  // a script of the project: `./setup.sh`, `bash setup.sh`, `sh x.sh`, `source x.sh`, `. x.sh`
+  {
+    std::size_t at = is_word(words[0], {"bash", "sh", "source", "."}) && words.size() >= 2 ? 1 : 0;
+    const std::string& w = words[at];
+    if (w.ends_with(".sh") && (at == 1 || w.find('/') != std::string::npos)) {
+      if (depth > 0 || !folder || w.find('$') != std::string::npos || fs::path(w).is_absolute()) return std::nullopt;
+      return install_script((dir / *folder / w).lexically_normal(), dir, folder, shown_from);
+    }
+  }
+  // the tool, and its `install`/`create`/`env create` subcommand
+  bool pip = false, conda = false, conda_env = false;
+  std::size_t sub = 0;
+  for (std::size_t w = 0; w < words.size() && w < 4 && !pip && !conda; ++w) {
+    if (is_word(words[w], {"pip", "pip3"}) || (words[w] == "pip" && w >= 2 && words[w - 1] == "-m")) {
+      for (std::size_t v = w + 1; v < words.size(); ++v)
+        if (words[v] == "install") {
+          pip = true, sub = v;
+          break;
+        } else if (words[v][0] != '-') {
+          break;
+        }
+    } else if (is_word(words[w], {"conda", "mamba", "micromamba"}) && w + 1 < words.size()) {
+      if (words[w + 1] == "install" || words[w + 1] == "create") conda = true, sub = w + 1;
+      else if (words[w + 1] == "env" && w + 2 < words.size() && (words[w + 2] == "create" || words[w + 2] == "update"))
+        conda = conda_env = true, sub = w + 2;
+    }
+  }
+  if (!pip && !conda) return std::nullopt;
+  std::optional<TorchSupport> required, constraints;
+  for (std::size_t w = sub + 1; w < words.size(); ++w) {
+    bool listed_file = pip && (words[w] == "-r" || words[w] == "--requirement");
+    bool constraint_file = pip && (words[w] == "-c" || words[w] == "--constraint");
+    bool env_file = conda_env && (words[w] == "-f" || words[w] == "--file");
+    if ((listed_file || constraint_file || env_file) && w + 1 < words.size()) {
+      if (folder && words[w + 1].find('$') == std::string::npos) {
+        fs::path named = (dir / *folder / words[w + 1]).lexically_normal();
+        std::optional<TorchSupport> r;
+        if (env_file) environment_yml(named, shown_from, r);
+        else requirements_file(named, shown_from, 0, r);
+        if (r) {
+          if (constraint_file) constraints = std::move(r);
+          else unite(required, std::move(*r));
+        }
+      }
+      ++w;
+      continue;
+    }
+    if (conda_env) continue;
+    std::optional<TorchSupport> r = torch_requirement(words[w], conda);
+    if (r && r->bounded()) return found(std::move(*r));
+  }
+  constrain(required, constraints);
+  if (required && required->bounded()) return required;  // (its origin: a requirements, constraints or environment file's line)
+  return std::nullopt;
+}
+
 // The release a README states, where nothing else bounds it: in a section
 // whose heading names installation (install, requirements, setup,
-// environment, dependencies, prerequisites, getting started), either a shell
-// block's `pip install torch==X` / `conda install pytorch=X` (or `conda
-// create ... pytorch==X`), or a list item
-// that names PyTorch with a version ("* PyTorch 1.11.0 (older versions may
-// work too)", "- PyTorch >= 1.8", "1. Install `torch>=2.0.0`"). A version in
-// prose is the release the maintainers run, so it is the oldest supported
-// one (lowest), with no upper bound. A shell block's `pip install -r FILE`
-// reads FILE (after the block's `cd DIR` lines) like requirements.txt. The
-// first shell block's statement of the file, else its first list item: an
-// install command states the release exactly where prose beside it only
-// names one ("- developed with PyTorch 1.13" above `conda install
-// pytorch==1.13.0`).
+// environment, dependencies, prerequisites, getting started), either an
+// install command (install_command) in a shell block or in inline code
+// (`` `./images/init_venv.sh` ``), or a line of prose or a list item that
+// names PyTorch with a version (a README with no heading at all is one such
+// section) ("* PyTorch 1.11.0 (older versions may work too)", "- PyTorch >= 1.8", "1. Install `torch>=2.0.0`", "The code has been
+// tested with CUDA 11.3, PyTorch 1.10.0 and timm 0.5.0."). A version in prose
+// is the release the maintainers run, so it is the oldest supported one
+// (lowest), with no upper bound. A shell block's commands run in the
+// README's folder, after the block's `cd DIR` lines. The first install
+// command of the file that bounds the release, else its first line of
+// prose that names one: an install command states the release exactly
+// where prose beside it only names one ("- developed with PyTorch 1.13"
+// above `conda install pytorch==1.13.0`).
 std::optional<TorchSupport> readme_torch(const fs::path& file, const fs::path& shown_from) {
   std::optional<std::string> text = read_small(file);
   if (!text) return std::nullopt;
   static constexpr std::string_view kSectionWords[] = {"install",  "requirement", "setup",        "set-up",
                                                        "environment", "dependenc", "prerequisite", "getting started"};
   std::string_view t = *text;
-  bool in_section = false, fenced = false;
+  // a README with no heading is one section: what it says is its set-up
+  bool headed = t.starts_with("#") || t.find("\n#") != std::string_view::npos;
+  bool in_section = !headed, fenced = false;
   std::optional<fs::path> block_folder = fs::path();  // a shell block's folder, relative to `dir`
   std::string cloned;  // the folder the block's last `git clone` made
-  std::optional<TorchSupport> prose;  // the first list item that names a release
+  std::optional<TorchSupport> prose;  // the first line of prose that names a release
   const fs::path dir = file.parent_path();
   std::uint32_t line_no = 0;
   for (std::size_t pos = 0; pos <= t.size();) {
@@ -360,23 +493,12 @@ std::optional<TorchSupport> readme_torch(const fs::path& file, const fs::path& s
       continue;
     }
     std::string low = lower(l);
-    auto found = [&](TorchSupport s) {
-      s.origin = shown_path(file, shown_from) + ":" + std::to_string(line_no);
-      return std::optional<TorchSupport>(std::move(s));
-    };
+    const std::string origin = shown_path(file, shown_from) + ":" + std::to_string(line_no);
     if (fenced) {
       if (!in_section) continue;
-      std::vector<std::string> words;
-      for (std::size_t at = 0; at < l.size();) {
-        while (at < l.size() && std::isspace(static_cast<unsigned char>(l[at]))) ++at;
-        std::size_t end = at;
-        while (end < l.size() && !std::isspace(static_cast<unsigned char>(l[end]))) ++end;
-        std::string word = l.substr(at, end - at);
-        if (word.size() > 2 && (word.front() == '"' || word.front() == '\'') && word.back() == word.front())
-          word = word.substr(1, word.size() - 2);
-        if (!word.empty()) words.push_back(std::move(word));
-        at = end;
-      }
+      std::string command = l;
+      if (command.starts_with("$ ")) command = command.substr(2);  // a prompt
+      std::vector<std::string> words = shell_words(command);
       // `cd ImageBind` before a `pip install -r requirements.txt`: the block's
       // folder, relative to the README's (left unknown for anything else)
       // `git clone URL [DIR]` then `cd DIR`: into the clone, this repository's
@@ -401,38 +523,7 @@ std::optional<TorchSupport> readme_torch(const fs::path& file, const fs::path& s
           block_folder = (*block_folder / to).lexically_normal();
         continue;
       }
-      // `pip install torch==2.1.0 torchvision`, `conda install pytorch=1.13.1 -c pytorch`,
-      // `pip install -r requirements.txt` (that file's declaration)
-      // (`conda create -n env python=3.8 pytorch==1.10.1 -c pytorch` installs
-      // the packages it names into the new environment, as `conda install` does)
-      bool conda = false;
-      for (std::string_view tool : {"conda install", "conda create", "mamba install", "mamba create"})
-        conda = conda || low.find(tool) != std::string::npos;
-      if (!conda && low.find("pip install") == std::string::npos) continue;
-      // `pip install -r requirements.txt -c constraints.txt`: what the files
-      // require, narrowed by the constraints (conda's `-c` names a channel)
-      std::optional<TorchSupport> required, constraints;
-      for (std::size_t w = 0; w < words.size(); ++w) {
-        bool listed_file = words[w] == "-r" || words[w] == "--requirement";
-        bool constraint_file = words[w] == "-c" || words[w] == "--constraint";
-        if (!conda && (listed_file || constraint_file) && w + 1 < words.size()) {
-          if (block_folder) {
-            fs::path listed = (dir / *block_folder / words[w + 1]).lexically_normal();
-            std::optional<TorchSupport> r;
-            requirements_file(listed, shown_from, 0, r);
-            if (r) {
-              if (listed_file) unite(required, std::move(*r));
-              else constraints = std::move(r);
-            }
-          }
-          ++w;
-          continue;
-        }
-        std::optional<TorchSupport> r = torch_requirement(words[w], conda);
-        if (r && r->bounded()) return found(std::move(*r));
-      }
-      constrain(required, constraints);
-      if (required && required->bounded()) return required;  // (its origin: a requirements or constraints file's line)
+      if (auto r = install_command(words, dir, block_folder, shown_from, origin, 0)) return r;
       continue;
     }
     if (l.starts_with("#")) {
@@ -441,14 +532,17 @@ std::optional<TorchSupport> readme_torch(const fs::path& file, const fs::path& s
       continue;
     }
     if (!in_section) continue;
-    // a list item: `*`, `-`, `+` or `1.` then a space
-    std::size_t marker = 0;
-    if (!low.empty() && (low[0] == '*' || low[0] == '-' || low[0] == '+')) marker = 1;
-    else
-      while (marker < low.size() && std::isdigit(static_cast<unsigned char>(low[marker]))) ++marker;
-    if (marker == 0 || (std::isdigit(static_cast<unsigned char>(low[0])) && (marker >= low.size() || low[marker++] != '.')))
-      continue;
-    if (marker >= low.size() || low[marker] != ' ') continue;
+    // inline code that runs an install command (`` `./images/init_venv.sh` ``,
+    // `` `pip install torch==2.1` ``), from the README's folder
+    for (std::size_t open = l.find('`'); open != std::string::npos;) {
+      std::size_t close = l.find('`', open + 1);
+      if (close == std::string::npos) break;
+      if (auto r = install_command(shell_words(std::string_view(l).substr(open + 1, close - open - 1)), dir, fs::path(),
+                                   shown_from, origin, 0))
+        return r;
+      open = l.find('`', close + 1);
+    }
+    if (prose) continue;
     // "torch" or "pytorch" as a word, then at most three marks (` >= : * [ `), an
     // optional "version"/"install", and a version with a dot
     for (std::size_t w = low.find("torch"); w != std::string::npos; w = low.find("torch", w + 1)) {
@@ -473,7 +567,8 @@ std::optional<TorchSupport> readme_torch(const fs::path& file, const fs::path& s
       TorchSupport s;
       s.lowest = *v;
       s.written = l.substr(start, end - start);
-      if (!prose) prose = found(std::move(s));
+      s.origin = origin;
+      prose = std::move(s);
       break;
     }
   }
@@ -624,6 +719,28 @@ std::optional<TorchSupport> declared_torch_in(const fs::path& dir, const fs::pat
         out = std::move(r);
         break;
       }
+  }
+  // still nothing bounds it: the environments a folder of them keeps
+  // (`env/environment_cu118.yml`, `requirements/runtime.txt`), where the
+  // project's set-up is written down beside the code rather than at its root
+  if (!out || !out->bounded()) {
+    std::optional<TorchSupport> kept;
+    for (const char* folder : {"env", "envs", "environment", "environments", "conda", "requirements"}) {
+      std::vector<fs::path> files;
+      std::error_code sub_ec;
+      fs::directory_iterator sub(dir / folder, sub_ec), sub_last;
+      for (std::size_t seen = 0; !sub_ec && sub != sub_last && seen < 256; sub.increment(sub_ec), ++seen) {
+        std::string l = lower(sub->path().filename().string());
+        if (l.ends_with(".txt") || l.ends_with(".yml") || l.ends_with(".yaml")) files.push_back(sub->path());
+      }
+      std::sort(files.begin(), files.end());
+      for (const fs::path& f : files) {
+        std::string l = lower(f.filename().string());
+        if (l.ends_with(".txt")) requirements_file(f, shown_from, 0, kept);
+        else environment_yml(f, shown_from, kept);
+      }
+    }
+    if (kept && kept->bounded()) out = std::move(kept);
   }
   return out;
 }

@@ -1,7 +1,9 @@
 // The PyTorch releases a project supports: read from what the project
 // declares (requirements*.txt, setup.py and setup.cfg install_requires,
-// pyproject.toml dependencies, a conda environment*.yml, else the release its
-// README's installation section states), or set by the
+// pyproject.toml dependencies, a conda environment*.yml; else the release its
+// README's installation section states or installs, through the requirements,
+// environment files and set-up scripts its commands name; else the
+// environments kept in an env/, envs/, conda/ or requirements/ folder), or set by the
 // `target-torch` setting. Rules whose advice depends on the release (an API's
 // first release, a deprecation's) ask it through RuleOptions::torch.
 #pragma once
@@ -85,10 +87,16 @@ std::optional<TorchSupport> poetry_constraint(std::string_view constraint);
 /// nothing, so a file that only constrains torch declares nothing), conda's
 /// environment*.yml and conda*.yml (or .yaml); where none
 /// of these bounds the release, the one README.md (else INSTALL.md) states in
-/// an installation section: a `pip install torch==X` / `conda install
-/// pytorch=X` in a shell block, a `pip install -r FILE [-c FILE]` (after the
-/// block's `cd`; `git clone URL` then `cd` into it is this folder), or a list item naming PyTorch with a version
-/// ("* PyTorch 1.11.0"), read as the oldest supported release.
+/// an installation section (a README without headings is one): a `pip
+/// install torch==X` / `conda install pytorch=X` in a shell block or inline
+/// code, a `pip install -r FILE [-c FILE]`, a `conda env create -f FILE`, a
+/// project script it runs (`./tools/setup.sh`, whose install commands count)
+/// (after the block's `cd`; `git clone URL` then `cd` into it is this
+/// folder), or a list item or sentence naming PyTorch with a version
+/// ("* PyTorch 1.11.0", "tested with PyTorch 1.10.0"), read as the oldest
+/// supported release; where that bounds nothing either, the requirements and
+/// environment files of an env/, envs/, environment(s)/, conda/ or
+/// requirements/ folder beside it, united.
 /// std::nullopt when none names torch. Unreadable or malformed files add
 /// nothing. `shown_from`: the working folder, against
 /// which origins are shown (empty: absolute paths).

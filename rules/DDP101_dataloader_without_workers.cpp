@@ -6,8 +6,9 @@
 namespace ddplint::rules {
 
 namespace {
-// What the loading costs, as far as the file shows it: the dataset's per-sample
-// work (a warning: every step waits for it), or nothing seen (info: the fact is
+// What the loading costs, as far as the file and the project facts show it: the
+// dataset's per-sample work, in this file or in the file of its class (a
+// warning: every step waits for it), or nothing seen (info: the fact is
 // certain, its cost depends on the dataset, which may hold tensors in memory).
 struct Cost {
   Severity severity = Severity::Info;
@@ -16,6 +17,9 @@ struct Cost {
 Cost loading_cost(const SemanticModel& model, const CallSite& call) {
   TSNode work = model.per_sample_work(call);
   if (node_is_null(work)) {
+    if (const ProjectFacts::DatasetCost* elsewhere = model.dataset_work_elsewhere(call))
+      return {Severity::Warning, "the GPU waits while the dataset reads, decodes or transforms each sample (`" +
+                                     elsewhere->work + "` at " + elsewhere->where + ")"};
     return {Severity::Info,
             "whatever its dataset does per sample (reading files, decoding, augmenting) runs while the GPU "
             "waits; workers would overlap it with the step"};
@@ -66,11 +70,17 @@ void check(const SemanticModel& model, RuleContext& ctx) {
       std::string what = written == "0" ? "num_workers=0" : "num_workers=" + std::string(written.substr(0, 40)) + " (0)";
       if (const LaunchOfScript* l = model.launch_giving(workers))
         what = "num_workers=" + std::string(written.substr(0, 40)) + " (0, given by " + l->where() + ")";
+      Cost cost = loading_cost(model, *call);
+      // `num_workers=0` written in the call is the author's choice, and its
+      // reason is mostly in the dataset: tensors it keeps on the GPU (which a
+      // worker process cannot hold), attributes the training loop changes at
+      // run time, a stream that is not sharded over workers. Without the
+      // per-sample work that makes the choice cost every step, no claim.
+      if (written == "0" && cost.severity == Severity::Info) continue;
       std::optional<Fix> fix;
       if (written == "0")
         fix = Fix{Fix::Applicability::Unsafe, "Load in 4 worker processes (`num_workers=4`; tune it)",
                   {Edit{node_start_byte(workers), node_end_byte(workers), "4"}}};
-      Cost cost = loading_cost(model, *call);
       ctx.report_at(cost.severity, node_start_byte(at), node_end_byte(at),
                     "DataLoader with " + what + " loads every batch in the training process: " + cost.why,
                     std::move(fix));

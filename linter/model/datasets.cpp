@@ -58,6 +58,31 @@ bool dtype_argument(const SemanticModel& m, TSNode e) {
 
 }  // namespace
 
+namespace {
+// A call that reads or decodes a file, or runs a transform, augmenter,
+// tokenizer or processor the dataset holds (see SemanticModel::per_sample_work).
+bool per_sample_call(const SemanticModel& m, const CallSite& c) {
+  static constexpr std::array<std::string_view, 20> prefixes = {
+      "PIL.",        "cv2.",          "imageio.",       "skimage.io.", "torchvision.io.", "torchvision.transforms",
+      "torchaudio.", "soundfile.",    "librosa.",       "decord.",     "av.",             "h5py.",
+      "pandas.read_", "numpy.load",   "torch.load",     "json.load",   "pickle.load",     "scipy.io.",
+      "tifffile.",   "nibabel."};
+  for (std::string_view p : prefixes)
+    if (c.canonical.starts_with(p)) return true;
+  const Kinds& k = kinds();
+  if (!node_is_null(c.callee) && node_symbol(c.callee) == k.identifier && m.text(c.callee) == "open")
+    return m.bindings_of("open", c.region).empty();
+  // `self.transform(img)`, `self.tokenizer(text, ...)`, `self.aug.augment(x)`
+  if (!node_is_null(c.callee) && node_symbol(c.callee) == k.attribute) {
+    std::string path = lower(m.path_of(c.callee));
+    if (!path.starts_with("self.")) return false;
+    for (std::string_view w : {"transform", "tokeniz", "augment", "processor", "feature_extractor", "decode"})
+      if (contains(path, w)) return true;
+  }
+  return false;
+}
+}  // namespace
+
 bool SemanticModel::body_puts_on_device(TSNode body, int depth) const {
   const Kinds& k = kinds();
   if (node_is_null(body) || depth > kMaxLoaderDepth) return false;
@@ -178,60 +203,69 @@ bool SemanticModel::in_memory_dataset(TSNode e, int depth) const {
     std::span<const Argument> args = arguments(*c);
     return !args.empty() && in_memory_dataset(args[0].value, depth + 1);
   }
+  // a Dataset class of another file whose __getitem__ only indexes what it holds
+  if (project_ != nullptr && !c->canonical.empty()) {
+    auto d = project_->datasets.find(c->canonical);
+    if (d != project_->datasets.end()) return d->second.in_memory;
+  }
   // a Dataset class of this module whose __getitem__ only indexes what it holds
   if (node_symbol(c->callee) != k.identifier) return false;
   bool any = false;
   for (const Binding* d : bindings_of(text(c->callee), 0)) {
     if (d->kind != Binding::Kind::Definition || node_symbol(d->value) != k.class_definition) return false;
-    int cr = region_of(field(d->value, k.f_body));
-    if (cr <= 0 || regions_[cr].kind != Region::Kind::Class) return false;
-    // its own bases: a class of this file or torch's Dataset (a base of another
-    // module may load in its own methods)
-    TSNode supers = field(d->value, k.f_superclasses);
-    if (!node_is_null(supers)) {
-      for (TSNode base : children(supers)) {
-        std::string b = canonical_name(base);
-        if (b != "torch.utils.data.Dataset" && b != "torch.utils.data.dataset.Dataset" && b != "object") return false;
-      }
-    }
-    const FunctionInfo* getitem = nullptr;
-    for (const FunctionInfo& f : functions_)
-      if (f.name == "__getitem__" && regions_[f.region].parent == cr) getitem = &f;
-    if (getitem == nullptr) return false;
-    const std::uint32_t from = node_start_byte(getitem->node), to = node_end_byte(getitem->node);
-    for (const CallSite& call : calls_) {
-      std::uint32_t at = node_start_byte(call.node);
-      if (at >= from && at < to && !in_memory_call(*this, call)) return false;
-    }
+    if (!dataset_class_cost(d->value).in_memory) return false;
     any = true;
   }
   return any;
 }
 
-namespace {
-// A call that reads or decodes a file, or runs a transform, augmenter,
-// tokenizer or processor the dataset holds (see SemanticModel::per_sample_work).
-bool per_sample_call(const SemanticModel& m, const CallSite& c) {
-  static constexpr std::array<std::string_view, 20> prefixes = {
-      "PIL.",        "cv2.",          "imageio.",       "skimage.io.", "torchvision.io.", "torchvision.transforms",
-      "torchaudio.", "soundfile.",    "librosa.",       "decord.",     "av.",             "h5py.",
-      "pandas.read_", "numpy.load",   "torch.load",     "json.load",   "pickle.load",     "scipy.io.",
-      "tifffile.",   "nibabel."};
-  for (std::string_view p : prefixes)
-    if (c.canonical.starts_with(p)) return true;
+SemanticModel::DatasetClassCost SemanticModel::dataset_class_cost(TSNode class_definition) const {
   const Kinds& k = kinds();
-  if (!node_is_null(c.callee) && node_symbol(c.callee) == k.identifier && m.text(c.callee) == "open")
-    return m.bindings_of("open", c.region).empty();
-  // `self.transform(img)`, `self.tokenizer(text, ...)`, `self.aug.augment(x)`
-  if (!node_is_null(c.callee) && node_symbol(c.callee) == k.attribute) {
-    std::string path = lower(m.path_of(c.callee));
-    if (!path.starts_with("self.")) return false;
-    for (std::string_view w : {"transform", "tokeniz", "augment", "processor", "feature_extractor", "decode"})
-      if (contains(path, w)) return true;
+  DatasetClassCost cost;
+  if (node_is_null(class_definition) || node_symbol(class_definition) != k.class_definition) return cost;
+  int cr = class_region(class_definition);
+  if (cr <= 0) return cost;
+  const FunctionInfo* getitem = nullptr;
+  for (const FunctionInfo& f : functions_)
+    if (f.name == "__getitem__" && regions_[f.region].parent == cr) getitem = &f;
+  if (getitem == nullptr) return cost;
+  // __getitem__'s calls, and those of the methods of the class it calls on self (one level)
+  std::vector<const FunctionInfo*> bodies{getitem};
+  const std::uint32_t from = node_start_byte(getitem->node), to = node_end_byte(getitem->node);
+  bool only_memory = true;
+  for (const CallSite& call : calls_) {
+    std::uint32_t at = node_start_byte(call.node);
+    if (at < from || at >= to) continue;
+    if (!in_memory_call(*this, call)) only_memory = false;
+    if (node_is_null(call.callee) || node_symbol(call.callee) != k.attribute) continue;
+    if (path_of(field(call.callee, k.f_object)) != "self") continue;
+    for (const FunctionInfo& f : functions_)
+      if (f.name == call.method && regions_[f.region].parent == cr && &f != getitem) bodies.push_back(&f);
   }
-  return false;
+  for (const FunctionInfo* f : bodies) {
+    const std::uint32_t b = node_start_byte(f->node), end = node_end_byte(f->node);
+    for (const CallSite& call : calls_) {
+      std::uint32_t at = node_start_byte(call.node);
+      if (at >= b && at < end && per_sample_call(*this, call)) {
+        cost.work = call.node;
+        return cost;
+      }
+    }
+  }
+  if (!only_memory) return cost;
+  // its own bases: a class of this file or torch's Dataset (a base of another
+  // module may load in its own methods)
+  TSNode supers = field(class_definition, k.f_superclasses);
+  if (!node_is_null(supers)) {
+    for (TSNode base : children(supers)) {
+      std::string b = canonical_name(base);
+      if (b != "torch.utils.data.Dataset" && b != "torch.utils.data.dataset.Dataset" && b != "object") return cost;
+    }
+  }
+  cost.in_memory = true;
+  return cost;
 }
-}  // namespace
+
 
 TSNode SemanticModel::per_sample_work_rec(TSNode e, int depth) const {
   const Kinds& k = kinds();
@@ -256,30 +290,35 @@ TSNode SemanticModel::per_sample_work_rec(TSNode e, int depth) const {
   for (const Binding* d : bindings_of(text(c->callee), 0)) defs.push_back(d);
   if (defs.size() != 1 || defs[0]->kind != Binding::Kind::Definition || node_symbol(defs[0]->value) != k.class_definition)
     return {};
-  int cr = region_of(field(defs[0]->value, k.f_body));
-  if (cr <= 0 || regions_[cr].kind != Region::Kind::Class) return {};
-  const FunctionInfo* getitem = nullptr;
-  for (const FunctionInfo& f : functions_)
-    if (f.name == "__getitem__" && regions_[f.region].parent == cr) getitem = &f;
-  if (getitem == nullptr) return {};
-  // __getitem__'s calls, and those of the methods of the class it calls on self (one level)
-  std::vector<const FunctionInfo*> bodies{getitem};
-  const std::uint32_t from = node_start_byte(getitem->node), to = node_end_byte(getitem->node);
-  for (const CallSite& call : calls_) {
-    std::uint32_t at = node_start_byte(call.node);
-    if (at < from || at >= to || node_is_null(call.callee) || node_symbol(call.callee) != k.attribute) continue;
-    if (path_of(field(call.callee, k.f_object)) != "self") continue;
-    for (const FunctionInfo& f : functions_)
-      if (f.name == call.method && regions_[f.region].parent == cr && &f != getitem) bodies.push_back(&f);
-  }
-  for (const FunctionInfo* f : bodies) {
-    const std::uint32_t b = node_start_byte(f->node), end = node_end_byte(f->node);
-    for (const CallSite& call : calls_) {
-      std::uint32_t at = node_start_byte(call.node);
-      if (at >= b && at < end && per_sample_call(*this, call)) return call.node;
+  return dataset_class_cost(defs[0]->value).work;
+}
+
+const ProjectFacts::DatasetCost* SemanticModel::dataset_elsewhere_rec(TSNode e, int depth) const {
+  const Kinds& k = kinds();
+  if (project_ == nullptr || project_->datasets.empty() || node_is_null(e) || depth > kMaxLoaderDepth) return nullptr;
+  TSSymbol s = node_symbol(e);
+  if (s == k.identifier) {
+    BindingList bound = bindings_of(text(e), region_of(e));
+    if (bound.empty()) return nullptr;
+    const ProjectFacts::DatasetCost* first = nullptr;
+    for (const Binding* b : bound) {
+      if (b->kind != Binding::Kind::Assign || node_is_null(b->value)) return nullptr;
+      const ProjectFacts::DatasetCost* w = dataset_elsewhere_rec(b->value, depth + 1);
+      if (w == nullptr) return nullptr;
+      if (first == nullptr) first = w;
     }
+    return first;
   }
-  return {};
+  if (s != k.call) return nullptr;
+  const CallSite* c = call_at(e);
+  if (c == nullptr || c->canonical.empty()) return nullptr;
+  auto d = project_->datasets.find(c->canonical);
+  if (d == project_->datasets.end() || d->second.in_memory || d->second.work.empty()) return nullptr;
+  return &d->second;
+}
+
+const ProjectFacts::DatasetCost* SemanticModel::dataset_work_elsewhere(const CallSite& loader) const {
+  return dataset_elsewhere_rec(argument(loader, "dataset", 0), 0);
 }
 
 TSNode SemanticModel::per_sample_work(const CallSite& loader) const {

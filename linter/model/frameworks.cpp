@@ -83,8 +83,8 @@ std::vector<int> local_class_regions(const SemanticModel& m, TSNode name) {
   if (node_symbol(name) != k.identifier) return out;
   for (const Binding* d : m.bindings_of(m.text(name), 0)) {
     if (d->kind != Binding::Kind::Definition || node_symbol(d->value) != k.class_definition) continue;
-    int cr = m.region_of(field(d->value, k.f_body));
-    if (cr > 0 && m.regions()[cr].kind == Region::Kind::Class) out.push_back(cr);
+    int cr = m.class_region(d->value);
+    if (cr > 0) out.push_back(cr);
   }
   return out;
 }

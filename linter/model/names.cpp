@@ -264,6 +264,14 @@ int SemanticModel::region_of(TSNode node) const {
   return std::max(i, 0);
 }
 
+int SemanticModel::class_region(TSNode class_definition) const {
+  if (node_is_null(class_definition)) return -1;
+  int r = region_of(field(class_definition, kinds().f_body));
+  while (r > 0 && !(regions_[r].kind == Region::Kind::Class && node_eq(regions_[r].node, class_definition)))
+    r = regions_[r].parent;
+  return r > 0 ? r : -1;
+}
+
 BindingList SemanticModel::bindings_of(std::string_view path, int region) const {
   BindingList out;
   auto [from, to] = index_run(bindings_by_path_, path, [&](int i) { return bindings_[i].path; });

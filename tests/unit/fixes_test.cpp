@@ -106,7 +106,10 @@ TEST_CASE("DDP101, DDP106, DDP206, DDP209 fixes") {
   auto [w, sw] = fixed_with(h + "l = DataLoader(ds, batch_size=8)\n", "DDP101");
   CHECK(w == h + "l = DataLoader(ds, batch_size=8, num_workers=4)\n");
   CHECK(sw == "unsafe");
-  CHECK(fixed_with(h + "l = DataLoader(ds, num_workers=0)\n", "DDP101").first == h + "l = DataLoader(ds, num_workers=4)\n");
+  // a written 0 is flagged (and fixed) where the dataset's per-sample work is seen
+  const std::string decoding = "from PIL import Image\nclass P:\n    def __getitem__(self, i):\n        return Image.open(i)\n";
+  CHECK(fixed_with(h + decoding + "l = DataLoader(P(), num_workers=0)\n", "DDP101").first ==
+        h + decoding + "l = DataLoader(P(), num_workers=4)\n");
   auto [s1, ss] = fixed_with(h + "l = DataLoader(ds, shuffle=True, sampler=smp, batch_size=8)\n", "DDP106");
   CHECK(s1 == h + "l = DataLoader(ds, sampler=smp, batch_size=8)\n");
   CHECK(ss == "safe");

@@ -220,6 +220,59 @@ TEST_CASE("torch declarations: the release a README's installation section state
   // outside an installation section, in prose, in a code block of another section,
   // or naming another package: no statement
   s.write("d/README.md", "# X\nWe use PyTorch 2.0.\n## News\n- PyTorch 2.1 support\n## Usage\n```\npip install torch==1.0\n```\n"
-                         "## Install\n- torchvision 0.15\n- see pytorch.org 2.0 notes\nPyTorch 1.9 in prose\n");
+                         "## Install\n- torchvision 0.15\n- see pytorch.org 2.0 notes\n");
   CHECK_FALSE(declared_torch_in(s.path / "d", s.path).has_value());
+  // a sentence of the set-up section: the release the code was tested with
+  s.write("e/README.md", "# X\n## 1. Setup\nInstall [PyTorch](https://pytorch.org) first.\n"
+                         "The code has been tested with CUDA 11.3/cuDNN 8.2.0, PyTorch 1.10.0 and timm 0.5.0.\n");
+  auto e = declared_torch_in(s.path / "e", s.path);
+  REQUIRE(e);
+  CHECK(e->lowest == v(1, 10, 0));
+  CHECK_FALSE(e->below.has_value());
+  CHECK(e->origin == "e/README.md:4");
+}
+
+TEST_CASE("torch declarations: the install commands a README runs, and environments kept in a folder") {
+  TempDir s;
+  // `conda env create -f` of an environment file in a subfolder; a prompt before the command
+  s.write("a/env/gpu.yml", "name: x\ndependencies:\n  - python=3.9\n  - pytorch=1.12.1\n");
+  s.write("a/README.md", "## Installation\n```\n$ conda env create -f env/gpu.yml\n```\n");
+  auto a = declared_torch_in(s.path / "a", s.path);
+  REQUIRE(a);
+  CHECK(a->lowest == v(1, 12, 1));
+  CHECK(a->origin == "a/env/gpu.yml:4");
+  // a README without headings runs a project script in inline code; the script's pip takes options before `install`
+  s.write("b/tools/setup.sh", "#!/bin/sh\npython3 -m venv v\n. v/bin/activate\npip --require-virtualenv install -r tools/req.txt\n");
+  s.write("b/tools/req.txt", "numpy\ntorch==1.13.1\n");
+  s.write("b/README.md", "Models.\n\nTo set up, run `./tools/setup.sh` (Linux only).\n");
+  auto b = declared_torch_in(s.path / "b", s.path);
+  REQUIRE(b);
+  CHECK(b->lowest == v(1, 13, 1));
+  CHECK(b->below == v(1, 13, 2));
+  CHECK(b->origin == "b/tools/req.txt:2");
+  // a script run outside the install section of a README with headings: not read
+  s.write("c/tools/setup.sh", "pip install torch==1.13.1\n");
+  s.write("c/README.md", "# Models\n## Training\nRun `bash tools/setup.sh` first.\n");
+  CHECK_FALSE(declared_torch_in(s.path / "c", s.path).has_value());
+  // nothing at the root bounds it: the environments kept in env/ (an unbounded root declaration gives way)
+  s.write("d/requirements.txt", "torch\n");
+  s.write("d/env/cu118.yml", "dependencies:\n  - pytorch=2.0.1\n");
+  s.write("d/env/cu117.yml", "dependencies:\n  - pytorch=1.13.1\n");
+  auto d = declared_torch_in(s.path / "d", s.path);
+  REQUIRE(d);
+  CHECK(d->lowest == v(1, 13, 1));
+  CHECK(d->below == v(2, 0, 2));
+  // a bounded root declaration wins over them
+  s.write("f/requirements.txt", "torch>=2.2\n");
+  s.write("f/env/old.yml", "dependencies:\n  - pytorch=1.8.0\n");
+  auto f = declared_torch_in(s.path / "f", s.path);
+  REQUIRE(f);
+  CHECK(f->lowest == v(2, 2, 0));
+  // setup.py: an extra's name is a dictionary key, not a requirement
+  s.write("g/setup.py", "from setuptools import setup\nsetup(name='g', install_requires=['numpy'],\n"
+                        "      extras_require={'torch': ['torch==1.13.1'], 'faiss': ['faiss-cpu']})\n");
+  auto g = declared_torch_in(s.path / "g", s.path);
+  REQUIRE(g);
+  CHECK(g->lowest == v(1, 13, 1));
+  CHECK(g->written == "torch==1.13.1");
 }
