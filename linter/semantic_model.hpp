@@ -909,6 +909,15 @@ class SemanticModel {
   void analyse_loops();
   // True when loop region `r` breaks within kFewIterations iterations (few_iterations).
   bool stops_within_few(int r) const;
+  /// True when top-level function `f` runs only behind an option that is off
+  /// unless given (kGuardOffByDefault, when `exempt` holds it): every call of
+  /// it in this file sits in the `if` (not the `else`) of such a test (`if
+  /// rank == 0 and args.find_lr:`) whose block then exits (`return`: a run
+  /// mode of its own, not a phase such as `if args.do_train:`), no other file imports it
+  /// or calls it from a training loop, and its name appears nowhere but in
+  /// those calls (not handed on as a callback). Its step loop is then no
+  /// step of the run those guards leave out.
+  bool called_only_under(int f, GuardMask exempt) const;
   bool runs_every_step_from(int region, std::uint32_t at, GuardMask exempt, int depth, std::vector<int>& visiting,
                             bool& cycle) const;
   // True when byte `at` of function or loop region `r` runs only after a rare

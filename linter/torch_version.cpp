@@ -327,6 +327,33 @@ void environment_yml(const fs::path& file, const fs::path& shown_from, std::opti
   }
 }
 
+// cog.yaml (Replicate's Cog): `build.python_packages`, pip requirements one
+// an item, and `build.python_requirements`, a requirements file beside it.
+void cog_yaml(const fs::path& file, const fs::path& shown_from, std::optional<TorchSupport>& out) {
+  std::optional<std::string> text = read_small(file);
+  if (!text) return;
+  try {
+    YAML::Node doc = YAML::Load(*text);
+    if (!doc.IsMap()) return;
+    YAML::Node build = doc["build"];
+    if (!build || !build.IsMap()) return;
+    YAML::Node packages = build["python_packages"];
+    if (packages && packages.IsSequence())
+      for (const YAML::Node& item : packages) {
+        if (!item.IsScalar()) continue;
+        if (auto s = torch_requirement(item.Scalar())) {
+          s->origin = shown_path(file, shown_from) + ":" + std::to_string(item.Mark().line + 1);
+          unite(out, std::move(*s));
+        }
+      }
+    YAML::Node listed = build["python_requirements"];
+    if (listed && listed.IsScalar() && listed.Scalar().find("..") == std::string::npos)
+      requirements_file(file.parent_path() / listed.Scalar(), shown_from, 0, out);
+  } catch (const std::exception&) {
+    return;
+  }
+}
+
 // The words of a shell command line, quotes around a word taken off.
 std::vector<std::string> shell_words(std::string_view l) {
   std::vector<std::string> words;
@@ -694,15 +721,18 @@ std::optional<TorchSupport> declared_torch_in(const fs::path& dir, const fs::pat
   if (!fs::exists(dir / "__init__.py", exists_error)) setup_py(dir / "setup.py", shown_from, out);  // else a module
   setup_cfg(dir / "setup.cfg", shown_from, out);
   // requirements*.txt and environment*.y(a)ml, in name order
-  std::vector<fs::path> requirements, environments;
+  std::vector<fs::path> requirements, environments, readmes;
   std::error_code ec;
   fs::directory_iterator it(dir, ec), last;
   for (std::size_t seen = 0; !ec && it != last && seen < 4096; it.increment(ec), ++seen) {
     std::string name = it->path().filename().string();
     std::string l = lower(name);
     if (l.starts_with("requirements") && l.ends_with(".txt")) requirements.push_back(it->path());
-    else if ((l.starts_with("environment") || l.starts_with("conda")) && (l.ends_with(".yml") || l.ends_with(".yaml")))
-      environments.push_back(it->path());
+    else if ((l.find("environment") != std::string::npos || l.starts_with("conda")) &&
+             (l.ends_with(".yml") || l.ends_with(".yaml")))
+      environments.push_back(it->path());  // `environment.yml`, `tft2v_environment.yaml`, `conda_env.yml`
+    else if (l == "readme.md" || l == "install.md")
+      readmes.push_back(it->path());  // `README.MD`, `Readme.md`: the name as the folder writes it
   }
   // requirements.txt first, then the others in name order
   std::sort(requirements.begin(), requirements.end(), [](const fs::path& a, const fs::path& b) {
@@ -712,10 +742,16 @@ std::optional<TorchSupport> declared_torch_in(const fs::path& dir, const fs::pat
   std::sort(environments.begin(), environments.end());
   for (const fs::path& r : requirements) requirements_file(r, shown_from, 0, out);
   for (const fs::path& e : environments) environment_yml(e, shown_from, out);
+  cog_yaml(dir / "cog.yaml", shown_from, out);
   // nothing bounds it: the release the README states, if it states one
+  // (README.md before INSTALL.md, whatever their case)
   if (!out || !out->bounded()) {
-    for (const char* name : {"README.md", "INSTALL.md"})
-      if (std::optional<TorchSupport> r = readme_torch(dir / name, shown_from)) {
+    std::sort(readmes.begin(), readmes.end(), [](const fs::path& a, const fs::path& b) {
+      bool a_readme = lower(a.filename().string()) == "readme.md", b_readme = lower(b.filename().string()) == "readme.md";
+      return a_readme != b_readme ? a_readme : a < b;
+    });
+    for (const fs::path& readme : readmes)
+      if (std::optional<TorchSupport> r = readme_torch(readme, shown_from)) {
         out = std::move(r);
         break;
       }

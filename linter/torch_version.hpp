@@ -1,6 +1,6 @@
 // The PyTorch releases a project supports: read from what the project
 // declares (requirements*.txt, setup.py and setup.cfg install_requires,
-// pyproject.toml dependencies, a conda environment*.yml; else the release its
+// pyproject.toml dependencies, a conda *environment*.yml, Cog's cog.yaml; else the release its
 // README's installation section states or installs, through the requirements,
 // environment files and set-up scripts its commands name; else the
 // environments kept in an env/, envs/, conda/ or requirements/ folder), or set by the
@@ -85,8 +85,10 @@ std::optional<TorchSupport> poetry_constraint(std::string_view constraint);
 /// there it is a module), setup.cfg, requirements*.txt (following `-r`
 /// includes, narrowed by `-c` constraints files: pip's constraints install
 /// nothing, so a file that only constrains torch declares nothing), conda's
-/// environment*.yml and conda*.yml (or .yaml); where none
-/// of these bounds the release, the one README.md (else INSTALL.md) states in
+/// *environment*.yml and conda*.yml (or .yaml), Cog's cog.yaml
+/// (`build.python_packages`, `build.python_requirements`); where none
+/// of these bounds the release, the one README.md (else INSTALL.md, either
+/// in any case) states in
 /// an installation section (a README without headings is one): a `pip
 /// install torch==X` / `conda install pytorch=X` in a shell block or inline
 /// code, a `pip install -r FILE [-c FILE]`, a `conda env create -f FILE`, a

@@ -726,8 +726,29 @@ std::vector<DdpWrap> ddp_wraps(const SemanticModel& model) {
   return out;
 }
 
+namespace {
+// True when `a` and `b` lie in the two arms of one conditional expression
+// (`DDP(model, ...) if not debug else model.to(gpu)`): one runs instead of the other.
+bool alternative_arms(TSNode a, TSNode b) {
+  const Kinds& k = kinds();
+  for (TSNode c = ts_node_parent(a); !node_is_null(c); c = ts_node_parent(c)) {
+    TSSymbol s = node_symbol(c);
+    if (s == k.block || s == k.function_definition || s == k.class_definition || s == k.module) return false;
+    if (s != k.conditional_expression || ts_node_named_child_count(c) < 3) continue;
+    TSNode consequence = ts_node_named_child(c, 0), alternative = ts_node_named_child(c, 2);
+    auto within = [](TSNode n, TSNode arm) {
+      return node_start_byte(arm) <= node_start_byte(n) && node_end_byte(n) <= node_end_byte(arm);
+    };
+    if ((within(a, consequence) && within(b, alternative)) || (within(a, alternative) && within(b, consequence)))
+      return true;
+  }
+  return false;
+}
+}  // namespace
+
 bool runs_after(const SemanticModel& model, const DdpWrap& wrap, TSNode later) {
   if (node_start_byte(later) < node_end_byte(wrap.call->node)) return false;
+  if (alternative_arms(wrap.call->node, later)) return false;
   for (int r = model.region_of(later); r >= 0; r = model.regions()[r].parent) {
     if (r == wrap.call->region) return true;
     if (r == 0) break;

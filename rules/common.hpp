@@ -210,7 +210,9 @@ std::vector<DdpWrap> ddp_wraps(const SemanticModel& model);
 
 /// True if `later` runs after `wrap` on the same path: it comes later in the
 /// text and lies inside the wrap's own region (the same branch, or nested in
-/// it), so an `if` that wraps and an `else` that moves are not confused.
+/// it), so an `if` that wraps and an `else` that moves are not confused; nor
+/// are the two arms of one conditional expression (`DDP(m) if not debug else
+/// m.to(gpu)`).
 bool runs_after(const SemanticModel& model, const DdpWrap& wrap, TSNode later);
 
 /// True if `node` (in call `at`) acts on `path` after a wrap of that model in

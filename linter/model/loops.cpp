@@ -575,7 +575,14 @@ bool SemanticModel::runs_every_step_from(int region, std::uint32_t at, GuardMask
         break;
       case Region::Kind::Loop:
         // a loop of a few iterations (a probe, a smoke test): nothing adds up per step
-        if (step_loop_[r]) return !few_iterations_[r] && !after_rare_early_exit(r, at, exempt);
+        if (step_loop_[r]) {
+          if (few_iterations_[r] || after_rare_early_exit(r, at, exempt)) return false;
+          // the loop's function runs only under such guards (a learning-rate
+          // finder behind `if args.find_lr:`): its steps are no steps of the run
+          const int fr = reg.scope;
+          return !(fr > 0 && regions_[fr].kind == Region::Kind::Function &&
+                   called_only_under(regions_[fr].function, exempt));
+        }
         if (training_loop_[r]) return false;  // an epoch loop: runs once per epoch
         break;
       case Region::Kind::Function: {
@@ -620,6 +627,49 @@ bool SemanticModel::runs_every_step_from(int region, std::uint32_t at, GuardMask
     }
   }
   return false;
+}
+
+bool SemanticModel::called_only_under(int f, GuardMask exempt) const {
+  // only options that are off unless given (`if args.find_lr:`): a function
+  // called on rank 0 and another way on the other ranks (an `if`/`else` on
+  // the rank) still runs every step somewhere
+  if ((exempt & kGuardOffByDefault) == 0) return false;
+  if (f < 0 || static_cast<std::size_t>(f) >= callers_.size() || callers_[f].empty()) return false;
+  if (!is_top_level_function(f) || is_lightning_step_hook(f)) return false;
+  const std::string_view name = functions_[f].name;
+  if (project_ != nullptr) {
+    const ProjectFacts& p = *project_;
+    if (p.imported_whole || p.imported_names.count(name) != 0 || entry_of(project_, true, name) != nullptr ||
+        entry_of(project_, false, name) != nullptr)
+      return false;
+  }
+  // its name: the definition and the calls, nothing else
+  if (!name_occurrences_built_) build_name_occurrences();
+  NameOccurrence key{name_hash(name), 0, 0};
+  std::size_t mentions = 0;
+  for (auto it = std::lower_bound(name_occurrences_.begin(), name_occurrences_.end(), key);
+       it != name_occurrences_.end() && it->hash == key.hash; ++it)
+    if (source_.text().substr(it->start, it->end - it->start) == name &&
+        !(it->start > 0 && source_.text()[it->start - 1] == '.'))  // `args.find_lr` is another name
+      ++mentions;
+  if (mentions != callers_[f].size() + 1) return false;
+  for (int ci : callers_[f]) {
+    const CallSite& c = calls_[ci];
+    if (node_is_null(c.callee) || node_symbol(c.callee) != kinds().identifier) return false;
+    bool guarded = false;
+    for (int r = c.region; r > 0 && !guarded; r = regions_[r].parent) {
+      const Region& reg = regions_[r];
+      if (reg.kind == Region::Kind::Function || reg.kind == Region::Kind::Class) break;
+      // a mode of its own: the branch ends the run's function after the call
+      // (`if args.find_lr: record_lr(...); plot(...); return`), not a phase
+      // an option turns on (`if args.do_train: train(...)`, then evaluation)
+      if (reg.kind == Region::Kind::Branch && !reg.negated && (reg.guard & kGuardOffByDefault) &&
+          block_exits(field(reg.node, kinds().f_consequence), false, 0))
+        guarded = true;
+    }
+    if (!guarded) return false;
+  }
+  return true;
 }
 
 bool SemanticModel::in_training_loop(TSNode node) const {

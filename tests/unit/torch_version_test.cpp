@@ -275,4 +275,26 @@ TEST_CASE("torch declarations: the install commands a README runs, and environme
   REQUIRE(g);
   CHECK(g->lowest == v(1, 13, 1));
   CHECK(g->written == "torch==1.13.1");
+  // a README whose extension is upper case; a conda environment named for its variant; Cog's build packages
+  s.write("h/README.MD", "## Installation\n```\npip install torch==1.12.0\n```\n");
+  auto h = declared_torch_in(s.path / "h", s.path);
+  REQUIRE(h);
+  CHECK(h->lowest == v(1, 12, 0));
+  CHECK(h->origin == "h/README.MD:3");
+  s.write("i/tft2v_environment.yaml", "name: x\ndependencies:\n  - pip:\n    - torch==2.0.1+cu118\n");
+  s.write("i/README.md", "## Installation\n```\npip install torch==1.12.0\n```\n");
+  auto i = declared_torch_in(s.path / "i", s.path);
+  REQUIRE(i);
+  CHECK(i->lowest == v(2, 0, 1));
+  CHECK(i->origin == "i/tft2v_environment.yaml:4");
+  s.write("j/cog.yaml", "build:\n  gpu: true\n  python_packages:\n    - numpy==1.24\n    - torch==2.0.1\npredict: p.py:P\n");
+  auto j = declared_torch_in(s.path / "j", s.path);
+  REQUIRE(j);
+  CHECK(j->lowest == v(2, 0, 1));
+  CHECK(j->origin == "j/cog.yaml:5");
+  s.write("k/cog.yaml", "build:\n  python_requirements: reqs/cog.txt\n");
+  s.write("k/reqs/cog.txt", "torch>=2.1\n");
+  auto kk = declared_torch_in(s.path / "k", s.path);
+  REQUIRE(kk);
+  CHECK(kk->lowest == v(2, 1, 0));
 }
