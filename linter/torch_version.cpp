@@ -354,6 +354,19 @@ void cog_yaml(const fs::path& file, const fs::path& shown_from, std::optional<To
   }
 }
 
+// Calls `f(line, line_no)` for each line of `t` (1-based numbers, the line
+// without its newline) until `f` returns true.
+template <class F>
+void each_line(std::string_view t, F&& f) {
+  std::uint32_t line_no = 0;
+  for (std::size_t pos = 0; pos <= t.size();) {
+    std::size_t nl = t.find('\n', pos);
+    std::string_view line = t.substr(pos, nl == std::string_view::npos ? std::string_view::npos : nl - pos);
+    pos = nl == std::string_view::npos ? t.size() + 1 : nl + 1;
+    if (f(line, ++line_no)) return;
+  }
+}
+
 // The words of a shell command line, quotes around a word taken off.
 std::vector<std::string> shell_words(std::string_view l) {
   std::vector<std::string> words;
@@ -388,19 +401,15 @@ std::optional<TorchSupport> install_script(const fs::path& script, const fs::pat
                                            const fs::path& shown_from) {
   std::optional<std::string> text = read_small(script);
   if (!text) return std::nullopt;
-  std::string_view t = *text;
-  std::uint32_t line_no = 0;
-  for (std::size_t pos = 0; pos <= t.size();) {
-    std::size_t nl = t.find('\n', pos);
-    std::string_view line = t.substr(pos, nl == std::string_view::npos ? std::string_view::npos : nl - pos);
-    pos = nl == std::string_view::npos ? t.size() + 1 : nl + 1;
-    ++line_no;
+  std::optional<TorchSupport> found;
+  each_line(*text, [&](std::string_view line, std::uint32_t line_no) {
     std::string l = trim(line);
-    if (l.empty() || l[0] == '#') continue;
-    if (auto r = install_command(shell_words(l), dir, folder, shown_from, shown_path(script, shown_from) + ":" + std::to_string(line_no), 1))
-      return r;
-  }
-  return std::nullopt;
+    if (l.empty() || l[0] == '#') return false;
+    found = install_command(shell_words(l), dir, folder, shown_from,
+                            shown_path(script, shown_from) + ":" + std::to_string(line_no), 1);
+    return found.has_value();
+  });
+  return found;
 }
 
 // What one command of an install recipe (a README's shell block or inline
