@@ -435,9 +435,13 @@ FileSummary summarize(const SemanticModel& model, const std::function<bool(std::
     if (r.parent <= 0) continue;
     const Region& c = model.regions()[static_cast<std::size_t>(r.parent)];
     if (c.kind != Region::Kind::Class || c.parent != 0) continue;
+    // the class is what its name holds: not rebound at the top level (a
+    // function or an assignment of the same name later replaces it)
+    std::string_view class_name = model.text(field(c.node, kinds().f_name));
+    if (model.bindings_of(class_name, 0).size() != 1) continue;
     SemanticModel::DatasetClassCost cost = model.dataset_class_cost(c.node);
     if (!cost.in_memory && ts_node_is_null(cost.work)) continue;
-    FileSummary::Dataset d{std::string(model.text(field(c.node, kinds().f_name))), cost.in_memory, {}, 0};
+    FileSummary::Dataset d{std::string(class_name), cost.in_memory, {}, 0};
     if (!cost.in_memory) {
       const CallSite* w = model.call_at(cost.work);
       std::string_view callee = w != nullptr && !ts_node_is_null(w->callee) ? model.text(w->callee) : std::string_view("?");

@@ -1106,6 +1106,9 @@ class SemanticModel {
   };
   mutable std::pmr::vector<NameOccurrence> name_occurrences_{arena_.get()};
   mutable bool name_occurrences_built_ = false;
+  /// The file calls globals()/locals()/vars()/eval/exec/getattr: names may be
+  /// reached unseen (SemanticModel::called_only_under); computed on first use.
+  mutable std::optional<bool> dynamic_names_;
   /// The byte ranges of the unreached definitions (SemanticModel::unreached),
   /// sorted; built on the first question (linter/model/reach.cpp).
   mutable std::pmr::vector<std::pair<std::uint32_t, std::uint32_t>> unreached_{arena_.get()};

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <set>
 #include <vector>
 
 #include "linter/source.hpp"
@@ -166,6 +167,7 @@ void requirements_file(const fs::path& file, const fs::path& shown_from, int dep
   std::uint32_t joined_line = 0;
   std::size_t pos = 0;
   std::optional<TorchSupport> constraints;  // `-c constraints.txt` lines: pins that narrow what is required
+  std::set<std::string, std::less<>> included;  // each file a line names is read once (a file may name itself)
   while (pos <= t.size()) {
     std::size_t nl = t.find('\n', pos);
     std::string_view line = t.substr(pos, nl == std::string_view::npos ? std::string_view::npos : nl - pos);
@@ -194,6 +196,7 @@ void requirements_file(const fs::path& file, const fs::path& shown_from, int dep
         if (!rest.empty() && rest[0] == '=') rest = trim(std::string_view(rest).substr(1));
         if (rest.empty() || depth >= kMaxIncludeDepth) break;
         bool constraint = opt == "-c" || opt == "--constraint";
+        if (!included.insert(std::string(constraint ? "c:" : "r:") + rest).second) break;
         requirements_file(file.parent_path() / rest, shown_from, depth + 1, constraint ? constraints : out);
         break;
       }
@@ -217,17 +220,14 @@ void setup_py(const fs::path& file, const fs::path& shown_from, std::optional<To
   SyntaxTree tree = parse_python(source);
   if (!tree) return;
   const Kinds& k = kinds();
-  std::vector<TSNode> stack{tree.root()};
+  // (node, whether it is a dictionary's key: `extras_require={"torch": [...]}`
+  // names an extra, not a requirement)
+  std::vector<std::pair<TSNode, bool>> stack{{tree.root(), false}};
   while (!stack.empty()) {
-    TSNode n = stack.back();
+    auto [n, key] = stack.back();
     stack.pop_back();
     if (ts_node_symbol(n) == k.string) {
-      // a dictionary's key names an extra (`extras_require={"torch": ["torch==1.13.1"]}`),
-      // not a requirement
-      TSNode parent = ts_node_parent(n);
-      if (!ts_node_is_null(parent) && ts_node_symbol(parent) == k.pair &&
-          ts_node_eq(ts_node_named_child(parent, 0), n))
-        continue;
+      if (key) continue;
       // one string_content child, no interpolation: a plain literal
       std::string content;
       bool plain = true;
@@ -246,7 +246,8 @@ void setup_py(const fs::path& file, const fs::path& shown_from, std::optional<To
       continue;
     }
     std::uint32_t count = ts_node_named_child_count(n);
-    for (std::uint32_t i = count; i > 0; --i) stack.push_back(ts_node_named_child(n, i - 1));
+    const bool pair = ts_node_symbol(n) == k.pair;
+    for (std::uint32_t i = count; i > 0; --i) stack.emplace_back(ts_node_named_child(n, i - 1), pair && i == 1);
   }
 }
 
@@ -347,7 +348,8 @@ void cog_yaml(const fs::path& file, const fs::path& shown_from, std::optional<To
         }
       }
     YAML::Node listed = build["python_requirements"];
-    if (listed && listed.IsScalar() && listed.Scalar().find("..") == std::string::npos)
+    if (listed && listed.IsScalar() && listed.Scalar().find("..") == std::string::npos &&
+        !fs::path(listed.Scalar()).is_absolute())
       requirements_file(file.parent_path() / listed.Scalar(), shown_from, 0, out);
   } catch (const std::exception&) {
     return;
@@ -393,6 +395,17 @@ std::optional<TorchSupport> install_command(const std::vector<std::string>& word
                                             const std::optional<fs::path>& folder, const fs::path& shown_from,
                                             const std::string& origin, int depth);
 
+// True when `named`, relative to `folder` (itself relative to the README's),
+// stays inside the README's folder: no variable, no absolute path, no `..`
+// that climbs out. Files outside the project are not its declaration.
+bool inside(const fs::path& folder, std::string_view named) {
+  if (named.empty() || named.find('$') != std::string_view::npos || named.find('~') != std::string_view::npos) return false;
+  fs::path p(named);
+  if (p.is_absolute()) return false;
+  fs::path joined = (folder / p).lexically_normal();
+  return !joined.empty() && *joined.begin() != "..";
+}
+
 // A shell script of the project that an install recipe runs (`./install.sh`,
 // `bash scripts/setup_env.sh`): its install commands, read as the recipe's
 // own (run from the recipe's folder; the script's own `cd` lines are not
@@ -436,15 +449,23 @@ std::optional<TorchSupport> install_command(const std::vector<std::string>& word
     std::size_t at = is_word(words[0], {"bash", "sh", "source", "."}) && words.size() >= 2 ? 1 : 0;
     const std::string& w = words[at];
     if (w.ends_with(".sh") && (at == 1 || w.find('/') != std::string::npos)) {
-      if (depth > 0 || !folder || w.find('$') != std::string::npos || fs::path(w).is_absolute()) return std::nullopt;
+      if (depth > 0 || !folder || !inside(*folder, w)) return std::nullopt;
       return install_script((dir / *folder / w).lexically_normal(), dir, folder, shown_from);
     }
   }
   // the tool, and its `install`/`create`/`env create` subcommand
   bool pip = false, conda = false, conda_env = false;
   std::size_t sub = 0;
-  for (std::size_t w = 0; w < words.size() && w < 4 && !pip && !conda; ++w) {
-    if (is_word(words[w], {"pip", "pip3"}) || (words[w] == "pip" && w >= 2 && words[w - 1] == "-m")) {
+  // the tool is the command: its first word, after `sudo` or `!` (a
+  // notebook's shell escape), or `python -m pip` (not `echo pip install ...`)
+  std::size_t first = words[0] == "sudo" || words[0] == "!" ? 1 : 0;
+  auto tool_at = [&](std::size_t w) {
+    if (w == first) return true;
+    return w == first + 2 && is_word(words[first], {"python", "python3"}) && words[first + 1] == "-m";
+  };
+  for (std::size_t w = first; w < words.size() && w < first + 3 && !pip && !conda; ++w) {
+    if (!tool_at(w)) continue;
+    if (is_word(words[w], {"pip", "pip3", "!pip", "!pip3"})) {
       for (std::size_t v = w + 1; v < words.size(); ++v)
         if (words[v] == "install") {
           pip = true, sub = v;
@@ -452,7 +473,7 @@ std::optional<TorchSupport> install_command(const std::vector<std::string>& word
         } else if (words[v][0] != '-') {
           break;
         }
-    } else if (is_word(words[w], {"conda", "mamba", "micromamba"}) && w + 1 < words.size()) {
+    } else if (is_word(words[w], {"conda", "mamba", "micromamba", "!conda"}) && w + 1 < words.size()) {
       if (words[w + 1] == "install" || words[w + 1] == "create") conda = true, sub = w + 1;
       else if (words[w + 1] == "env" && w + 2 < words.size() && (words[w + 2] == "create" || words[w + 2] == "update"))
         conda = conda_env = true, sub = w + 2;
@@ -465,7 +486,7 @@ std::optional<TorchSupport> install_command(const std::vector<std::string>& word
     bool constraint_file = pip && (words[w] == "-c" || words[w] == "--constraint");
     bool env_file = conda_env && (words[w] == "-f" || words[w] == "--file");
     if ((listed_file || constraint_file || env_file) && w + 1 < words.size()) {
-      if (folder && words[w + 1].find('$') == std::string::npos) {
+      if (folder && inside(*folder, words[w + 1])) {
         fs::path named = (dir / *folder / words[w + 1]).lexically_normal();
         std::optional<TorchSupport> r;
         if (env_file) environment_yml(named, shown_from, r);
@@ -597,9 +618,20 @@ std::optional<TorchSupport> readme_torch(const fs::path& file, const fs::path& s
       while (end < low.size() && (std::isdigit(static_cast<unsigned char>(low[end])) || low[end] == '.')) ++end;
       while (end > i && low[end - 1] == '.') --end;
       std::string_view version = std::string_view(low).substr(i, end - i);
-      if (version.find('.') == std::string_view::npos) continue;
+      if (version.find('.') == std::string_view::npos || version.size() > 16 ||
+          std::count(version.begin(), version.end(), '.') > 2)
+        continue;
       std::optional<TorchVersion> v = TorchVersion::parse(version);
       if (!v) continue;
+      // "PyTorch 1.6 is not supported", "doesn't work with PyTorch 2.0": no
+      // statement of the release used (the sentence that names it, not the next one)
+      std::size_t from = low.rfind(". ", start);
+      from = from == std::string::npos ? 0 : from;
+      std::size_t to = low.find(". ", end);
+      std::string_view sentence = std::string_view(low).substr(from, to == std::string::npos ? std::string::npos : to - from);
+      if (sentence.find(" not ") != std::string_view::npos || sentence.find("n't") != std::string_view::npos ||
+          sentence.find("unsupported") != std::string_view::npos || sentence.find("no longer") != std::string_view::npos)
+        break;
       TorchSupport s;
       s.lowest = *v;
       s.written = l.substr(start, end - start);

@@ -636,6 +636,21 @@ bool SemanticModel::called_only_under(int f, GuardMask exempt) const {
   if ((exempt & kGuardOffByDefault) == 0) return false;
   if (f < 0 || static_cast<std::size_t>(f) >= callers_.size() || callers_[f].empty()) return false;
   if (!is_top_level_function(f) || is_lightning_step_hook(f)) return false;
+  // a decorator may register it (`@registry.register`), and a file that
+  // reaches names dynamically (`globals()["loop"]`) may call it unseen
+  TSNode parent = ts_node_parent(functions_[f].node);
+  if (!node_is_null(parent) && node_symbol(parent) == kinds().decorated_definition) return false;
+  if (!dynamic_names_) {
+    bool dynamic = false;
+    for (const CallSite& c : calls_) {
+      std::string_view n = !c.canonical.empty() ? c.canonical
+                           : !node_is_null(c.callee) && node_symbol(c.callee) == kinds().identifier ? text(c.callee)
+                                                                                                    : std::string_view();
+      if (n == "globals" || n == "locals" || n == "vars" || n == "eval" || n == "exec" || n == "getattr") dynamic = true;
+    }
+    dynamic_names_ = dynamic;
+  }
+  if (*dynamic_names_) return false;
   const std::string_view name = functions_[f].name;
   if (project_ != nullptr) {
     const ProjectFacts& p = *project_;

@@ -298,3 +298,41 @@ TEST_CASE("torch declarations: the install commands a README runs, and environme
   REQUIRE(kk);
   CHECK(kk->lowest == v(2, 1, 0));
 }
+
+TEST_CASE("torch declarations: hostile set-ups are read once, inside the project, and only as install commands") {
+  TempDir s;
+  // a requirements file that names itself on every line: each file a line names is read once
+  std::string self;
+  for (int i = 0; i < 300; ++i) self += "-r requirements.txt\n";
+  s.write("a/requirements.txt", self + "torch==1.10.2\n");
+  auto a = declared_torch_in(s.path / "a", s.path);
+  REQUIRE(a);
+  CHECK(a->lowest == v(1, 10, 2));
+  // a command that only prints an install, an uninstall, files and scripts outside the project, a negated sentence
+  s.write("outside/req.txt", "torch==1.6.0\n");
+  s.write("outside/evil.sh", "pip install torch==1.6.0\n");
+  s.write("b/p/README.md", "## Installation\n```\necho pip install torch==1.6.0\npip uninstall torch==1.6.0\n"
+                           "pip install -r ../../outside/req.txt\nbash ../../outside/evil.sh\n```\n"
+                           "`pip install -r " + (s.path / "outside/req.txt").string() + "`\n\n"
+                           "Note: PyTorch 1.6 is not supported.\n");
+  CHECK_FALSE(declared_torch_in(s.path / "b/p", s.path).has_value());
+  // a negation in the next sentence leaves the statement standing
+  s.write("e/README.md", "## Requirements\nThis code was tested with PyTorch 1.8-2.0. This is not a strict requirement.\n");
+  auto e = declared_torch_in(s.path / "e", s.path);
+  REQUIRE(e);
+  CHECK(e->lowest == v(1, 8, 0));
+  // `python -m pip` and `sudo pip` are install commands
+  s.write("c/README.md", "## Installation\n```\nsudo python3 -m pip install torch==2.2.1\n```\n");
+  auto c = declared_torch_in(s.path / "c", s.path);
+  REQUIRE(c);
+  CHECK(c->lowest == v(2, 2, 1));
+  // deeply nested dictionaries in setup.py: keys are no requirements, values are
+  std::string nested = "from setuptools import setup\nsetup(extras_require=";
+  for (int i = 0; i < 3000; ++i) nested += "{\"torch\": ";
+  nested += "[\"torch==1.9.0\"]";
+  for (int i = 0; i < 3000; ++i) nested += "}";
+  s.write("d/setup.py", nested + ")\n");
+  auto d = declared_torch_in(s.path / "d", s.path);
+  REQUIRE(d);
+  CHECK(d->lowest == v(1, 9, 0));
+}
