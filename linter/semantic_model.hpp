@@ -852,6 +852,19 @@ class SemanticModel {
   /// `if False and x:`, `if 0:`, the `else` of `if True:`). Names in these two
   /// kinds of branch reach nothing: a function called only there is unreached.
   bool unreached(std::uint32_t offset) const;
+  /// How the file may reach names it never writes out, as a mask of the
+  /// calls it makes (linter/model/reach.cpp): kNamesByScope for `globals()`,
+  /// `locals()`, `eval`, `exec`; kVarsOfScope for `vars()` with no argument;
+  /// kFireCommands for `fire.Fire()` with no argument (every top-level
+  /// function a command); kNamesByAttribute for `getattr` and `vars(obj)`.
+  /// 0 when it makes none of these calls. Computed once per file.
+  enum DynamicNameUse : std::uint8_t {
+    kNamesByScope = 1 << 0,
+    kVarsOfScope = 1 << 1,
+    kFireCommands = 1 << 2,
+    kNamesByAttribute = 1 << 3,
+  };
+  std::uint8_t dynamic_name_use() const;
   /// True when the module runs code under `if __name__ == "__main__":` at its top level.
   bool has_main_guard() const;
   /// True for a function defined at the top level of the module (not a method or a nested function).
@@ -1106,9 +1119,7 @@ class SemanticModel {
   };
   mutable std::pmr::vector<NameOccurrence> name_occurrences_{arena_.get()};
   mutable bool name_occurrences_built_ = false;
-  /// The file calls globals()/locals()/vars()/eval/exec/getattr: names may be
-  /// reached unseen (SemanticModel::called_only_under); computed on first use.
-  mutable std::optional<bool> dynamic_names_;
+  mutable std::optional<std::uint8_t> dynamic_name_use_;  // dynamic_name_use(), on first use
   /// The byte ranges of the unreached definitions (SemanticModel::unreached),
   /// sorted; built on the first question (linter/model/reach.cpp).
   mutable std::pmr::vector<std::pair<std::uint32_t, std::uint32_t>> unreached_{arena_.get()};

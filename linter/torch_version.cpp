@@ -292,6 +292,17 @@ void setup_cfg(const fs::path& file, const fs::path& shown_from, std::optional<T
   }
 }
 
+// One item of a YAML list of requirements (conda match specs when `conda`,
+// else pip's): united into `out` when it names torch, with its line.
+void yaml_requirement(const YAML::Node& item, bool conda, const fs::path& file, const fs::path& shown_from,
+                      std::optional<TorchSupport>& out) {
+  if (!item.IsScalar()) return;
+  if (auto s = torch_requirement(item.Scalar(), conda)) {
+    s->origin = shown_path(file, shown_from) + ":" + std::to_string(item.Mark().line + 1);
+    unite(out, std::move(*s));
+  }
+}
+
 // environment.yml: conda match specs in `dependencies`, and pip
 // requirements in its `pip:` list.
 void environment_yml(const fs::path& file, const fs::path& shown_from, std::optional<TorchSupport>& out) {
@@ -307,20 +318,13 @@ void environment_yml(const fs::path& file, const fs::path& shown_from, std::opti
     if (!doc.IsMap()) return;
     YAML::Node deps = doc["dependencies"];
     if (!deps || !deps.IsSequence()) return;
-    auto add = [&](const YAML::Node& item, bool conda) {
-      if (!item.IsScalar()) return;
-      if (auto s = torch_requirement(item.Scalar(), conda)) {
-        s->origin = shown_path(file, shown_from) + ":" + std::to_string(item.Mark().line + 1);
-        unite(out, std::move(*s));
-      }
-    };
     for (const YAML::Node& item : deps) {
       if (item.IsScalar()) {
-        add(item, true);
+        yaml_requirement(item, true, file, shown_from, out);
       } else if (item.IsMap()) {
         YAML::Node pip = item["pip"];
         if (pip && pip.IsSequence())
-          for (const YAML::Node& p : pip) add(p, false);
+          for (const YAML::Node& p : pip) yaml_requirement(p, false, file, shown_from, out);
       }
     }
   } catch (const std::exception&) {
@@ -340,13 +344,7 @@ void cog_yaml(const fs::path& file, const fs::path& shown_from, std::optional<To
     if (!build || !build.IsMap()) return;
     YAML::Node packages = build["python_packages"];
     if (packages && packages.IsSequence())
-      for (const YAML::Node& item : packages) {
-        if (!item.IsScalar()) continue;
-        if (auto s = torch_requirement(item.Scalar())) {
-          s->origin = shown_path(file, shown_from) + ":" + std::to_string(item.Mark().line + 1);
-          unite(out, std::move(*s));
-        }
-      }
+      for (const YAML::Node& item : packages) yaml_requirement(item, false, file, shown_from, out);
     YAML::Node listed = build["python_requirements"];
     if (listed && listed.IsScalar() && listed.Scalar().find("..") == std::string::npos &&
         !fs::path(listed.Scalar()).is_absolute())
@@ -536,23 +534,19 @@ std::optional<TorchSupport> readme_torch(const fs::path& file, const fs::path& s
   std::string cloned;  // the folder the block's last `git clone` made
   std::optional<TorchSupport> prose;  // the first line of prose that names a release
   const fs::path dir = file.parent_path();
-  std::uint32_t line_no = 0;
-  for (std::size_t pos = 0; pos <= t.size();) {
-    std::size_t nl = t.find('\n', pos);
-    std::string_view line = t.substr(pos, nl == std::string_view::npos ? std::string_view::npos : nl - pos);
-    pos = nl == std::string_view::npos ? t.size() + 1 : nl + 1;
-    ++line_no;
+  std::optional<TorchSupport> installed;  // the first install command that bounds the release
+  each_line(t, [&](std::string_view line, std::uint32_t line_no) {
     std::string l = trim(line);
     if (l.starts_with("```") || l.starts_with("~~~")) {
       fenced = !fenced;
       block_folder = fs::path();  // each block starts in the README's folder
       cloned.clear();
-      continue;
+      return false;
     }
     std::string low = lower(l);
     const std::string origin = shown_path(file, shown_from) + ":" + std::to_string(line_no);
     if (fenced) {
-      if (!in_section) continue;
+      if (!in_section) return false;
       std::string command = l;
       if (command.starts_with("$ ")) command = command.substr(2);  // a prompt
       std::vector<std::string> words = shell_words(command);
@@ -566,11 +560,11 @@ std::optional<TorchSupport> readme_torch(const fs::path& file, const fs::path& s
         std::size_t slash = url.find_last_of("/:");
         cloned = slash == std::string::npos ? url : url.substr(slash + 1);
         if (cloned.ends_with(".git")) cloned.resize(cloned.size() - 4);
-        continue;
+        return false;
       }
       if (words.size() == 2 && words[0] == "cd" && !cloned.empty() && (words[1] == cloned || words[1] == cloned + "/")) {
         block_folder = fs::path();
-        continue;
+        return false;
       }
       if (words.size() == 2 && words[0] == "cd") {
         fs::path to = fs::path(words[1]);
@@ -578,28 +572,33 @@ std::optional<TorchSupport> readme_torch(const fs::path& file, const fs::path& s
           block_folder.reset();
         else if (block_folder)
           block_folder = (*block_folder / to).lexically_normal();
-        continue;
+        return false;
       }
-      if (auto r = install_command(words, dir, block_folder, shown_from, origin, 0)) return r;
-      continue;
+      if (auto r = install_command(words, dir, block_folder, shown_from, origin, 0)) {
+        installed = std::move(r);
+        return true;
+      }
+      return false;
     }
     if (l.starts_with("#")) {
       in_section = std::any_of(std::begin(kSectionWords), std::end(kSectionWords),
                                [&](std::string_view w) { return low.find(w) != std::string::npos; });
-      continue;
+      return false;
     }
-    if (!in_section) continue;
+    if (!in_section) return false;
     // inline code that runs an install command (`` `./images/init_venv.sh` ``,
     // `` `pip install torch==2.1` ``), from the README's folder
     for (std::size_t open = l.find('`'); open != std::string::npos;) {
       std::size_t close = l.find('`', open + 1);
       if (close == std::string::npos) break;
       if (auto r = install_command(shell_words(std::string_view(l).substr(open + 1, close - open - 1)), dir, fs::path(),
-                                   shown_from, origin, 0))
-        return r;
+                                   shown_from, origin, 0)) {
+        installed = std::move(r);
+        return true;
+      }
       open = l.find('`', close + 1);
     }
-    if (prose) continue;
+    if (prose) return false;
     // "torch" or "pytorch" as a word, then at most three marks (` >= : * [ `), an
     // optional "version"/"install", and a version with a dot
     for (std::size_t w = low.find("torch"); w != std::string::npos; w = low.find("torch", w + 1)) {
@@ -639,8 +638,9 @@ std::optional<TorchSupport> readme_torch(const fs::path& file, const fs::path& s
       prose = std::move(s);
       break;
     }
-  }
-  return prose;
+    return false;
+  });
+  return installed ? installed : prose;
 }
 
 }  // namespace

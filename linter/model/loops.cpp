@@ -640,17 +640,7 @@ bool SemanticModel::called_only_under(int f, GuardMask exempt) const {
   // reaches names dynamically (`globals()["loop"]`) may call it unseen
   TSNode parent = ts_node_parent(functions_[f].node);
   if (!node_is_null(parent) && node_symbol(parent) == kinds().decorated_definition) return false;
-  if (!dynamic_names_) {
-    bool dynamic = false;
-    for (const CallSite& c : calls_) {
-      std::string_view n = !c.canonical.empty() ? c.canonical
-                           : !node_is_null(c.callee) && node_symbol(c.callee) == kinds().identifier ? text(c.callee)
-                                                                                                    : std::string_view();
-      if (n == "globals" || n == "locals" || n == "vars" || n == "eval" || n == "exec" || n == "getattr") dynamic = true;
-    }
-    dynamic_names_ = dynamic;
-  }
-  if (*dynamic_names_) return false;
+  if (dynamic_name_use() & (kNamesByScope | kVarsOfScope | kNamesByAttribute)) return false;
   const std::string_view name = functions_[f].name;
   if (project_ != nullptr) {
     const ProjectFacts& p = *project_;

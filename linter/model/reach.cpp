@@ -151,20 +151,31 @@ void SemanticModel::build_unreached_launched_branches() const {
   }
 }
 
+std::uint8_t SemanticModel::dynamic_name_use() const {
+  if (dynamic_name_use_) return *dynamic_name_use_;
+  std::uint8_t use = 0;
+  for (const CallSite& c : calls_) {
+    // builtins have no canonical name unless imported: the callee's name
+    std::string_view n = !c.canonical.empty() ? c.canonical
+                         : !node_is_null(c.callee) && node_symbol(c.callee) == kinds().identifier ? text(c.callee)
+                                                                                                  : std::string_view();
+    const bool bare = arguments(c).empty();
+    if (n == "globals" || n == "locals" || n == "eval" || n == "exec") use |= kNamesByScope;
+    else if (n == "vars") use |= bare ? kVarsOfScope : kNamesByAttribute;
+    else if (n == "fire.Fire" && bare) use |= kFireCommands;
+    else if (n == "getattr") use |= kNamesByAttribute;
+  }
+  dynamic_name_use_ = use;
+  return use;
+}
+
 void SemanticModel::build_unreached_definitions(std::size_t certain) const {
   const ProjectFacts& p = project();
   // a package's module is an API others may call, whatever this project calls
   if (!p.indexed || p.imported_whole || p.package_module) return;
   // only an entry of the project: otherwise nothing says what runs at all
   if (p.launched_by.empty() && !p.imported && !has_main_guard()) return;
-  for (const CallSite& c : calls_) {
-    // builtins have no canonical name unless imported: the callee's name
-    std::string_view n = !c.canonical.empty() ? c.canonical
-                         : !node_is_null(c.callee) && node_symbol(c.callee) == kinds().identifier ? text(c.callee)
-                                                                                                  : std::string_view();
-    if (n == "globals" || n == "locals" || n == "eval" || n == "exec") return;
-    if ((n == "vars" || n == "fire.Fire") && arguments(c).empty()) return;
-  }
+  if (dynamic_name_use() & (kNamesByScope | kVarsOfScope | kFireCommands)) return;
   const Kinds& k = kinds();
   struct Definition {
     std::uint32_t start, end;
