@@ -72,7 +72,11 @@ def lint(binary, corpus, program, opt_in):
     proc = subprocess.run([binary, "--isolated", *gitignore, "--no-cache", "--extend-select", ",".join(sorted(opt_in)),
                            "--format", "json", *program["paths"]],
                           cwd=where, capture_output=True, text=True)
-    if proc.returncode not in (0, 1):
+    # exit 2 with findings on stdout: some files could not be read (ddplint names each on stderr)
+    # and the others were linted; the run goes on and says which
+    if proc.returncode == 2 and proc.stdout.lstrip().startswith("["):
+        print(f"{program['id']}: ddplint exited 2, the other files linted: {proc.stderr.strip()}", file=sys.stderr)
+    elif proc.returncode not in (0, 1):
         sys.exit(f"{program['id']}: ddplint exited {proc.returncode}: {proc.stderr.strip()}")
     return [{"program": program["id"], "path": os.path.normpath(d["filename"]), "line": d["location"]["row"], "code": d["code"],
              "severity": d["severity"], "message": d["message"]} for d in json.loads(proc.stdout)]
