@@ -687,8 +687,16 @@ bool in_run_ending_branch(const SemanticModel& model, TSNode node) {
 bool process_group_started_elsewhere(const SemanticModel& model) {
   if (!model.calls_to("torch.distributed.init_process_group").empty()) return false;
   if (model.wraps_ddp()) return true;
-  for (const CallSite& c : model.calls())
+  for (const CallSite& c : model.calls()) {
     if (c.canonical.rfind("torch.distributed.", 0) == 0) return true;
+    // another package's subclass of DistributedDataParallel (mmcv's
+    // MMDistributedDataParallel, apex.parallel's): the process group, and with
+    // it the device, is that package's set-up, which this file cannot see
+    std::string_view name = c.canonical;
+    if (name.rfind("torch.", 0) != 0 && name.find('.') != std::string_view::npos &&
+        name.size() >= 23 && name.substr(name.size() - 23) == "DistributedDataParallel")
+      return true;
+  }
   return false;
 }
 

@@ -184,8 +184,8 @@ Pins collect_pins(const SemanticModel& model);
 /// move, or a null node; null too when process_group_started_elsewhere().
 TSNode all_ranks_on_default_gpu(const SemanticModel& model, const Pins& pins);
 
-/// A process group used here (a DDP wrap, a torch.distributed call) but never
-/// started here: a helper of another module starts it (dinov2's
+/// A process group used here (a DDP wrap, another package's subclass of
+/// DistributedDataParallel, a torch.distributed call) but never started here: a helper of another module starts it (dinov2's
 /// distributed.enable(), DeiT's utils.init_distributed_mode()) and usually
 /// picks this process's GPU there too. Where the device is chosen is then not
 /// in this file, so DDP201 and DDP203 stay silent.
