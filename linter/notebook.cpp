@@ -334,7 +334,7 @@ std::optional<Notebook> Notebook::parse(std::string_view bytes, std::string& err
       return std::nullopt;
     }
     if (text.starts_with("%%")) continue;  // a cell magic: the cell is not Python (%%bash, %%writefile)
-    if (nb.source_.size() + text.size() + 1 > kMaxSourceBytes) {
+    if (nb.source_.size() + text.size() + 10 > kMaxSourceBytes) {  // and an `if True:` line
       error = "notebook's code is larger than 256 MiB";
       return std::nullopt;
     }
@@ -342,6 +342,20 @@ std::optional<Notebook> Notebook::parse(std::string_view bytes, std::string& err
     c.number = static_cast<std::uint32_t>(k + 1);
     c.json_index = k;
     c.list_source = list;
+    // IPython removes a cell's leading blank lines, then the indentation of its
+    // first line from every line (inputtransformer2.leading_indent): an
+    // indented cell runs. Here it becomes the body of an `if True:` written
+    // between the cells, so that its lines keep their columns.
+    {
+      std::size_t first = 0;
+      while (first < text.size()) {
+        std::size_t eol = text.find('\n', first);
+        std::string_view line = std::string_view(text).substr(first, eol == std::string::npos ? std::string::npos : eol - first);
+        if (line.find_first_not_of(" \t\r") != std::string_view::npos || eol == std::string::npos) break;
+        first = eol + 1;
+      }
+      if (first < text.size() && (text[first] == ' ' || text[first] == '\t')) nb.source_ += "if True:\n";
+    }
     c.start = static_cast<std::uint32_t>(nb.source_.size());
     // blank the IPython lines, at the top level of the cell's Python only
     LexState state;

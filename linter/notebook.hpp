@@ -83,7 +83,9 @@ class Notebook {
   /// the lines they continue with `\`) are blanked to a same-length Python
   /// statement (`...` padded with spaces, or `0`), at the top level only (not
   /// inside brackets or strings); a cell whose first line is a cell magic
-  /// (`%%bash`) is not read, nor are Markdown and raw cells. On failure
+  /// (`%%bash`) is not read, nor are Markdown and raw cells. A cell whose first
+  /// non-blank line is indented (IPython removes that indentation before it
+  /// runs the cell) follows a line `if True:` that belongs to no cell. On failure
   /// returns std::nullopt with `error` saying what is wrong ("not JSON: ...",
   /// "not nbformat 4 ...", "no `cells` list", "cell 3: `source` is not a
   /// string or a list of strings").

@@ -703,8 +703,11 @@ class SemanticModel {
   /// (refuses_several_processes).
   bool declares_single_process() const;
   /// True when the file sets `MASTER_ADDR` to this machine (`"localhost"` or
-  /// `"127.0.0.1"`) in the environment: the process group it starts cannot
-  /// span nodes, so a global rank is a local one.
+  /// `"127.0.0.1"`) in the environment, or starts its process group with a
+  /// rendezvous on this machine (`init_method="tcp://127.0.0.1:..."`, a
+  /// literal, f-string or `.format` string) or with
+  /// `world_size=torch.cuda.device_count()`: the process group cannot span
+  /// nodes, so a global rank is a local one.
   bool pins_master_to_this_machine() const;
   /// True when the file stops a run of several processes: `assert
   /// dist.get_world_size() == 1` (`<= 1`, `< 2`), or `if get_world_size() !=

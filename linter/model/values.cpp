@@ -226,11 +226,43 @@ bool SemanticModel::refuses_several_processes() const {
   return false;
 }
 
+namespace {
+// The text a string literal starts with before its first interpolation
+// (`f"tcp://127.0.0.1:{port}"` gives "tcp://127.0.0.1:"); empty for anything else.
+std::string_view literal_start(const SemanticModel& model, TSNode string) {
+  const Kinds& k = kinds();
+  if (node_is_null(string) || node_symbol(string) != k.string) return {};
+  for (TSNode c : children(string)) {
+    TSSymbol s = node_symbol(c);
+    if (s == k.string_content) return model.text(c);
+    if (s == k.interpolation) return {};
+  }
+  return {};
+}
+}  // namespace
+
 bool SemanticModel::pins_master_to_this_machine() const {
   for (const EnvWrite& w : env_writes_) {
     if (w.name != "MASTER_ADDR") continue;
     Value v = value_of(w.value);
     if (v.kind == Value::Kind::Str && (v.s == "localhost" || v.s == "127.0.0.1")) return true;
+  }
+  // init_process_group's own rendezvous on this machine
+  // (`init_method="tcp://127.0.0.1:{}".format(port)`), or a world as large as
+  // this machine's GPU count (`world_size=torch.cuda.device_count()`): the
+  // group cannot span nodes
+  for (const CallSite* c : calls_to("torch.distributed.init_process_group")) {
+    TSNode method = argument(*c, "init_method", 1);
+    if (const CallSite* format = node_is_null(method) ? nullptr : call_at(method);
+        format != nullptr && format->method == "format")
+      method = format->receiver;
+    std::string start(literal_start(*this, method));
+    if (Value v = value_of(method); v.kind == Value::Kind::Str) start = v.s;
+    for (std::string_view local : {"tcp://127.0.0.1:", "tcp://localhost:"})
+      if (start.rfind(local, 0) == 0) return true;
+    TSNode world = argument(*c, "world_size", 2);
+    const CallSite* count = node_is_null(world) ? nullptr : call_at(world);
+    if (count != nullptr && count->canonical == "torch.cuda.device_count") return true;
   }
   return false;
 }
