@@ -14,7 +14,17 @@ bool is_manual_gradient_reduce(const SemanticModel& model, const CallSite& call)
       c != "torch.distributed.broadcast" && c != "torch.distributed.all_reduce_coalesced")
     return false;
   TSNode tensor = model.argument(call, c == "torch.distributed.all_reduce_coalesced" ? "tensors" : "tensor", 0);
-  return !node_is_null(tensor) && mentions_gradient(model, tensor) && !in_autograd_function_backward(model, call.node);
+  if (node_is_null(tensor) || !mentions_gradient(model, tensor) || in_autograd_function_backward(model, call.node))
+    return false;
+  // over a group of its own (`group=spatial_group`, a tensor- or
+  // model-parallel subgroup): a reduction DDP's data-parallel all-reduce does
+  // not make (`group=None` and `dist.group.WORLD` are DDP's default group)
+  const int group_slot = c == "torch.distributed.all_reduce" || c == "torch.distributed.broadcast" ? 2 : 3;
+  TSNode group = model.argument(call, "group", group_slot);
+  if (node_is_null(group)) return !model.has_unpacked_arguments(call);
+  if (model.value_of(group).kind == Value::Kind::None) return true;
+  std::string name = model.canonical_name(group);
+  return name == "torch.distributed.group.WORLD" || name == "torch.distributed.GroupMember.WORLD";
 }
 
 namespace {
