@@ -251,7 +251,7 @@ LintResult lint(const SourceFile& source, std::span<const Rule> rules, const Rul
   Prefilter::Scan scan(plan.prefilter, source.text());
   // facts that say nothing but who imports the file (ProjectFacts::indexed)
   // let the prefilter skip it as well: they only withdraw findings
-  const bool no_facts = project == nullptr || project->empty();
+  const bool no_facts = project == nullptr || project->only_withdraws();
   if (prefilter && no_facts && !scan.may_fire()) {
     LintResult skipped;
     skipped.skipped = true;

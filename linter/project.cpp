@@ -743,7 +743,7 @@ class Solver {
         const FileSummary::Function* f = function(b, name);
         if (f == nullptr) continue;
         ProjectFacts& callee = out[static_cast<std::size_t>(b)];
-        if (f->trains != ProjectFacts::Trains::None) out[a].callees.emplace(call.canonical, f->trains);
+        out[a].callees.emplace(call.canonical, f->trains);  // None too: a project function known to train nothing
         if (f->selects_device) out[a].device_selecting_calls.insert(call.canonical);
         for (std::size_t i = 0; i < f->parameters.size() && i < f->forwarded.size(); ++i) {
           if (!f->forwarded[i]) continue;

@@ -106,6 +106,8 @@ struct ProjectFacts {
     InLoop,   ///< runs a training loop (calling it once is not a step)
     Direct,   ///< runs backward() or an optimizer step itself: each call is a step
   };
+  /// Every call of a top-level function of another module of the project
+  /// that the index resolved has an entry, Trains::None included.
   std::map<std::string, Trains, std::less<>> callees;
   /// This file's top-level functions called on every step of a training loop
   /// in another file that runs on CUDA (with no guard of any kind between), by name.
@@ -219,8 +221,15 @@ struct ProjectFacts {
     return nullptr;
   }
 
-  bool empty() const {
-    return callees.empty() && step_entries.empty() && loop_entries.empty() && host_parameters.empty() &&
+  /// No fact at all.
+  bool empty() const { return callees.empty() && only_withdraws(); }
+  /// No fact that could add a finding (the prefilter may skip the file):
+  /// callees that train nothing only withdraw findings (a loader handed to a
+  /// function known to train nothing), as `indexed` does.
+  bool only_withdraws() const {
+    bool trains_somewhere = false;
+    for (const auto& [name, trains] : callees) trains_somewhere = trains_somewhere || trains != Trains::None;
+    return !trains_somewhere && step_entries.empty() && loop_entries.empty() && host_parameters.empty() &&
            ddp_parameters.empty() && command_line_parameters.empty() && logged_calls.empty() && result_uses.empty() && forwarding_calls.empty() &&
            device_selecting_calls.empty() && datasets.empty() && !cuda && !imported && !imported_whole && imported_names.empty() &&
            launched.empty() && missing_scripts.empty() && launched_by.empty();

@@ -904,6 +904,16 @@ class SemanticModel {
   /// callee is not a plain name or a method of `self`/`cls`, or no function
   /// of the file has that name.
   std::vector<int> resolve_local_function(const CallSite& call) const;
+  /// What the project index knows of a call of a top-level function of
+  /// another module of the project (ProjectFacts::callees): whether it trains;
+  /// std::nullopt for any other call (a library's, a class's, an unresolved
+  /// name) and in a file linted alone.
+  std::optional<ProjectFacts::Trains> project_callee(const CallSite& call) const;
+  /// The identifiers spelled `name` anywhere in the file (comments and strings
+  /// aside; attribute names such as `loader` in `self.loader` included), in
+  /// document order. The first question builds an index of every identifier
+  /// (one walk of the file); each later one is a lookup.
+  std::vector<TSNode> occurrences_of(std::string_view name) const;
 
  private:
   friend class ModelBuilder;

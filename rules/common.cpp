@@ -521,6 +521,93 @@ bool loader_for_evaluation(const SemanticModel& model, const CallSite& call) {
   return eval && !train;
 }
 
+namespace {
+// In a file that trains nothing (no training call or loop, no project
+// function that trains, no framework hook): true when every use of the
+// loader's name `name` in `scope` stays in this file and trains nothing.
+// Accepted uses: its binding to a DataLoader (this one or another: a
+// tutorial rebinds `dataloader`), the iterable of a loop or comprehension,
+// an argument of the builtins len/iter/next/enumerate, of a function of this
+// file, or of a function of another module the project index knows trains
+// nothing, or any argument in a function decorated with @torch.no_grad()
+// (an evaluation script's `evaluate_generation(model, loader)`).
+// Returned or yielded, passed to anything else, stored in an attribute or
+// another name, or a module-level name another file may import: false.
+bool used_only_where_nothing_trains(const SemanticModel& model, int scope, std::string_view name) {
+  const Kinds& k = kinds();
+  if (model.trains()) return false;
+  const ProjectFacts& p = model.project();
+  TSNode scope_node = model.regions()[scope].node;
+  if (scope == 0) {
+    // a notebook is imported by nobody; a module's name only where the index saw every import
+    bool notebook = model.source().notebook() != nullptr;
+    if (!notebook && !(p.indexed && !p.imported_whole && !p.imported_names.contains(name))) return false;
+  } else if (hands_out(model, scope_node, name)) {
+    return false;
+  }
+  TSNode body = node_symbol(scope_node) == k.module ? scope_node : field(scope_node, k.f_body);
+  if (node_is_null(body)) return false;
+  // a function decorated with @torch.no_grad() / @torch.inference_mode():
+  // what it passes the loader to computes no gradient either
+  const int function = model.regions()[scope].function;
+  const bool no_grad = scope > 0 && function >= 0 && model.functions()[static_cast<std::size_t>(function)].no_grad;
+  auto builtin = [&](const CallSite& c) {
+    if (node_symbol(c.callee) != k.identifier) return false;
+    std::string_view f = model.text(c.callee);
+    return (f == "len" || f == "iter" || f == "next" || f == "enumerate") && model.bindings_of(f, c.region).empty();
+  };
+  bool used = false;
+  std::vector<TSNode> occurrences = model.occurrences_of(name);
+  // past a few hundred uses (a generated file that rebinds one name): not
+  // followed, and no claim that they train nothing
+  if (occurrences.size() > 256) return false;
+  for (TSNode n : occurrences) {
+    if (node_start_byte(n) < node_start_byte(body) || node_end_byte(n) > node_end_byte(body)) continue;
+    // another variable of the same name (a parameter of a function defined here)
+    bool ours = false;
+    for (const Binding* b : model.bindings_of(name, model.region_of(n))) ours = ours || b->scope == scope;
+    if (!ours) continue;
+    TSNode parent = ts_node_parent(n);
+    TSSymbol ps = node_symbol(parent);
+    // one of the names `model, loader = accelerator.prepare(model, loader)` binds
+    if (ps == k.pattern_list || ps == k.tuple_pattern) {
+      TSNode assignment = ts_node_parent(parent);
+      const CallSite* bound = node_symbol(assignment) == k.assignment && node_eq(field(assignment, k.f_left), parent)
+                                  ? model.call_at(field(assignment, k.f_right))
+                                  : nullptr;
+      if (bound == nullptr || bound->method != "prepare") return false;
+      continue;
+    }
+    if (ps == k.assignment && node_eq(field(parent, k.f_left), n)) {
+      // `loader = DataLoader(...)`, or `loader = accelerator.prepare(loader)` (its argument is read below)
+      const CallSite* bound = model.call_at(field(parent, k.f_right));
+      if (bound == nullptr || (bound->canonical != kDataLoader && bound->method != "prepare")) return false;
+      continue;
+    }
+    if ((ps == k.for_statement || ps == k.for_in_clause) && node_eq(field(parent, k.f_right), n)) {
+      used = true;
+      continue;
+    }
+    TSNode call = ps == k.argument_list ? ts_node_parent(parent) : TSNode{};
+    const CallSite* c = node_is_null(call) ? nullptr : model.call_at(call);
+    if (c == nullptr) return false;
+    // Accelerate's prepare() hands back the loader (the binding above names it again)
+    bool prepared = c->method == "prepare";
+    if (!builtin(*c) && !prepared && !no_grad) {
+      std::vector<int> local = model.resolve_local_function(*c);
+      if (local.empty()) {
+        std::optional<ProjectFacts::Trains> elsewhere = model.project_callee(*c);
+        if (!elsewhere || *elsewhere != ProjectFacts::Trains::None) return false;
+      }
+      for (int f : local)
+        if (model.function_trains(f) != ProjectFacts::Trains::None) return false;
+    }
+    used = true;
+  }
+  return used;
+}
+}  // namespace
+
 bool loader_feeds_no_training(const SemanticModel& model, const CallSite& call) {
   const Kinds& k = kinds();
   if (loader_for_evaluation(model, call)) return true;
@@ -528,6 +615,8 @@ bool loader_feeds_no_training(const SemanticModel& model, const CallSite& call) 
   if (node_is_null(target) || node_symbol(target) != k.identifier) return false;
   std::string_view name = model.text(target);
   const int scope = model.regions()[model.region_of(call.node)].scope;
+  // a file that trains nothing, whose loaders stay in it
+  if (used_only_where_nothing_trains(model, scope, name)) return true;
   // every binding of the name in this scope: this DataLoader, `name = x.prepare(name)`,
   // or one of the results of `model, ..., name = x.prepare(model, ..., name)` at its position
   for (const Binding& b : model.bindings()) {

@@ -118,6 +118,17 @@ void SemanticModel::build_name_occurrences() const {
   std::sort(name_occurrences_.begin(), name_occurrences_.end());
 }
 
+std::vector<TSNode> SemanticModel::occurrences_of(std::string_view name) const {
+  std::vector<TSNode> out;
+  TSNode root = regions_[0].node;
+  for (const NameOccurrence& o : FlowAccess::occurrences(*this, name)) {
+    if (source_.text().substr(o.start, o.end - o.start) != name) continue;  // another name of the same hash
+    TSNode n = ts_node_descendant_for_byte_range(root, o.start, o.end);
+    if (!node_is_null(n) && node_symbol(n) == kinds().identifier) out.push_back(n);
+  }
+  return out;
+}
+
 static void follow_name(const SemanticModel& m, std::string_view name, int region, std::uint32_t after, int depth,
                         FlowState& st) {
   const Kinds& k = kinds();

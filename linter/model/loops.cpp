@@ -88,9 +88,14 @@ std::vector<int> SemanticModel::resolve_local_function(const CallSite& c) const 
 }
 
 ProjectFacts::Trains SemanticModel::project_callee_trains(const CallSite& c) const {
-  if (!project_ || project_->callees.empty() || c.canonical.empty()) return ProjectFacts::Trains::None;
+  return project_callee(c).value_or(ProjectFacts::Trains::None);
+}
+
+std::optional<ProjectFacts::Trains> SemanticModel::project_callee(const CallSite& c) const {
+  if (!project_ || project_->callees.empty() || c.canonical.empty()) return std::nullopt;
   auto it = project_->callees.find(c.canonical);
-  return it == project_->callees.end() ? ProjectFacts::Trains::None : it->second;
+  if (it == project_->callees.end()) return std::nullopt;
+  return it->second;
 }
 
 bool SemanticModel::applies_gradients() const {
