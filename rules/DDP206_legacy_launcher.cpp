@@ -14,6 +14,19 @@ bool torchrun_ready(const SemanticModel& model) {
   return !model.mentions_in_code(".local_rank") || model.reads_env_var("LOCAL_RANK");
 }
 
+// A script that starts its own worker processes (multiprocessing.Process,
+// mp.spawn) and writes each one's local rank into the parsed options itself
+// (`args.local_rank = rank` before starting it): `--local_rank` is its own
+// option, which no launcher passes.
+bool sets_local_rank_itself(const SemanticModel& model) {
+  if (!model.starts_processes()) return false;
+  for (const Binding& b : model.bindings()) {
+    std::string_view path = b.path;
+    if (b.kind == Binding::Kind::Assign && path.size() > 11 && path.substr(path.size() - 11) == ".local_rank") return true;
+  }
+  return false;
+}
+
 // A DeepSpeed program (it calls deepspeed.initialize or deepspeed.init_distributed):
 // the `deepspeed` launcher starts it, and that launcher passes `--local_rank` to
 // every process by design (deepspeed/launcher/launch.py, unless --no_local_rank),
@@ -30,7 +43,7 @@ void check(const SemanticModel& model, RuleContext& ctx) {
   // launcher: the finding is there (change the launcher), not here.
   bool fed_by_legacy_launch = false;
   for (const LaunchOfScript& l : model.project().launched_by) fed_by_legacy_launch |= l.passes_local_rank;
-  bool ready = torchrun_ready(model) || deepspeed_program(model) || fed_by_legacy_launch;
+  bool ready = torchrun_ready(model) || deepspeed_program(model) || sets_local_rank_itself(model) || fed_by_legacy_launch;
   for (const CallSite* call : ready ? CallRange{} : model.calls_named("add_argument")) {
     for (int i = 0; i < 3; ++i) {
       TSNode opt = model.argument(*call, "", i);
