@@ -143,8 +143,8 @@ TEST_CASE("cycles, missing modules and a CPU-only caller add no facts that are n
   for (const char* name : {"a.py", "b.py", "helpers.py"}) {
     const ProjectFacts* f = p.facts_for(t.path(name));
     if (f == nullptr) continue;
-    for (const auto& [callee, trains] : f->callees)  // known, and training nothing
-      CHECK_MESSAGE(trains == ProjectFacts::Trains::None, name << " " << callee);
+    for (const auto& entry : f->callees)  // known, and training nothing
+      CHECK_MESSAGE(entry.second == ProjectFacts::Trains::None, name << " " << entry.first);
     CHECK_MESSAGE(f->step_entries.empty(), name);  // helpers.py: per step only on the CPU
     CHECK_MESSAGE(f->loop_entries.empty(), name);
     CHECK_MESSAGE(!f->cuda, name);
